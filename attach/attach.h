@@ -1,0 +1,144 @@
+/*
+ * attach: the ptrace lifecycle. Hold every thread of a target process for
+ * as short a time as possible, copy out what interpretation needs
+ * (registers, the live part of each stack, a snapshot of the maps), and
+ * release it. Nothing here parses the target's binaries: that happens later,
+ * from the copies, in unwind.h and in symbolize/.
+ *
+ * Design (see ../shared/research/reliability.md):
+ *  - PTRACE_SEIZE + PTRACE_INTERRUPT, never PTRACE_ATTACH (whose queued
+ *    SIGSTOP can leave a target stopped if we die), never PTRACE_O_EXITKILL.
+ *  - Per-capture seize: the target is untraced between captures, so its
+ *    signals, exec, fork and exit are untouched while we are not looking,
+ *    and a crash of the tool between captures cannot hurt it.
+ *  - A signal that arrives while we hold a thread (signal-delivery-stop) is
+ *    re-injected by PTRACE_DETACH; group-stops are detached with 0, so a
+ *    process that was stopped stays stopped.
+ *  - Every wait has a deadline; a thread that cannot be stopped in time is
+ *    reported as late and never holds the others.
+ *
+ * Errors are negative errno values; nothing here prints.
+ */
+#ifndef DIAG_ATTACH_H
+#define DIAG_ATTACH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+/* A process we have identified and may capture. pidfd and proc_dirfd pin
+ * its identity: both report ESRCH once the original process is gone, even
+ * if its pid is reused. */
+struct attach_target {
+	pid_t pid;
+	int proc_dirfd;     /* open /proc/PID */
+	int task_dirfd;     /* open /proc/PID/task */
+	int pidfd;          /* -1 if the kernel lacks pidfd_open */
+	uint64_t starttime; /* field 22 of /proc/PID/stat, clock ticks since boot */
+	char comm[64];
+};
+
+/* Why a process cannot be captured; filled by attach_target_probe. */
+enum attach_refusal {
+	ATTACH_OK = 0,
+	ATTACH_NO_SUCH_PROCESS,
+	ATTACH_ZOMBIE,        /* the whole process has exited, not yet reaped */
+	ATTACH_KERNEL_THREAD,
+	ATTACH_SELF,          /* ourselves, or a process in our tracer chain */
+	ATTACH_ALREADY_TRACED,/* another tracer holds it: tracer_pid / tracer_comm */
+	ATTACH_NOT_PERMITTED, /* see uid / yama_scope / have_cap_sys_ptrace */
+};
+
+struct attach_probe {
+	enum attach_refusal refusal;
+	pid_t tracer_pid;
+	char tracer_comm[64];
+	uid_t target_uid;
+	int yama_scope;            /* -1 if Yama is absent */
+	bool have_cap_sys_ptrace;
+	bool dumpable;             /* false for setuid / PR_SET_DUMPABLE 0 */
+};
+
+/* Look at pid without touching it and say whether we can capture it.
+ * Returns 0 (result in *ret, including refusals) or -errno on our own
+ * failure. */
+int attach_target_probe(pid_t pid, struct attach_probe *ret);
+
+/* Open pid for capturing. Returns 0, -ESRCH if it does not exist or is a
+ * zombie, or another -errno. Does not stop or trace the target. */
+int attach_target_open(pid_t pid, struct attach_target *ret);
+void attach_target_close(struct attach_target *t);
+
+/* Is the target (the same process, not a pid reuser) still alive? */
+bool attach_target_alive(const struct attach_target *t);
+
+/* How a thread's capture went. */
+enum thread_outcome {
+	THREAD_CAPTURED = 0, /* registers and stack copied */
+	THREAD_LATE,         /* did not stop before the deadline; no data */
+	THREAD_GONE,         /* exited during the capture; no data */
+};
+
+/* One captured thread: plain data, safe to hand to another process. */
+struct thread_capture {
+	pid_t tid;
+	enum thread_outcome outcome;
+	char comm[17];
+	char state;             /* R, S, D, T, t, Z... from /proc just before the stop */
+	bool group_stopped;     /* it was (or became) group-stopped: left stopped */
+	int delivered_signal;   /* signal re-injected at detach, 0 if none */
+	struct user_regs_struct regs;
+	uint64_t stack_start;   /* target address of stack[0] (the SP) */
+	uint8_t *stack;         /* copy of [stack_start, stack_start + stack_len) */
+	size_t stack_len;
+	size_t stack_cap;       /* allocated size of stack (reused across captures) */
+	uint64_t hold_ns;       /* from PTRACE_INTERRUPT to PTRACE_DETACH */
+	uint64_t cpu_ns;        /* on-CPU time from schedstat (0 if unavailable) */
+	char wchan[64];         /* kernel wait channel, "" if none (snapshot only) */
+	long syscall_nr;        /* syscall it is blocked in, -1 if none */
+};
+
+/* A capture of a whole process. Reusable: attach_capture refills it and
+ * reuses its allocations (no allocation in steady-state sampling). */
+struct process_capture {
+	pid_t pid;
+	struct thread_capture *threads; /* main thread first, then by tid */
+	size_t nthreads;
+	size_t threads_cap;
+	char *maps_text;        /* /proc/PID/maps read just before the stop */
+	size_t maps_len, maps_cap;
+	uint64_t wall_ns;        /* CLOCK_REALTIME at the capture */
+	uint64_t hold_ns;       /* first PTRACE_INTERRUPT to last PTRACE_DETACH */
+	size_t nlate, ngone;
+	bool target_exited;     /* the process was gone by the end */
+};
+
+struct attach_options {
+	size_t stack_bytes_max;  /* cap on each stack copy (default 512 KiB) */
+	unsigned stop_timeout_ms;/* deadline for all threads to stop (default 100) */
+	bool read_wait_details;  /* also read wchan (costs a read per thread) */
+};
+
+void attach_options_init(struct attach_options *o);
+
+/* Stop every thread of t, copy registers and stacks, release them.
+ * Threads that appear during the capture are included; threads that exit are
+ * dropped (THREAD_GONE). Returns 0, -ESRCH if the process is gone, -EPERM if
+ * no thread could be seized, or another -errno. On every path every thread
+ * we seized has been detached (late threads are detached the moment they
+ * trap, or by the kernel when we exit). */
+int attach_capture(struct attach_target *t, const struct attach_options *o,
+		   struct process_capture *pc);
+
+void process_capture_release(struct process_capture *pc);
+
+/* Detach threads left late by an earlier capture that have trapped since.
+ * Call it between captures (attach_capture also does it first). */
+void attach_service_late(void);
+
+/* Read target memory (process_vm_readv). Returns bytes read or -errno. */
+ssize_t attach_read_memory(pid_t pid, uint64_t addr, void *buf, size_t len);
+
+#endif

@@ -1,0 +1,566 @@
+/* Stop every thread, copy what unwinding needs, release. Everything between
+ * the first PTRACE_INTERRUPT and the last PTRACE_DETACH is target pause, so
+ * this file does as little as possible in that window: no allocation in
+ * steady state, no parsing beyond locating the stack mapping, no symbol
+ * work. */
+#include "attach.h"
+#include "procfs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_STACK_BYTES (512u * 1024u)
+#define DEFAULT_STOP_TIMEOUT_MS 100u
+/* Copy at most this much when SP is not inside any mapping we know of
+ * (a mapping created after our maps snapshot). */
+#define UNKNOWN_STACK_BYTES (64u * 1024u)
+
+/* Threads seized in an earlier capture that had not stopped by its deadline.
+ * They still have our interrupt pending, so the moment they trap they would
+ * sit in a ptrace-stop until we detach them: every capture (and
+ * attach_service_late) polls them first. Only the thread that seized a
+ * tracee may operate on it; the tool does all ptrace work on one thread. */
+#define MAX_LATE 4096
+static pid_t late_tids[MAX_LATE];
+static size_t nlate_tids;
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void attach_options_init(struct attach_options *o)
+{
+	o->stack_bytes_max = DEFAULT_STACK_BYTES;
+	o->stop_timeout_ms = DEFAULT_STOP_TIMEOUT_MS;
+	o->read_wait_details = false;
+}
+
+void process_capture_release(struct process_capture *pc)
+{
+	for (size_t i = 0; i < pc->threads_cap; i++)
+		free(pc->threads[i].stack);
+	free(pc->threads);
+	free(pc->maps_text);
+	memset(pc, 0, sizeof(*pc));
+}
+
+ssize_t attach_read_memory(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = {.iov_base = buf, .iov_len = len};
+	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	return n < 0 ? -errno : n;
+}
+
+/* Detach a late thread if it has trapped since. Returns true when it is
+ * no longer ours (detached, or gone). */
+static bool service_late_one(pid_t tid)
+{
+	int status;
+	pid_t r = waitpid(tid, &status, __WALL | WNOHANG);
+	if (r < 0)
+		return true; /* ECHILD: gone, or no longer traced by us */
+	if (r == 0)
+		return false;
+	if (WIFEXITED(status) || WIFSIGNALED(status))
+		return true;
+	int sig = 0;
+	if (WIFSTOPPED(status) && (status >> 16) == 0)
+		sig = WSTOPSIG(status); /* signal-delivery-stop: hand it on */
+	ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig);
+	return true;
+}
+
+static void service_late(void)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < nlate_tids; i++)
+		if (!service_late_one(late_tids[i]))
+			late_tids[kept++] = late_tids[i];
+	nlate_tids = kept;
+}
+
+static bool is_late(pid_t tid)
+{
+	for (size_t i = 0; i < nlate_tids; i++)
+		if (late_tids[i] == tid)
+			return true;
+	return false;
+}
+
+static int read_maps(struct attach_target *t, struct process_capture *pc)
+{
+	int fd = openat(t->proc_dirfd, "maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	pc->maps_len = 0;
+	for (;;) {
+		if (pc->maps_cap - pc->maps_len < 4096) {
+			size_t cap = pc->maps_cap ? pc->maps_cap * 2 : 65536;
+			char *p = realloc(pc->maps_text, cap + 1);
+			if (!p) {
+				close(fd);
+				return -ENOMEM;
+			}
+			pc->maps_text = p;
+			pc->maps_cap = cap;
+		}
+		ssize_t n = read(fd, pc->maps_text + pc->maps_len, pc->maps_cap - pc->maps_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			return e == ESRCH ? -ESRCH : -e;
+		}
+		if (n == 0)
+			break;
+		pc->maps_len += (size_t)n;
+	}
+	close(fd);
+	pc->maps_text[pc->maps_len] = '\0';
+	return 0;
+}
+
+/* End of the mapping that contains addr, from the maps text; 0 if none.
+ * Deliberately minimal: this runs while the target is held. */
+static uint64_t mapping_end(const char *maps, uint64_t addr)
+{
+	const char *p = maps;
+	while (*p) {
+		char *end;
+		uint64_t start = strtoull(p, &end, 16);
+		if (*end != '-')
+			return 0;
+		uint64_t limit = strtoull(end + 1, &end, 16);
+		if (addr >= start && addr < limit)
+			return limit;
+		p = strchr(end, '\n');
+		if (!p)
+			return 0;
+		p++;
+	}
+	return 0;
+}
+
+static struct thread_capture *find_thread(struct process_capture *pc, pid_t tid)
+{
+	for (size_t i = 0; i < pc->nthreads; i++)
+		if (pc->threads[i].tid == tid)
+			return &pc->threads[i];
+	return NULL;
+}
+
+static struct thread_capture *add_thread(struct process_capture *pc, pid_t tid)
+{
+	if (pc->nthreads == pc->threads_cap) {
+		size_t cap = pc->threads_cap ? pc->threads_cap * 2 : 16;
+		struct thread_capture *p = realloc(pc->threads, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		memset(p + pc->threads_cap, 0, (cap - pc->threads_cap) * sizeof(*p));
+		pc->threads = p;
+		pc->threads_cap = cap;
+	}
+	struct thread_capture *tc = &pc->threads[pc->nthreads++];
+	/* Keep the stack buffer from an earlier capture: no allocation in
+	 * steady-state sampling. */
+	uint8_t *stack = tc->stack;
+	size_t cap = tc->stack_cap;
+	memset(tc, 0, sizeof(*tc));
+	tc->stack = stack;
+	tc->stack_cap = cap;
+	tc->tid = tid;
+	tc->syscall_nr = -1;
+	tc->outcome = THREAD_LATE;
+	return tc;
+}
+
+/* Per-thread bookkeeping that is not part of the capture result. */
+struct hold {
+	uint64_t interrupted_at;
+	bool seized, stopped, detached;
+	int pending_signal;
+};
+
+struct capture_run {
+	struct attach_target *t;
+	const struct attach_options *o;
+	struct process_capture *pc;
+	struct hold *holds; /* parallel to pc->threads */
+	size_t holds_cap;
+	int first_seize_error;
+	size_t nseized;
+	uint64_t first_interrupt;
+};
+
+static int ensure_holds(struct capture_run *run)
+{
+	if (run->holds_cap >= run->pc->threads_cap)
+		return 0;
+	struct hold *h = realloc(run->holds, run->pc->threads_cap * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	memset(h + run->holds_cap, 0, (run->pc->threads_cap - run->holds_cap) * sizeof(*h));
+	run->holds = h;
+	run->holds_cap = run->pc->threads_cap;
+	return 0;
+}
+
+/* Read what /proc says about a thread while it still runs: its state must
+ * be the one before our stop (after it, every thread reads 't'). */
+static void read_thread_proc(struct capture_run *run, struct thread_capture *tc)
+{
+	char path[64], buf[1024];
+	struct procfs_stat st;
+	snprintf(path, sizeof(path), "%d/stat", (int)tc->tid);
+	if (procfs_read_at(run->t->task_dirfd, path, buf, sizeof(buf)) > 0 &&
+	    procfs_parse_stat(buf, &st) == 0) {
+		snprintf(tc->comm, sizeof(tc->comm), "%.16s", st.comm);
+		tc->state = st.state;
+	} else {
+		tc->state = '?';
+	}
+	if (run->o->read_wait_details && tc->state != 'R') {
+		snprintf(path, sizeof(path), "%d/wchan", (int)tc->tid);
+		if (procfs_read_at(run->t->task_dirfd, path, tc->wchan, sizeof(tc->wchan)) > 0 &&
+		    strcmp(tc->wchan, "0") == 0)
+			tc->wchan[0] = '\0';
+	}
+}
+
+/* One pass over /proc/PID/task: seize and interrupt every thread not seen
+ * yet. Returns how many new threads were found, or -errno. */
+static int scan_and_seize(struct capture_run *run)
+{
+	struct process_capture *pc = run->pc;
+	char buf[8192];
+	int found = 0;
+
+	/* Collect new tids first, then read their state, then seize and
+	 * interrupt them back to back so they stop as close together as we can
+	 * manage (the snapshot is only consistent across that window). */
+	pid_t fresh[512];
+	size_t nfresh = 0;
+
+	if (lseek(run->t->task_dirfd, 0, SEEK_SET) < 0)
+		return -errno;
+	for (;;) {
+		long n = syscall(SYS_getdents64, run->t->task_dirfd, buf, sizeof(buf));
+		if (n < 0)
+			return errno == ENOENT ? -ESRCH : -errno;
+		if (n == 0)
+			break;
+		for (long off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '0' || d->d_name[0] > '9')
+				continue;
+			pid_t tid = (pid_t)atoi(d->d_name);
+			if (find_thread(pc, tid) || is_late(tid))
+				continue;
+			if (nfresh < sizeof(fresh) / sizeof(fresh[0]))
+				fresh[nfresh++] = tid;
+		}
+	}
+
+	size_t base = pc->nthreads;
+	for (size_t i = 0; i < nfresh; i++) {
+		struct thread_capture *tc = add_thread(pc, fresh[i]);
+		if (!tc)
+			return -ENOMEM;
+		read_thread_proc(run, tc);
+	}
+	if (ensure_holds(run) < 0)
+		return -ENOMEM;
+
+	for (size_t i = base; i < pc->nthreads; i++) {
+		struct thread_capture *tc = &pc->threads[i];
+		struct hold *h = &run->holds[i];
+		memset(h, 0, sizeof(*h));
+		found++;
+		/* No options: no EXITKILL (the target must survive our death), no
+		 * TRACECLONE/EXEC (per-capture seize rescans instead). */
+		if (ptrace(PTRACE_SEIZE, tc->tid, 0, 0) < 0) {
+			/* ESRCH: gone. EPERM on a live process: an exiting thread
+			 * or zombie leader, not (yet) a permission problem. */
+			if (!run->first_seize_error)
+				run->first_seize_error = errno;
+			tc->outcome = THREAD_GONE;
+			continue;
+		}
+		h->seized = true;
+		run->nseized++;
+		h->interrupted_at = now_ns(CLOCK_MONOTONIC);
+		if (!run->first_interrupt)
+			run->first_interrupt = h->interrupted_at;
+		if (ptrace(PTRACE_INTERRUPT, tc->tid, 0, 0) < 0) {
+			/* It died between the two calls; waitpid will say so. */
+		}
+	}
+	return found;
+}
+
+static void capture_stopped_thread(struct capture_run *run, struct thread_capture *tc)
+{
+	if (ptrace(PTRACE_GETREGS, tc->tid, 0, &tc->regs) < 0) {
+		tc->outcome = THREAD_GONE;
+		return;
+	}
+	tc->outcome = THREAD_CAPTURED;
+	/* orig_rax holds the syscall number when the stop interrupted one. */
+	tc->syscall_nr = (long)tc->regs.orig_rax;
+
+	uint64_t sp = tc->regs.rsp;
+	uint64_t end = mapping_end(run->pc->maps_text, sp);
+	size_t want = end > sp ? (size_t)(end - sp) : UNKNOWN_STACK_BYTES;
+	if (want > run->o->stack_bytes_max)
+		want = run->o->stack_bytes_max;
+	if (tc->stack_cap < want) {
+		/* Grows only on the first captures of a thread slot; steady
+		 * state reuses the buffer. */
+		uint8_t *p = realloc(tc->stack, want);
+		if (!p) {
+			tc->stack_len = 0;
+			return;
+		}
+		tc->stack = p;
+		tc->stack_cap = want;
+	}
+	tc->stack_start = sp;
+	ssize_t n = attach_read_memory(run->pc->pid, sp, tc->stack, want);
+	tc->stack_len = n > 0 ? (size_t)n : 0;
+}
+
+/* Poll every seized thread until all have stopped or the deadline passes.
+ * Each thread is captured the moment it stops, overlapping capture with the
+ * wait for the others. */
+static void wait_and_capture(struct capture_run *run)
+{
+	struct process_capture *pc = run->pc;
+	uint64_t deadline = run->first_interrupt + (uint64_t)run->o->stop_timeout_ms * 1000000ull;
+	unsigned idle_rounds = 0;
+
+	for (;;) {
+		size_t pending = 0;
+		bool progressed = false;
+		for (size_t i = 0; i < pc->nthreads; i++) {
+			struct hold *h = &run->holds[i];
+			struct thread_capture *tc = &pc->threads[i];
+			if (!h->seized || h->stopped || tc->outcome == THREAD_GONE)
+				continue;
+			int status;
+			pid_t r = waitpid(tc->tid, &status, __WALL | WNOHANG);
+			if (r == 0) {
+				pending++;
+				continue;
+			}
+			progressed = true;
+			if (r < 0 || WIFEXITED(status) || WIFSIGNALED(status)) {
+				tc->outcome = THREAD_GONE;
+				h->detached = true; /* nothing left to detach */
+				continue;
+			}
+			h->stopped = true;
+			int event = status >> 16;
+			int sig = WSTOPSIG(status);
+			if (event == PTRACE_EVENT_STOP) {
+				/* SIGTRAP: our interrupt. A stop signal: group-stop
+				 * (the process was, or is being, stopped by someone
+				 * else). Either way detach with 0 keeps the truth. */
+				if (sig != SIGTRAP)
+					tc->group_stopped = true;
+			} else if (event == 0) {
+				/* Signal-delivery-stop: a signal arrived while we
+				 * held the thread. It must reach the target. */
+				h->pending_signal = sig;
+			}
+			capture_stopped_thread(run, tc);
+		}
+		if (pending == 0)
+			return;
+		if (now_ns(CLOCK_MONOTONIC) >= deadline)
+			return;
+		if (progressed) {
+			idle_rounds = 0;
+		} else if (++idle_rounds < 64) {
+			sched_yield();
+		} else {
+			/* Something is slow to stop (D state, CPU-starved); stop
+			 * burning the CPU it may need. */
+			struct timespec ts = {0, 50000};
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+static void release_all(struct capture_run *run)
+{
+	struct process_capture *pc = run->pc;
+	uint64_t last = 0;
+	/* Non-leaders first, the leader last: a zombie leader can only be
+	 * reaped after its threads (gdb's detach order). */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < pc->nthreads; i++) {
+			struct hold *h = &run->holds[i];
+			struct thread_capture *tc = &pc->threads[i];
+			bool leader = tc->tid == pc->pid;
+			if ((pass == 0) == leader)
+				continue;
+			if (!h->seized || h->detached)
+				continue;
+			if (!h->stopped) {
+				/* Late: PTRACE_DETACH needs a stopped tracee. It will
+				 * be detached the moment it traps. */
+				if (nlate_tids < MAX_LATE)
+					late_tids[nlate_tids++] = tc->tid;
+				tc->outcome = THREAD_LATE;
+				continue;
+			}
+			tc->delivered_signal = h->pending_signal;
+			if (ptrace(PTRACE_DETACH, tc->tid, 0, (void *)(long)h->pending_signal) < 0 &&
+			    errno == ESRCH) {
+				/* Died while stopped (SIGKILL): reap it so the real
+				 * parent's wait is not delayed by us. */
+				int status;
+				waitpid(tc->tid, &status, __WALL | WNOHANG);
+			}
+			h->detached = true;
+			uint64_t t = now_ns(CLOCK_MONOTONIC);
+			tc->hold_ns = t - h->interrupted_at;
+			if (t > last)
+				last = t;
+		}
+	}
+	pc->hold_ns = last && run->first_interrupt ? last - run->first_interrupt : 0;
+}
+
+/* Read on-CPU time (schedstat field 1, ns) after the release: it only needs
+ * to be monotonic per thread, and reading it here keeps it out of the pause. */
+static void read_cpu_times(struct capture_run *run)
+{
+	char path[64], buf[128];
+	for (size_t i = 0; i < run->pc->nthreads; i++) {
+		struct thread_capture *tc = &run->pc->threads[i];
+		if (tc->outcome != THREAD_CAPTURED)
+			continue;
+		snprintf(path, sizeof(path), "%d/schedstat", (int)tc->tid);
+		if (procfs_read_at(run->t->task_dirfd, path, buf, sizeof(buf)) > 0)
+			tc->cpu_ns = strtoull(buf, NULL, 10);
+	}
+}
+
+static int compare_threads(const void *a, const void *b, void *arg)
+{
+	pid_t pid = *(const pid_t *)arg;
+	const struct thread_capture *x = a, *y = b;
+	if (x->tid == y->tid)
+		return 0;
+	if (x->tid == pid)
+		return -1;
+	if (y->tid == pid)
+		return 1;
+	return x->tid < y->tid ? -1 : 1;
+}
+
+/* Drop threads that yielded nothing, keeping late ones (reported) and
+ * captured ones; sort main thread first, then by tid. */
+static void finish(struct process_capture *pc)
+{
+	size_t kept = 0;
+	pc->nlate = pc->ngone = 0;
+	for (size_t i = 0; i < pc->nthreads; i++) {
+		if (pc->threads[i].outcome == THREAD_GONE) {
+			pc->ngone++;
+			continue;
+		}
+		if (pc->threads[i].outcome == THREAD_LATE)
+			pc->nlate++;
+		if (kept != i) {
+			/* Swap so the dropped slot's stack buffer is kept for reuse. */
+			struct thread_capture tmp = pc->threads[kept];
+			pc->threads[kept] = pc->threads[i];
+			pc->threads[i] = tmp;
+		}
+		kept++;
+	}
+	pc->nthreads = kept;
+	qsort_r(pc->threads, pc->nthreads, sizeof(pc->threads[0]), compare_threads, &pc->pid);
+}
+
+int attach_capture(struct attach_target *t, const struct attach_options *o,
+		   struct process_capture *pc)
+{
+	struct attach_options defaults;
+	if (!o) {
+		attach_options_init(&defaults);
+		o = &defaults;
+	}
+	service_late();
+
+	pc->pid = t->pid;
+	pc->nthreads = 0;
+	pc->hold_ns = 0;
+	pc->target_exited = false;
+	pc->wall_ns = now_ns(CLOCK_REALTIME);
+
+	int r = read_maps(t, pc);
+	if (r < 0) {
+		pc->target_exited = (r == -ESRCH);
+		return r;
+	}
+
+	struct capture_run run = {.t = t, .o = o, .pc = pc};
+	/* Re-scan until a pass finds no thread we have not seen: threads born
+	 * while we seize are caught (gdb and CRIU do the same). */
+	int passes = 0;
+	do {
+		r = scan_and_seize(&run);
+		if (r < 0)
+			break;
+	} while (r > 0 && ++passes < 64);
+
+	if (run.nseized > 0)
+		wait_and_capture(&run);
+	release_all(&run);
+	free(run.holds);
+
+	if (run.nseized > 0)
+		read_cpu_times(&run);
+	finish(pc);
+
+	if (run.nseized == 0) {
+		if (!attach_target_alive(t)) {
+			pc->target_exited = true;
+			return -ESRCH;
+		}
+		if (r == -ESRCH) {
+			pc->target_exited = true;
+			return -ESRCH;
+		}
+		return run.first_seize_error ? -run.first_seize_error : -ESRCH;
+	}
+	if (pc->nthreads == pc->nlate && !attach_target_alive(t))
+		pc->target_exited = true;
+	return 0;
+}
+
+void attach_service_late(void)
+{
+	service_late();
+}

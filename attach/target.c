@@ -1,0 +1,189 @@
+/* Identifying a target and deciding whether we may capture it, without
+ * touching it. */
+#include "attach.h"
+#include "procfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define PF_KTHREAD 0x00200000UL
+#define CAP_SYS_PTRACE_BIT 19
+
+static int read_status(int dirfd, char *buf, size_t size)
+{
+	ssize_t n = procfs_read_at(dirfd, "status", buf, size);
+	return n < 0 ? (int)n : 0;
+}
+
+static pid_t tracer_of(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (procfs_read_at(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return 0;
+	long tp = 0;
+	if (procfs_status_field(buf, "TracerPid", &tp) < 0)
+		return 0;
+	return (pid_t)tp;
+}
+
+/* pid is us, or traces us (directly or through a chain): attaching would
+ * deadlock both (strace #178). */
+static bool in_own_tracer_chain(pid_t pid)
+{
+	if (pid == getpid())
+		return true;
+	pid_t p = tracer_of(getpid());
+	for (int depth = 0; p > 0 && depth < 16; depth++) {
+		if (p == pid)
+			return true;
+		p = tracer_of(p);
+	}
+	return false;
+}
+
+static int read_yama_scope(void)
+{
+	char buf[16];
+	if (procfs_read_at(AT_FDCWD, "/proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) < 0)
+		return -1;
+	return atoi(buf);
+}
+
+static bool have_cap_sys_ptrace(void)
+{
+	char buf[4096];
+	if (procfs_read_at(AT_FDCWD, "/proc/self/status", buf, sizeof(buf)) < 0)
+		return false;
+	const char *p = strstr(buf, "CapEff:");
+	if (!p)
+		return false;
+	unsigned long long caps = strtoull(p + 7, NULL, 16);
+	return (caps >> CAP_SYS_PTRACE_BIT) & 1;
+}
+
+int attach_target_probe(pid_t pid, struct attach_probe *ret)
+{
+	struct attach_probe pr = {.refusal = ATTACH_OK, .yama_scope = read_yama_scope(),
+				  .have_cap_sys_ptrace = have_cap_sys_ptrace(), .dumpable = true};
+	char path[64], buf[4096];
+
+	if (pid <= 0) {
+		pr.refusal = ATTACH_NO_SUCH_PROCESS;
+		*ret = pr;
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	int dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		pr.refusal = ATTACH_NO_SUCH_PROCESS;
+		*ret = pr;
+		return 0;
+	}
+	/* /proc/PID is a thread-group leader only; /proc/TID of a non-leader
+	 * thread opens too, but its Tgid differs: the user gave a thread id. */
+	struct procfs_stat st;
+	if (procfs_read_at(dirfd, "stat", buf, sizeof(buf)) < 0 || procfs_parse_stat(buf, &st) < 0 ||
+	    read_status(dirfd, buf, sizeof(buf)) < 0) {
+		close(dirfd);
+		pr.refusal = ATTACH_NO_SUCH_PROCESS;
+		*ret = pr;
+		return 0;
+	}
+	long threads = 1, tracer = 0, uid = 0;
+	procfs_status_field(buf, "Threads", &threads);
+	procfs_status_field(buf, "TracerPid", &tracer);
+	const char *u = strstr(buf, "\nUid:");
+	if (u)
+		uid = strtol(u + 5, NULL, 10);
+	pr.target_uid = (uid_t)uid;
+
+	struct stat sb;
+	/* The kernel makes /proc/PID owned by root when the process is not
+	 * dumpable (setuid, PR_SET_DUMPABLE 0). */
+	if (fstat(dirfd, &sb) == 0 && sb.st_uid == 0 && uid != 0)
+		pr.dumpable = false;
+	close(dirfd);
+
+	if (st.flags & PF_KTHREAD)
+		pr.refusal = ATTACH_KERNEL_THREAD;
+	else if ((st.state == 'Z' || st.state == 'X') && threads <= 1)
+		pr.refusal = ATTACH_ZOMBIE;
+	else if (in_own_tracer_chain(pid))
+		pr.refusal = ATTACH_SELF;
+	else if (tracer != 0) {
+		pr.refusal = ATTACH_ALREADY_TRACED;
+		pr.tracer_pid = (pid_t)tracer;
+		snprintf(path, sizeof(path), "/proc/%ld/comm", tracer);
+		if (procfs_read_at(AT_FDCWD, path, pr.tracer_comm, sizeof(pr.tracer_comm)) > 0)
+			pr.tracer_comm[strcspn(pr.tracer_comm, "\n")] = '\0';
+	} else if (pr.yama_scope == 3)
+		pr.refusal = ATTACH_NOT_PERMITTED;
+	else if (!pr.have_cap_sys_ptrace && ((uid_t)uid != getuid() || !pr.dumpable))
+		pr.refusal = ATTACH_NOT_PERMITTED;
+	*ret = pr;
+	return 0;
+}
+
+int attach_target_open(pid_t pid, struct attach_target *ret)
+{
+	struct attach_target t = {.pid = pid, .proc_dirfd = -1, .task_dirfd = -1, .pidfd = -1};
+	char path[64], buf[4096];
+	struct procfs_stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	t.proc_dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t.proc_dirfd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	t.task_dirfd = openat(t.proc_dirfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ssize_t n = procfs_read_at(t.proc_dirfd, "stat", buf, sizeof(buf));
+	if (t.task_dirfd < 0 || n < 0 || procfs_parse_stat(buf, &st) < 0) {
+		int e = t.task_dirfd < 0 ? -errno : (n < 0 ? (int)n : -EINVAL);
+		attach_target_close(&t);
+		return e == -ENOENT ? -ESRCH : e;
+	}
+	t.starttime = st.starttime;
+	snprintf(t.comm, sizeof(t.comm), "%s", st.comm);
+	/* pidfd pins identity against pid reuse; absent on kernels < 5.3. */
+	t.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	*ret = t;
+	return 0;
+}
+
+void attach_target_close(struct attach_target *t)
+{
+	if (t->proc_dirfd >= 0)
+		close(t->proc_dirfd);
+	if (t->task_dirfd >= 0)
+		close(t->task_dirfd);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	t->proc_dirfd = t->task_dirfd = t->pidfd = -1;
+}
+
+bool attach_target_alive(const struct attach_target *t)
+{
+	char buf[4096];
+	struct procfs_stat st;
+	/* Reads through a dirfd of a reaped process fail with ESRCH even if the
+	 * pid has been reused, so this cannot mistake an impostor for t. */
+	if (procfs_read_at(t->proc_dirfd, "stat", buf, sizeof(buf)) < 0 ||
+	    procfs_parse_stat(buf, &st) < 0 || st.starttime != t->starttime)
+		return false;
+	if (st.state != 'Z' && st.state != 'X')
+		return true;
+	/* A zombie leader whose other threads still run (main called
+	 * pthread_exit) is alive. */
+	long threads = 0;
+	if (read_status(t->proc_dirfd, buf, sizeof(buf)) < 0 ||
+	    procfs_status_field(buf, "Threads", &threads) < 0)
+		return false;
+	return threads > 1;
+}

@@ -1,0 +1,383 @@
+/* Offline unwinding of captured threads with libunwind's remote API. */
+#include "unwind.h"
+
+#include <errno.h>
+#include <libunwind-ptrace.h>
+#include <libunwind.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE_CACHE_SLOTS 256
+#define PAGE_BYTES 4096u
+
+struct exec_mapping {
+	uint64_t start, limit;
+	char *path;
+	void *upt; /* libunwind-ptrace handle for this module, created lazily */
+};
+
+struct cached_page {
+	uint64_t addr; /* page address, or UINT64_MAX when empty / unreadable */
+	bool valid;
+	uint8_t bytes[PAGE_BYTES];
+};
+
+struct unwinder {
+	pid_t pid;
+	unw_addr_space_t as;
+	struct exec_mapping *maps;
+	size_t nmaps;
+	struct cached_page *pages; /* direct-mapped cache of live read-only memory */
+	/* The thread being unwound right now. libunwind hands our accessors the
+	 * argument we pass to unw_init_remote, but _UPT_find_proc_info passes
+	 * its own UPT handle to them when it searches tables, so the accessors
+	 * cannot rely on it: they use this instead. */
+	const struct thread_capture *tc;
+	uint64_t stack_map_start, stack_map_end; /* mapping holding tc's stack */
+	char *maps_text;
+};
+
+static struct unwinder *current;
+
+static void free_maps(struct unwinder *u)
+{
+	for (size_t i = 0; i < u->nmaps; i++) {
+		free(u->maps[i].path);
+		if (u->maps[i].upt)
+			_UPT_destroy(u->maps[i].upt);
+	}
+	free(u->maps);
+	u->maps = NULL;
+	u->nmaps = 0;
+	free(u->maps_text);
+	u->maps_text = NULL;
+}
+
+int unwinder_update_maps(struct unwinder *u, const char *text, size_t len)
+{
+	free_maps(u);
+	u->maps_text = strndup(text, len);
+	if (!u->maps_text)
+		return -ENOMEM;
+	size_t cap = 64;
+	u->maps = calloc(cap, sizeof(*u->maps));
+	if (!u->maps)
+		return -ENOMEM;
+	for (const char *p = u->maps_text; p && *p;) {
+		char *end;
+		uint64_t start = strtoull(p, &end, 16);
+		uint64_t limit = (*end == '-') ? strtoull(end + 1, &end, 16) : 0;
+		const char *nl = strchr(p, '\n');
+		const char *line_end = nl ? nl : p + strlen(p);
+		/* perms follow a space; the path (if any) starts at the first '/'. */
+		bool exec = end + 3 < line_end && end[3] == 'x';
+		const char *path = memchr(end, '/', (size_t)(line_end - end));
+		if (exec && path && limit > start) {
+			if (u->nmaps == cap) {
+				cap *= 2;
+				struct exec_mapping *m = realloc(u->maps, cap * sizeof(*m));
+				if (!m)
+					return -ENOMEM;
+				u->maps = m;
+			}
+			struct exec_mapping *m = &u->maps[u->nmaps++];
+			memset(m, 0, sizeof(*m));
+			m->start = start;
+			m->limit = limit;
+			m->path = strndup(path, (size_t)(line_end - path));
+			if (!m->path)
+				return -ENOMEM;
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	for (size_t i = 0; i < PAGE_CACHE_SLOTS; i++)
+		u->pages[i].valid = false;
+	return 0;
+}
+
+static struct exec_mapping *mapping_for(struct unwinder *u, uint64_t ip)
+{
+	for (size_t i = 0; i < u->nmaps; i++)
+		if (ip >= u->maps[i].start && ip < u->maps[i].limit)
+			return &u->maps[i];
+	return NULL;
+}
+
+/* The UPT handle of the module holding ip. One per module, because each
+ * handle caches a single ELF image and its table: sharing one across
+ * modules would re-read /proc/PID/maps and re-map the file at every module
+ * switch. Handles for modules with the same path are shared. */
+static void *upt_for(struct unwinder *u, uint64_t ip)
+{
+	struct exec_mapping *m = mapping_for(u, ip);
+	if (!m)
+		return NULL;
+	if (m->upt)
+		return m->upt;
+	for (size_t i = 0; i < u->nmaps; i++)
+		if (u->maps[i].upt && strcmp(u->maps[i].path, m->path) == 0)
+			return m->upt = u->maps[i].upt, m->upt;
+	m->upt = _UPT_create(u->pid);
+	return m->upt;
+}
+
+static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+			  int need_unwind_info, void *arg)
+{
+	struct unwinder *u = current;
+	void *upt = upt_for(u, ip);
+	if (!upt)
+		return -UNW_ENOINFO;
+	return _UPT_find_proc_info(as, ip, pi, need_unwind_info, upt);
+}
+
+static void put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+	_UPT_put_unwind_info(as, pi, NULL);
+}
+
+static int get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *dilap, void *arg)
+{
+	return -UNW_ENOINFO;
+}
+
+static bool read_live(struct unwinder *u, uint64_t addr, void *out, size_t len)
+{
+	uint64_t page = addr & ~(uint64_t)(PAGE_BYTES - 1);
+	if (addr + len > page + PAGE_BYTES)
+		return attach_read_memory(u->pid, addr, out, len) == (ssize_t)len;
+	struct cached_page *slot = &u->pages[(page / PAGE_BYTES) % PAGE_CACHE_SLOTS];
+	if (!slot->valid || slot->addr != page) {
+		slot->addr = page;
+		slot->valid = attach_read_memory(u->pid, page, slot->bytes, PAGE_BYTES) == PAGE_BYTES;
+		if (!slot->valid)
+			return attach_read_memory(u->pid, addr, out, len) == (ssize_t)len;
+	}
+	memcpy(out, slot->bytes + (addr - page), len);
+	return true;
+}
+
+static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
+{
+	struct unwinder *u = current;
+	const struct thread_capture *tc = u->tc;
+	if (write)
+		return -UNW_EINVAL; /* never modify the target */
+	if (addr >= tc->stack_start && addr + sizeof(*val) <= tc->stack_start + tc->stack_len) {
+		memcpy(val, tc->stack + (addr - tc->stack_start), sizeof(*val));
+		return 0;
+	}
+	/* The live stack has moved on since the capture: reading it would mix
+	 * two moments into one stack. Below SP or beyond the copy is off limits. */
+	if (addr >= u->stack_map_start && addr < u->stack_map_end)
+		return -UNW_EINVAL;
+	return read_live(u, addr, val, sizeof(*val)) ? 0 : -UNW_EINVAL;
+}
+
+static const unw_word_t *reg_slot(const struct user_regs_struct *r, unw_regnum_t reg)
+{
+	switch (reg) {
+	case UNW_X86_64_RAX: return (const unw_word_t *)&r->rax;
+	case UNW_X86_64_RDX: return (const unw_word_t *)&r->rdx;
+	case UNW_X86_64_RCX: return (const unw_word_t *)&r->rcx;
+	case UNW_X86_64_RBX: return (const unw_word_t *)&r->rbx;
+	case UNW_X86_64_RSI: return (const unw_word_t *)&r->rsi;
+	case UNW_X86_64_RDI: return (const unw_word_t *)&r->rdi;
+	case UNW_X86_64_RBP: return (const unw_word_t *)&r->rbp;
+	case UNW_X86_64_RSP: return (const unw_word_t *)&r->rsp;
+	case UNW_X86_64_R8: return (const unw_word_t *)&r->r8;
+	case UNW_X86_64_R9: return (const unw_word_t *)&r->r9;
+	case UNW_X86_64_R10: return (const unw_word_t *)&r->r10;
+	case UNW_X86_64_R11: return (const unw_word_t *)&r->r11;
+	case UNW_X86_64_R12: return (const unw_word_t *)&r->r12;
+	case UNW_X86_64_R13: return (const unw_word_t *)&r->r13;
+	case UNW_X86_64_R14: return (const unw_word_t *)&r->r14;
+	case UNW_X86_64_R15: return (const unw_word_t *)&r->r15;
+	case UNW_X86_64_RIP: return (const unw_word_t *)&r->rip;
+	default: return NULL;
+	}
+}
+
+static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
+{
+	if (write)
+		return -UNW_EREADONLYREG;
+	const unw_word_t *slot = reg_slot(&current->tc->regs, reg);
+	if (!slot)
+		return -UNW_EBADREG;
+	*val = *slot;
+	return 0;
+}
+
+static int access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write,
+			void *arg)
+{
+	return -UNW_EBADREG;
+}
+
+static int resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
+{
+	return -UNW_EINVAL; /* never resume or redirect the target */
+}
+
+static int get_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, size_t len,
+			 unw_word_t *offp, void *arg)
+{
+	/* Names come from symbolize/ (libdw); libunwind's ELF symbol reader
+	 * crashes on hostile files (reliability.md 1.8). */
+	return -UNW_ENOINFO;
+}
+
+static unw_accessors_t accessors = {
+	.find_proc_info = find_proc_info,
+	.put_unwind_info = put_unwind_info,
+	.get_dyn_info_list_addr = get_dyn_info_list_addr,
+	.access_mem = access_mem,
+	.access_reg = access_reg,
+	.access_fpreg = access_fpreg,
+	.resume = resume,
+	.get_proc_name = get_proc_name,
+};
+
+int unwinder_new(pid_t pid, const char *maps_text, size_t maps_len, struct unwinder **ret)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->pid = pid;
+	u->pages = calloc(PAGE_CACHE_SLOTS, sizeof(*u->pages));
+	u->as = unw_create_addr_space(&accessors, 0);
+	if (!u->pages || !u->as) {
+		unwinder_free(u);
+		return -ENOMEM;
+	}
+	/* Unwind info of a module does not change while it is mapped; cache
+	 * it across threads and captures. */
+	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+	int r = unwinder_update_maps(u, maps_text, maps_len);
+	if (r < 0) {
+		unwinder_free(u);
+		return r;
+	}
+	*ret = u;
+	return 0;
+}
+
+void unwinder_free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	free_maps(u);
+	if (u->as)
+		unw_destroy_addr_space(u->as);
+	free(u->pages);
+	free(u);
+}
+
+static bool stack_word(const struct thread_capture *tc, uint64_t addr, uint64_t *val)
+{
+	if (addr < tc->stack_start || addr + 8 > tc->stack_start + tc->stack_len || (addr & 7))
+		return false;
+	memcpy(val, tc->stack + (addr - tc->stack_start), 8);
+	return true;
+}
+
+/* Continue with the frame-pointer chain from rbp: [rbp] is the caller's rbp,
+ * [rbp+8] the return address. Only words of the stack copy are trusted,
+ * and the chain must move towards the stack's top. */
+static size_t walk_frame_pointers(const struct thread_capture *tc, uint64_t rbp, uint64_t *pcs,
+				  size_t n, size_t max, bool *complete)
+{
+	*complete = false;
+	while (n < max) {
+		uint64_t next, ra;
+		if (!stack_word(tc, rbp, &next) || !stack_word(tc, rbp + 8, &ra))
+			return n;
+		if (ra == 0) {
+			*complete = true;
+			return n;
+		}
+		pcs[n++] = ra;
+		if (next == 0) {
+			*complete = true;
+			return n;
+		}
+		if (next <= rbp)
+			return n;
+		rbp = next;
+	}
+	return n;
+}
+
+static void find_stack_mapping(struct unwinder *u, uint64_t sp)
+{
+	u->stack_map_start = u->stack_map_end = 0;
+	for (const char *p = u->maps_text; p && *p;) {
+		char *end;
+		uint64_t start = strtoull(p, &end, 16);
+		uint64_t limit = (*end == '-') ? strtoull(end + 1, &end, 16) : 0;
+		if (sp >= start && sp < limit) {
+			u->stack_map_start = start;
+			u->stack_map_end = limit;
+			return;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+}
+
+int unwinder_unwind(struct unwinder *u, const struct thread_capture *tc, uint64_t *pcs,
+		    size_t max, size_t *ret_n, bool *ret_truncated)
+{
+	*ret_n = 0;
+	*ret_truncated = true;
+	if (tc->outcome != THREAD_CAPTURED || max == 0)
+		return -EINVAL;
+	current = u;
+	u->tc = tc;
+	find_stack_mapping(u, tc->regs.rsp);
+
+	unw_cursor_t cursor;
+	size_t n = 0;
+	bool complete = false;
+	uint64_t last_rbp = tc->regs.rbp;
+	pcs[n++] = tc->regs.rip;
+
+	if (unw_init_remote(&cursor, u->as, u) == 0) {
+		uint64_t prev_ip = tc->regs.rip, prev_sp = tc->regs.rsp;
+		while (n < max) {
+			int r = unw_step(&cursor);
+			if (r == 0) {
+				complete = true;
+				break;
+			}
+			if (r < 0)
+				break;
+			unw_word_t ip, sp, bp;
+			unw_get_reg(&cursor, UNW_REG_IP, &ip);
+			unw_get_reg(&cursor, UNW_REG_SP, &sp);
+			if (unw_get_reg(&cursor, UNW_X86_64_RBP, &bp) == 0)
+				last_rbp = bp;
+			if (ip == 0) {
+				complete = true;
+				break;
+			}
+			/* Guard against unwind info that does not advance. */
+			if (ip == prev_ip && sp == prev_sp)
+				break;
+			pcs[n++] = ip;
+			prev_ip = ip;
+			prev_sp = sp;
+		}
+	}
+	if (!complete && n < max) {
+		/* CFI ran out (JIT code, hand-written assembly, a module whose
+		 * tables we could not read): fall back to the frame chain. */
+		n = walk_frame_pointers(tc, last_rbp, pcs, n, max, &complete);
+	}
+	current = NULL;
+	*ret_n = n;
+	*ret_truncated = !complete;
+	return 0;
+}

@@ -1,0 +1,128 @@
+/* Durable, atomic member writes relative to the bundle's directory fd. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bundle/internal.h"
+
+int bundle_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -ENOSPC;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t ls = strlen(s), lx = strlen(suffix);
+
+	return ls >= lx && memcmp(s + ls - lx, suffix, lx) == 0;
+}
+
+bool bundle_name_valid(const char *name)
+{
+	const char *c = name;
+
+	if (!name || !*name || *name == '/' || strlen(name) >= PATH_MAX)
+		return false;
+	if (strcmp(name, BUNDLE_MANIFEST) == 0 || ends_with(name, ".tmp"))
+		return false;
+	while (*c) {
+		size_t n = strcspn(c, "/");
+		if (n == 0 || n >= NAME_MAX - 4 /* room for ".tmp" */)
+			return false;
+		if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		c += n;
+		if (*c == '/') {
+			c++;
+			if (!*c)
+				return false; /* trailing slash */
+		}
+	}
+	return true;
+}
+
+int bundle_open_parent(int rootfd, const char *name, bool create, const char **ret_leaf)
+{
+	char comp[NAME_MAX + 1];
+	const char *c = name;
+	int fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		size_t n = strcspn(c, "/");
+		if (c[n] != '/')
+			break;
+		if (n > NAME_MAX) {
+			close(fd);
+			return -ENAMETOOLONG;
+		}
+		memcpy(comp, c, n);
+		comp[n] = '\0';
+		bool made = false;
+		if (create) {
+			if (mkdirat(fd, comp, 0700) == 0)
+				made = true;
+			else if (errno != EEXIST) {
+				int r = -errno;
+				close(fd);
+				return r;
+			}
+		}
+		int sub = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int err = errno;
+		/* A new directory entry is only durable once its parent is
+		 * synced. Best effort: the member's own fsync reports real
+		 * I/O errors. */
+		if (made)
+			(void)fsync(fd);
+		close(fd);
+		if (sub < 0)
+			return -err;
+		fd = sub;
+		c += n + 1;
+	}
+	*ret_leaf = c;
+	return fd;
+}
+
+int bundle_atomic_write_at(int dirfd, const char *leaf, const void *data, size_t len)
+{
+	char tmp[NAME_MAX + 1];
+	int fd, r;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", leaf) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = bundle_write_all(fd, data, len);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	/* close() can be where NFS reports a failed write-back. */
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(dirfd, tmp, dirfd, leaf) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlinkat(dirfd, tmp, 0);
+	return r;
+}

@@ -1,0 +1,419 @@
+/*
+ * Bundle writer: members are written atomically (tmp, fsync, rename) and
+ * recorded; manifest.json is written last, so its presence is what marks a
+ * bundle complete.
+ *
+ * Out-of-memory policy: report -ENOMEM and leave the bundle usable; nothing
+ * here aborts.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bundle/bundle.h"
+#include "bundle/internal.h"
+
+struct member {
+	char *name;
+	uint64_t bytes;
+	char sha256[65];
+};
+
+struct bundle_stream {
+	struct bundle *b;
+	struct bundle_stream *next;
+	char *name;
+	int fd;
+};
+
+struct bundle {
+	char *dir;
+	int dirfd;
+	struct member *members;
+	size_t nmembers, cap;
+	struct bundle_stream *streams;
+};
+
+static int dir_is_empty(int fd)
+{
+	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	struct dirent *de;
+	DIR *d;
+	int r = 1;
+
+	if (dfd < 0)
+		return -errno;
+	d = fdopendir(dfd);
+	if (!d) {
+		r = -errno;
+		close(dfd);
+		return r;
+	}
+	errno = 0;
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			r = 0;
+			break;
+		}
+	}
+	if (!de && errno)
+		r = -errno;
+	closedir(d);
+	return r;
+}
+
+int bundle_create(const char *dir, struct bundle **ret)
+{
+	struct bundle *b;
+	struct stat st;
+	int fd, r;
+
+	if (!dir || !*dir || !ret)
+		return -EINVAL;
+	if (lstat(dir, &st) < 0) {
+		if (errno != ENOENT)
+			return -errno;
+		/* 0700: argv, environment-derived labels and stacks can be
+		 * sensitive; the user can widen access afterwards. */
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		if (lstat(dir, &st) < 0)
+			return -errno;
+	}
+	if (S_ISLNK(st.st_mode))
+		return -ELOOP;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	/* O_NOFOLLOW closes the window between lstat and open in which the
+	 * directory could be swapped for a symlink. */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = dir_is_empty(fd);
+	if (r <= 0) {
+		close(fd);
+		return r == 0 ? -EEXIST : r;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b || !(b->dir = strdup(dir))) {
+		free(b);
+		close(fd);
+		return -ENOMEM;
+	}
+	b->dirfd = fd;
+	*ret = b;
+	return 0;
+}
+
+const char *bundle_dir(const struct bundle *b)
+{
+	return b ? b->dir : NULL;
+}
+
+static bool name_taken(const struct bundle *b, const char *name)
+{
+	for (size_t i = 0; i < b->nmembers; i++)
+		if (strcmp(b->members[i].name, name) == 0)
+			return true;
+	for (const struct bundle_stream *s = b->streams; s; s = s->next)
+		if (strcmp(s->name, name) == 0)
+			return true;
+	return false;
+}
+
+/* Reserve a slot before touching the disk, so a file is never written that
+ * the manifest then cannot list. */
+static struct member *member_reserve(struct bundle *b, const char *name)
+{
+	struct member *m;
+
+	if (b->nmembers == b->cap) {
+		size_t cap = b->cap ? 2 * b->cap : 16;
+		m = realloc(b->members, cap * sizeof(*m));
+		if (!m)
+			return NULL;
+		b->members = m;
+		b->cap = cap;
+	}
+	m = &b->members[b->nmembers];
+	memset(m, 0, sizeof(*m));
+	m->name = strdup(name);
+	return m->name ? m : NULL;
+}
+
+int bundle_write_member(struct bundle *b, const char *name, const void *data, size_t len)
+{
+	const char *leaf;
+	struct member *m;
+	int pfd, r;
+
+	if (!b || (!data && len))
+		return -EINVAL;
+	if (!bundle_name_valid(name))
+		return -EINVAL;
+	if (name_taken(b, name))
+		return -EEXIST;
+	m = member_reserve(b, name);
+	if (!m)
+		return -ENOMEM;
+	pfd = bundle_open_parent(b->dirfd, name, true, &leaf);
+	if (pfd < 0) {
+		r = pfd;
+		goto fail;
+	}
+	r = bundle_atomic_write_at(pfd, leaf, data ? data : "", len);
+	/* The rename is durable once the containing directory is synced; the
+	 * root directory is synced at finalize, subdirectories here. */
+	if (r == 0 && strchr(name, '/') && fsync(pfd) < 0)
+		r = -errno;
+	close(pfd);
+	if (r < 0)
+		goto fail;
+	m->bytes = len;
+	bundle_sha256_hex(data ? data : "", len, m->sha256);
+	b->nmembers++;
+	return 0;
+fail:
+	free(m->name);
+	return r;
+}
+
+int bundle_stream_open(struct bundle *b, const char *name, struct bundle_stream **ret)
+{
+	struct bundle_stream *s;
+	const char *leaf;
+	int pfd, fd;
+
+	if (!b || !ret)
+		return -EINVAL;
+	if (!bundle_name_valid(name))
+		return -EINVAL;
+	if (name_taken(b, name))
+		return -EEXIST;
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->name = strdup(name))) {
+		free(s);
+		return -ENOMEM;
+	}
+	pfd = bundle_open_parent(b->dirfd, name, true, &leaf);
+	if (pfd < 0) {
+		free(s->name);
+		free(s);
+		return pfd;
+	}
+	/* Written in place, not via a temp file: after a kill the lines
+	 * written so far must be there under the real name. O_RDWR so
+	 * finalize can hash it through the same fd. */
+	fd = openat(pfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+	if (fd < 0) {
+		int r = -errno;
+		close(pfd);
+		free(s->name);
+		free(s);
+		return r;
+	}
+	close(pfd);
+	s->fd = fd;
+	s->b = b;
+	s->next = b->streams;
+	b->streams = s;
+	*ret = s;
+	return 0;
+}
+
+int bundle_stream_append(struct bundle_stream *s, const void *data, size_t len)
+{
+	if (!s || (!data && len))
+		return -EINVAL;
+	if (s->fd < 0)
+		return -EBADF;
+	/* write(2) straight to the kernel: no stdio buffer to lose if the
+	 * capture is killed. */
+	return bundle_write_all(s->fd, data, len);
+}
+
+static void streams_free(struct bundle *b)
+{
+	struct bundle_stream *s = b->streams, *next;
+
+	for (; s; s = next) {
+		next = s->next;
+		if (s->fd >= 0)
+			close(s->fd);
+		free(s->name);
+		free(s);
+	}
+	b->streams = NULL;
+}
+
+static void bundle_free(struct bundle *b)
+{
+	streams_free(b);
+	for (size_t i = 0; i < b->nmembers; i++)
+		free(b->members[i].name);
+	free(b->members);
+	if (b->dirfd >= 0)
+		close(b->dirfd);
+	free(b->dir);
+	free(b);
+}
+
+void bundle_abandon(struct bundle *b)
+{
+	if (b)
+		bundle_free(b);
+}
+
+/* Sync, hash (by re-reading what actually reached the file) and record each
+ * stream as an ordinary member. */
+static int streams_close(struct bundle *b)
+{
+	for (struct bundle_stream *s = b->streams; s; s = s->next) {
+		struct member *m;
+		int r;
+
+		if (fsync(s->fd) < 0)
+			return -errno;
+		m = member_reserve(b, s->name);
+		if (!m)
+			return -ENOMEM;
+		r = bundle_sha256_fd(s->fd, m->sha256, &m->bytes);
+		if (r < 0) {
+			free(m->name);
+			return r;
+		}
+		b->nmembers++;
+		r = close(s->fd);
+		s->fd = -1;
+		if (r < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static int member_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct member *)a)->name, ((const struct member *)b)->name);
+}
+
+static int manifest_add_members(struct bundle *b, cJSON *manifest)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	if (!arr)
+		return -ENOMEM;
+	if (b->nmembers)
+		qsort(b->members, b->nmembers, sizeof(*b->members), member_cmp);
+	for (size_t i = 0; i < b->nmembers; i++) {
+		const struct member *m = &b->members[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o) {
+			cJSON_Delete(arr);
+			return -ENOMEM;
+		}
+		cJSON_AddItemToArray(arr, o);
+		if (!cJSON_AddStringToObject(o, "name", m->name) ||
+		    !cJSON_AddNumberToObject(o, "bytes", (double)m->bytes) ||
+		    !cJSON_AddStringToObject(o, "sha256", m->sha256)) {
+			cJSON_Delete(arr);
+			return -ENOMEM;
+		}
+	}
+	/* Ours is authoritative: replace any "members" the caller put in. */
+	cJSON_DeleteItemFromObjectCaseSensitive(manifest, "members");
+	cJSON_AddItemToObject(manifest, "members", arr);
+	return 0;
+}
+
+/* The bundle directory's own entry in its parent; best effort, as some file
+ * systems refuse fsync on directories. */
+static void sync_parent(const char *dir)
+{
+	char *copy = strdup(dir);
+	int fd;
+
+	if (!copy)
+		return;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+	free(copy);
+}
+
+static int write_manifest(struct bundle *b, cJSON *manifest)
+{
+	char *text = cJSON_Print(manifest);
+	size_t len;
+	int r;
+
+	if (!text)
+		return -ENOMEM;
+	len = strlen(text);
+	char *nl = realloc(text, len + 2);
+	if (!nl) {
+		cJSON_free(text);
+		return -ENOMEM;
+	}
+	text = nl;
+	text[len++] = '\n';
+	text[len] = '\0';
+	r = bundle_atomic_write_at(b->dirfd, BUNDLE_MANIFEST, text, len);
+	free(text);
+	return r;
+}
+
+int bundle_finalize(struct bundle *b, cJSON *manifest)
+{
+	int r;
+
+	if (!b) {
+		cJSON_Delete(manifest);
+		return -EINVAL;
+	}
+	if (!manifest)
+		manifest = cJSON_CreateObject();
+	if (!manifest) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (!cJSON_IsObject(manifest)) {
+		r = -EINVAL;
+		goto out;
+	}
+	r = streams_close(b);
+	if (r < 0)
+		goto out;
+	r = manifest_add_members(b, manifest);
+	if (r < 0)
+		goto out;
+	/* Member renames must be durable before the manifest that vouches
+	 * for them can be. */
+	if (fsync(b->dirfd) < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = write_manifest(b, manifest);
+	if (r < 0)
+		goto out;
+	if (fsync(b->dirfd) < 0) {
+		r = -errno;
+		/* Not durable means not done: a manifest that may vanish on
+		 * crash must not be reported as a finished bundle now. */
+		(void)unlinkat(b->dirfd, BUNDLE_MANIFEST, 0);
+		goto out;
+	}
+	sync_parent(b->dir);
+out:
+	cJSON_Delete(manifest);
+	bundle_free(b);
+	return r;
+}

@@ -1,0 +1,107 @@
+/*
+ * bundle: the on-disk bundle directory and everything written into it.
+ *
+ * A bundle is a directory of members plus manifest.json, which names and
+ * sha256-hashes every member and is written last (temp file, fsync, rename).
+ * A directory with a manifest is therefore always complete; a directory
+ * without one is partial and must never be presented as a bundle.
+ *
+ * Functions return 0 or a negative errno and never print. -ENOSPC, -EFBIG,
+ * -EDQUOT and -EIO from writes are passed through so cmd/ can report a full
+ * disk distinctly.
+ */
+#ifndef DIAG_BUNDLE_H
+#define DIAG_BUNDLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+struct bundle;
+
+/* Open dir for writing a bundle. dir must not exist (it is created 0700)
+ * or be an empty directory that is not a symlink. -EEXIST if it is not empty,
+ * -ENOTDIR if it is a file, -ELOOP if a symlink, other -errno on failure. */
+int bundle_create(const char *dir, struct bundle **ret);
+
+/* Write a whole member atomically: <name>.tmp, fsync, rename to name,
+ * recorded (size + sha256) for the manifest. name may contain subdirectories
+ * ("leak/open_fds-1/threads.txt"); they are created 0700, members are 0600.
+ * -EINVAL for a name that is empty, absolute, has "." / ".." / empty
+ * components, ends in ".tmp" or is "manifest.json"; -EEXIST if the name was
+ * already written or opened as a stream. On failure the temp file is removed
+ * and nothing is recorded. */
+int bundle_write_member(struct bundle *b, const char *name, const void *data, size_t len);
+
+/* A member written incrementally (runtime.jsonl): appended and flushed line
+ * by line so a killed capture still leaves a usable file. It is hashed when
+ * the bundle is finalized. Same name rules as bundle_write_member. The
+ * stream is owned by the bundle: it stays valid until bundle_finalize or
+ * bundle_abandon, which close it; there is no separate close. Each append
+ * is one write(2) loop straight to the kernel (no user-space buffer). */
+struct bundle_stream;
+int bundle_stream_open(struct bundle *b, const char *name, struct bundle_stream **ret);
+int bundle_stream_append(struct bundle_stream *s, const void *data, size_t len);
+
+/* Finalize: close streams, hash them, add "members" [{name, bytes, sha256}]
+ * sorted by name to manifest (which the caller filled with everything else;
+ * an existing "members" key is replaced; NULL means an empty object;
+ * ownership of manifest passes to the bundle), write manifest.json last
+ * (manifest.json.tmp, fsync, rename, fsync the directory).
+ *
+ * Finalize ENDS the bundle's life whatever it returns: b is freed, like
+ * fclose(). Do not call bundle_abandon (or bundle_dir) on b afterwards;
+ * copy bundle_dir(b) first if you need it. On failure (-ENOSPC, -EFBIG,
+ * -EIO, ...) no manifest.json and no manifest.json.tmp are left: the
+ * directory is partial, exactly as after bundle_abandon. */
+int bundle_finalize(struct bundle *b, cJSON *manifest);
+
+/* Abandon: close everything, leave no manifest, free b. Files written so
+ * far stay (the directory is visibly partial). Safe on NULL. Use this or
+ * bundle_finalize, exactly once. */
+void bundle_abandon(struct bundle *b);
+
+/* Path of the bundle directory. */
+const char *bundle_dir(const struct bundle *b);
+
+/* Verification of a finished bundle. The callback is called once per
+ * problem with a short description ("missing", "size mismatch",
+ * "sha256 mismatch", "not listed in manifest"; rarer: "invalid name" for a
+ * manifest entry with an unsafe path, "not a regular file", "unreadable")
+ * and the member name (a path relative to dir). Listed members are checked
+ * in manifest order, then unlisted entries (any non-directory, symlinks
+ * included and never followed, at any depth; manifest.json itself excepted)
+ * in sorted order. fn may be NULL.
+ * Returns 0 intact, 1 problems found, or -errno if the manifest cannot be
+ * read/parsed (-ENOENT no manifest, -EBADMSG malformed). */
+typedef void (*bundle_problem_fn)(void *ctx, const char *member, const char *problem);
+int bundle_verify(const char *dir, bundle_problem_fn fn, void *ctx);
+
+/* sha256 (nettle) of a buffer as 64 lowercase hex chars + NUL. */
+void bundle_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* ---- argv redaction ---- */
+
+#define BUNDLE_REDACTED "[REDACTED]"
+/* Returns a newly allocated copy of argv[0..argc) with credential values
+ * replaced by BUNDLE_REDACTED: values of flags whose name looks like a
+ * credential (password, passwd, pwd, token, secret, key, auth, credential,
+ * cookie, session, private, dsn) in --flag=value and --flag value forms,
+ * user:pass@ in URLs, and bare arguments with a recognizable credential
+ * prefix (AKIA..., ghp_, xoxb-, eyJ JWTs, -----BEGIN ... PRIVATE KEY).
+ * Free with bundle_redacted_free. NULL on ENOMEM.
+ *
+ * Details: names are matched by component (split at - _ . and camelCase,
+ * case-insensitive, plural allowed), so "api-key", "apiKey", "DB_PASSWORD"
+ * match but "keyboard", "author" do not; a name whose last component is
+ * file/path/dir is not a credential (its value is a path). Single-dash long
+ * flags ("-password x", "-Dfoo.password=x") count; one-letter short flags
+ * ("-p x") are left alone. "--flag value" redacts the next argument unless
+ * it starts with '-'. KEY=value arguments and "Header: value" arguments
+ * (curl -H) with a credential name have the value redacted. argv[0] is
+ * copied verbatim. The result has argc + 1 entries, the last NULL. */
+char **bundle_redact_argv(char *const *argv, size_t argc);
+void bundle_redacted_free(char **argv, size_t argc);
+
+#endif

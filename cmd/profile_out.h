@@ -1,0 +1,40 @@
+/*
+ * profile_out: turn aggregated raw stacks (bundle/stackagg) into a gzipped
+ * pprof profile, symbolizing each distinct PC once (symbolize/).
+ *
+ * Label strings in the aggregator are "key=value" pairs joined by
+ * LABEL_SEP; the key "tid" is emitted as a numeric label, all others as
+ * strings (the keys perf_to_profile uses: tid, thread_comm, state).
+ */
+#ifndef DIAG_CMD_PROFILE_OUT_H
+#define DIAG_CMD_PROFILE_OUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bundle/profile.h"
+#include "bundle/stackagg.h"
+#include "symbolize/symbolize.h"
+
+#define LABEL_SEP "\x1f"
+
+struct profile_spec {
+	const struct profile_value_type *sample_types;
+	size_t ntypes;
+	struct profile_value_type period_type;
+	int64_t period;
+	int64_t time_nanos, duration_nanos;
+};
+
+/* Address to symbolize for frame i of a stack: return addresses (i > 0)
+ * minus one, so they fall inside the call instruction. */
+static inline uint64_t frame_lookup_address(const uint64_t *pcs, size_t i)
+{
+	return i == 0 ? pcs[0] : pcs[i] - 1;
+}
+
+/* Encode agg as a gzipped pprof into *ret (malloc'd). 0 or -errno. */
+int profile_out_encode(const struct stackagg *agg, struct symbolizer *sym,
+		       const struct profile_spec *spec, uint8_t **ret, size_t *ret_len);
+
+#endif

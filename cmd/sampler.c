@@ -1,0 +1,481 @@
+/* The sampled capture: every tick stop every thread, copy registers and
+ * stacks, release, then unwind and aggregate raw PCs. Symbols are resolved
+ * once per distinct PC when the capture ends. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "exit_codes.h"
+#include "profile_out.h"
+#include "snapshot_out.h"
+#include "bundle/stackagg.h"
+#include "timeline_run.h"
+#include "attach/unwind.h"
+#include "util.h"
+
+/* Pause statistics over hours of sampling in bounded memory: exact max and
+ * count, percentiles from a uniform reservoir of this many stops. */
+#define PAUSE_RESERVOIR 65536
+#define PROGRESS_EVERY_NS 250000000ull
+
+struct pause_stats {
+	uint64_t *reservoir;
+	size_t n;
+	uint64_t seen;
+	uint64_t max_ns;
+	uint64_t rng;
+};
+
+static void pause_add(struct pause_stats *p, uint64_t ns)
+{
+	p->seen++;
+	if (ns > p->max_ns)
+		p->max_ns = ns;
+	if (p->n < PAUSE_RESERVOIR) {
+		p->reservoir[p->n++] = ns;
+		return;
+	}
+	/* xorshift: reservoir sampling needs uniform picks, not secrecy. */
+	p->rng ^= p->rng << 13;
+	p->rng ^= p->rng >> 7;
+	p->rng ^= p->rng << 17;
+	uint64_t j = p->rng % p->seen;
+	if (j < PAUSE_RESERVOIR)
+		p->reservoir[j] = ns;
+}
+
+static void pause_json(cJSON *o, struct pause_stats *p)
+{
+	add_pause_stats(o, p->reservoir, p->n);
+	cJSON_ReplaceItemInObject(o, "stops", cJSON_CreateNumber((double)p->seen));
+	if (p->seen)
+		cJSON_ReplaceItemInObject(o, "max_us", cJSON_CreateNumber((double)p->max_ns / 1000.0));
+}
+
+/* Previous on-CPU time per thread, to tell running from runnable. */
+struct cpu_seen {
+	pid_t tid;
+	uint64_t cpu_ns;
+};
+
+struct cpu_table {
+	struct cpu_seen *slots;
+	size_t cap, used;
+};
+
+static struct cpu_seen *cpu_lookup(struct cpu_table *t, pid_t tid)
+{
+	if (t->used * 2 >= t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		struct cpu_seen *s = calloc(cap, sizeof(*s));
+		if (!s)
+			return NULL;
+		for (size_t i = 0; i < t->cap; i++) {
+			if (!t->slots[i].tid)
+				continue;
+			size_t h = (size_t)t->slots[i].tid * 2654435761u % cap;
+			while (s[h].tid)
+				h = (h + 1) % cap;
+			s[h] = t->slots[i];
+		}
+		free(t->slots);
+		t->slots = s;
+		t->cap = cap;
+	}
+	size_t h = (size_t)tid * 2654435761u % t->cap;
+	while (t->slots[h].tid && t->slots[h].tid != tid)
+		h = (h + 1) % t->cap;
+	if (!t->slots[h].tid) {
+		t->slots[h].tid = tid;
+		t->slots[h].cpu_ns = UINT64_MAX; /* never seen */
+		t->used++;
+	}
+	return &t->slots[h];
+}
+
+struct sampler {
+	struct capture_session *s;
+	struct attach_options ao;
+	struct process_capture cur, last;
+	struct unwound_stack *stacks, *last_stacks;
+	size_t stacks_cap, last_stacks_cap;
+	struct unwinder *uw;
+	struct symbolizer *sym_early;
+	struct stackagg *cpu, *wall;
+	struct cpu_table cpu_seen;
+	struct pause_stats pause;
+	struct timeline_run *timeline;
+	uint64_t period_ns;
+	uint64_t ticks, missed, samples, cpu_samples, errors;
+	size_t last_threads;
+	bool have_last, target_exited;
+	int exit_signal_seen;
+};
+
+static int grow_stacks(struct unwound_stack **s, size_t *cap, size_t n)
+{
+	if (*cap >= n)
+		return 0;
+	size_t c = n < 16 ? 16 : n * 2;
+	struct unwound_stack *p = realloc(*s, c * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	*s = p;
+	*cap = c;
+	return 0;
+}
+
+static bool maps_changed(const struct process_capture *a, const struct process_capture *b)
+{
+	return a->maps_len != b->maps_len || memcmp(a->maps_text, b->maps_text, a->maps_len) != 0;
+}
+
+/* One stack tick. Returns 0, -ESRCH when the target is gone, or -errno. */
+static int sample_tick(struct sampler *sp)
+{
+	int r = attach_capture(&sp->s->target, &sp->ao, &sp->cur);
+	if (r < 0)
+		return r;
+	pause_add(&sp->pause, sp->cur.hold_ns);
+
+	/* Released: everything below costs the target nothing but shared CPU. */
+	if (!sp->uw) {
+		r = unwinder_new(sp->cur.pid, sp->cur.maps_text, sp->cur.maps_len, &sp->uw);
+		if (r < 0)
+			return r;
+		/* Load modules while the target is alive, in case it exits before
+		 * the end: after that /proc/PID/root and map_files are gone. */
+		symbolizer_new(sp->cur.pid, sp->cur.maps_text, sp->cur.maps_len, &sp->s->symopt,
+			       &sp->sym_early);
+	} else if (!sp->have_last || maps_changed(&sp->cur, &sp->last)) {
+		unwinder_update_maps(sp->uw, sp->cur.maps_text, sp->cur.maps_len);
+	}
+	if (grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) < 0)
+		return -ENOMEM;
+	snapshot_unwind(&sp->cur, sp->uw, sp->stacks);
+
+	int64_t period = (int64_t)sp->period_ns;
+	for (size_t i = 0; i < sp->cur.nthreads; i++) {
+		const struct thread_capture *tc = &sp->cur.threads[i];
+		const struct unwound_stack *st = &sp->stacks[i];
+		if (tc->outcome != THREAD_CAPTURED || st->n == 0)
+			continue;
+		sp->samples++;
+		char labels[128];
+		snprintf(labels, sizeof(labels), "tid=%d" LABEL_SEP "thread_comm=%s" LABEL_SEP "state=%c",
+			 (int)tc->tid, tc->comm, tc->state);
+		int64_t wall_values[2] = {1, period};
+		if (stackagg_add(sp->wall, st->pcs, st->n, labels, wall_values) < 0)
+			return -ENOMEM;
+
+		/* On-CPU: the kernel says runnable, and its CPU clock moved since
+		 * we last looked (runnable-but-waiting threads do not count). */
+		struct cpu_seen *seen = cpu_lookup(&sp->cpu_seen, tc->tid);
+		bool advanced = !seen || seen->cpu_ns == UINT64_MAX || tc->cpu_ns == 0 ||
+				tc->cpu_ns > seen->cpu_ns;
+		if (seen)
+			seen->cpu_ns = tc->cpu_ns;
+		if (tc->state == 'R' && advanced) {
+			snprintf(labels, sizeof(labels), "tid=%d" LABEL_SEP "thread_comm=%s", (int)tc->tid,
+				 tc->comm);
+			int64_t cpu_values[2] = {1, period};
+			if (stackagg_add(sp->cpu, st->pcs, st->n, labels, cpu_values) < 0)
+				return -ENOMEM;
+			sp->cpu_samples++;
+		}
+	}
+	sp->last_threads = sp->cur.nthreads;
+
+	/* Keep this capture as "the last moment the target was alive". */
+	struct process_capture tmp = sp->last;
+	sp->last = sp->cur;
+	sp->cur = tmp;
+	struct unwound_stack *ts = sp->last_stacks;
+	size_t tcap = sp->last_stacks_cap;
+	sp->last_stacks = sp->stacks;
+	sp->last_stacks_cap = sp->stacks_cap;
+	sp->stacks = ts;
+	sp->stacks_cap = tcap;
+	sp->have_last = true;
+	return 0;
+}
+
+static void progress(struct sampler *sp, uint64_t elapsed_ns, bool final)
+{
+	const struct capture_options *o = sp->s->opt;
+	if (o->quiet || !isatty(STDERR_FILENO))
+		return;
+	double el = (double)elapsed_ns / 1e9;
+	double rate = el > 0 ? (double)sp->ticks / el : 0;
+	char dur[32] = "";
+	if (o->duration_ns)
+		snprintf(dur, sizeof(dur), "/%.0fs", (double)o->duration_ns / 1e9);
+	fprintf(stderr, "\r\033[Kdiag-attach: pid %d  %.1fs%s  samples %llu  threads %zu  %.1f Hz%s",
+		(int)sp->s->target.pid, el, dur, (unsigned long long)sp->samples, sp->last_threads, rate,
+		final ? "\n" : "");
+}
+
+static void sleep_until(uint64_t deadline_ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000ull),
+			      .tv_nsec = (long)(deadline_ns % 1000000000ull)};
+	/* Absolute deadlines: the rate does not drift with our own work. A
+	 * signal (EINTR) returns early so Ctrl-C is handled promptly. */
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+}
+
+/* Take the final snapshot (with wait channels) if the target still lives;
+ * otherwise fall back to the last tick's capture. */
+static int write_final_snapshot(struct sampler *sp, struct symbolizer *sym)
+{
+	struct attach_options ao = sp->ao;
+	ao.read_wait_details = true;
+	if (!sp->target_exited && attach_capture(&sp->s->target, &ao, &sp->cur) == 0 &&
+	    grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) == 0) {
+		pause_add(&sp->pause, sp->cur.hold_ns);
+		if (!sp->uw && unwinder_new(sp->cur.pid, sp->cur.maps_text, sp->cur.maps_len, &sp->uw) < 0)
+			return -ENOMEM;
+		unwinder_update_maps(sp->uw, sp->cur.maps_text, sp->cur.maps_len);
+		snapshot_unwind(&sp->cur, sp->uw, sp->stacks);
+		return snapshot_write(sp->s->bundle, "", &sp->cur, sp->stacks, sym);
+	}
+	if (sp->have_last)
+		return snapshot_write(sp->s->bundle, "", &sp->last, sp->last_stacks, sym);
+	return 0;
+}
+
+static int write_profiles(struct sampler *sp, struct symbolizer *sym, uint64_t start_wall,
+			  uint64_t duration)
+{
+	static const struct profile_value_type cpu_types[] = {{"samples", "count"},
+							      {"cpu", "nanoseconds"}};
+	static const struct profile_value_type wall_types[] = {{"samples", "count"},
+							       {"wall", "nanoseconds"}};
+	struct profile_spec spec = {
+		.sample_types = cpu_types,
+		.ntypes = 2,
+		.period_type = {"cpu", "nanoseconds"},
+		.period = (int64_t)sp->period_ns,
+		.time_nanos = (int64_t)start_wall,
+		.duration_nanos = (int64_t)duration,
+	};
+	uint8_t *gz = NULL;
+	size_t len = 0;
+	int r = profile_out_encode(sp->cpu, sym, &spec, &gz, &len);
+	if (r == 0)
+		r = bundle_write_member(sp->s->bundle, "cpu.pprof", gz, len);
+	free(gz);
+	if (r < 0 || capture_stop_requests >= 2)
+		return r;
+	spec.sample_types = wall_types;
+	spec.period_type = (struct profile_value_type){"wall", "nanoseconds"};
+	gz = NULL;
+	r = profile_out_encode(sp->wall, sym, &spec, &gz, &len);
+	if (r == 0)
+		r = bundle_write_member(sp->s->bundle, "wall.pprof", gz, len);
+	free(gz);
+	return r;
+}
+
+static void sampler_release(struct sampler *sp)
+{
+	process_capture_release(&sp->cur);
+	process_capture_release(&sp->last);
+	free(sp->stacks);
+	free(sp->last_stacks);
+	unwinder_free(sp->uw);
+	symbolizer_free(sp->sym_early);
+	stackagg_free(sp->cpu);
+	stackagg_free(sp->wall);
+	free(sp->cpu_seen.slots);
+	free(sp->pause.reservoir);
+	timeline_run_free(sp->timeline);
+}
+
+int sampler_run(struct capture_session *s)
+{
+	const struct capture_options *o = s->opt;
+	struct sampler sp = {.s = s, .ao = o->attach};
+	sp.ao.read_wait_details = false;
+	sp.cpu = stackagg_new(2);
+	sp.wall = stackagg_new(2);
+	sp.pause.reservoir = malloc(PAUSE_RESERVOIR * sizeof(uint64_t));
+	sp.pause.rng = monotonic_ns() | 1;
+	if (!sp.cpu || !sp.wall || !sp.pause.reservoir) {
+		sampler_release(&sp);
+		die_message("out of memory");
+		return EXIT_INTERNAL;
+	}
+	sp.period_ns = o->frequency_hz ? 1000000000ull / o->frequency_hz : 0;
+
+	int r = timeline_run_new(s, &sp.timeline);
+	if (r < 0) {
+		sampler_release(&sp);
+		if (r == -ESRCH) {
+			die_message("cannot capture pid %d: the process exited", (int)s->target.pid);
+			return EXIT_NO_PROCESS;
+		}
+		return r == -ENOMEM ? EXIT_INTERNAL : write_error_exit(bundle_dir(s->bundle), r);
+	}
+
+	uint64_t start = monotonic_ns();
+	uint64_t start_wall = realtime_ns();
+	uint64_t end = o->duration_ns ? start + o->duration_ns : UINT64_MAX;
+	uint64_t next_tick = start;
+	uint64_t next_timeline = start;
+	uint64_t next_progress = start + PROGRESS_EVERY_NS;
+	int fatal = 0;
+
+	while (!capture_stop_requests) {
+		uint64_t now = monotonic_ns();
+		if (now >= end)
+			break;
+		if (sp.period_ns && now >= next_tick) {
+			/* A tick that could not start within its own period is
+			 * counted as missed, not merged into this one. */
+			if (now - next_tick >= sp.period_ns) {
+				uint64_t late = (now - next_tick) / sp.period_ns;
+				sp.missed += late;
+				next_tick += late * sp.period_ns;
+			}
+			next_tick += sp.period_ns;
+			sp.ticks++;
+			r = sample_tick(&sp);
+			if (r == -ESRCH || (r < 0 && !attach_target_alive(&s->target))) {
+				sp.target_exited = true;
+				break;
+			}
+			if (r == -ENOMEM) {
+				fatal = r;
+				break;
+			}
+			if (r < 0)
+				sp.errors++;
+		}
+		if (sp.timeline && now >= next_timeline) {
+			next_timeline += o->interval_ns;
+			if (next_timeline <= now)
+				next_timeline = now + o->interval_ns;
+			r = timeline_run_tick(sp.timeline);
+			if (r == -ESRCH) {
+				sp.target_exited = true;
+				break;
+			}
+			if (r < 0 && r != -ENOMEM) {
+				fatal = r;
+				break;
+			}
+		}
+		now = monotonic_ns();
+		if (now >= next_progress) {
+			progress(&sp, now - start, false);
+			next_progress = now + PROGRESS_EVERY_NS;
+		}
+		if (!sp.period_ns && !sp.timeline) {
+			/* Nothing to sample: wait for the end, a signal or an exit. */
+			if (!attach_target_alive(&s->target)) {
+				sp.target_exited = true;
+				break;
+			}
+			uint64_t wake = now + 100000000ull;
+			sleep_until(wake < end ? wake : end);
+			continue;
+		}
+		uint64_t wake = end;
+		if (sp.period_ns && next_tick < wake)
+			wake = next_tick;
+		if (sp.timeline && next_timeline < wake)
+			wake = next_timeline;
+		if (next_progress < wake)
+			wake = next_progress;
+		sleep_until(wake);
+		if (sp.timeline == NULL && sp.period_ns == 0)
+			continue;
+	}
+	uint64_t duration = monotonic_ns() - start;
+	progress(&sp, duration, true);
+	if (!sp.target_exited && !attach_target_alive(&s->target))
+		sp.target_exited = true;
+
+	int exit_code = EXIT_OK;
+	if (fatal) {
+		sampler_release(&sp);
+		if (fatal == -ENOMEM) {
+			die_message("out of memory during the capture");
+			return EXIT_INTERNAL;
+		}
+		return write_error_exit(bundle_dir(s->bundle), fatal);
+	}
+
+	/* The target is released: from here on only our own work remains. */
+	struct symbolizer *sym = NULL;
+	struct process_capture *maps_src = sp.have_last ? &sp.last : NULL;
+	if (!sp.target_exited && maps_src)
+		symbolizer_new(maps_src->pid, maps_src->maps_text, maps_src->maps_len, &s->symopt, &sym);
+	if (!sym) {
+		sym = sp.sym_early;
+		sp.sym_early = NULL;
+	}
+	if (!sym) {
+		/* Nothing was captured (e.g. -F 0, or the target exited at once):
+		 * an empty symbolizer still lets us write valid profiles. */
+		r = symbolizer_new(s->target.pid, "", 0, &s->symopt, &sym);
+		if (r < 0) {
+			sampler_release(&sp);
+			die_message("out of memory");
+			return EXIT_INTERNAL;
+		}
+	}
+
+	r = 0;
+	if (o->frequency_hz) {
+		r = write_final_snapshot(&sp, sym);
+		if (r == 0 && capture_stop_requests < 2)
+			r = write_profiles(&sp, sym, start_wall, duration);
+	}
+	if (r == 0 && sp.timeline)
+		r = timeline_run_finish(sp.timeline, s->manifest);
+	if (r < 0) {
+		exit_code = r == -ENOMEM ? EXIT_INTERNAL : write_error_exit(bundle_dir(s->bundle), r);
+		if (r == -ENOMEM)
+			die_message("out of memory while writing profiles");
+	} else {
+		cJSON *m = s->manifest;
+		cJSON_AddStringToObject(cJSON_GetObjectItem(m, "target"), "build_id",
+					symbolizer_main_build_id(sym));
+		cJSON_AddStringToObject(m, "mode", "sample");
+		cJSON *cap = cJSON_AddObjectToObject(m, "capture");
+		cJSON_AddNumberToObject(cap, "frequency_hz", o->frequency_hz);
+		cJSON_AddNumberToObject(cap, "duration_requested_s",
+					o->duration_ns ? (double)o->duration_ns / 1e9 : 0);
+		cJSON_AddNumberToObject(cap, "duration_s", (double)duration / 1e9);
+		cJSON_AddNumberToObject(cap, "interval_s", (double)o->interval_ns / 1e9);
+		cJSON_AddNumberToObject(cap, "ticks", (double)sp.ticks);
+		cJSON_AddNumberToObject(cap, "missed_ticks", (double)sp.missed);
+		cJSON_AddNumberToObject(cap, "achieved_hz",
+					duration ? (double)sp.ticks / ((double)duration / 1e9) : 0);
+		cJSON_AddNumberToObject(cap, "thread_samples", (double)sp.samples);
+		cJSON_AddNumberToObject(cap, "cpu_samples", (double)sp.cpu_samples);
+		cJSON_AddNumberToObject(cap, "failed_ticks", (double)sp.errors);
+		cJSON_AddNumberToObject(cap, "stack_bytes_max", (double)o->attach.stack_bytes_max);
+		cJSON_AddNumberToObject(cap, "stop_timeout_ms", o->attach.stop_timeout_ms);
+		const char *ended = sp.target_exited ? "target_exited"
+				    : capture_stop_requests ? "signal"
+				    : o->duration_ns ? "duration" : "signal";
+		cJSON_AddStringToObject(cap, "ended_by", ended);
+		cJSON_AddBoolToObject(m, "target_exited", sp.target_exited);
+		cJSON *pause = cJSON_AddObjectToObject(m, "pause");
+		pause_json(pause, &sp.pause);
+		if (sp.target_exited && !o->quiet)
+			fprintf(stderr, "diag-attach: target pid %d exited during the capture\n",
+				(int)s->target.pid);
+	}
+	symbolizer_free(sym);
+	sampler_release(&sp);
+	return exit_code;
+}

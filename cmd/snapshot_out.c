@@ -1,0 +1,176 @@
+#include "snapshot_out.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile_out.h"
+#include "bundle/stackagg.h"
+#include "util.h"
+
+static const char *basename_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static void print_frame_line(FILE *f, unsigned *frame_no, uint64_t pc, uint64_t lookup,
+			     const struct sym_location *loc)
+{
+	const char *module = loc && loc->module ? basename_of(loc->module->path) : "??";
+	if (!loc || loc->nframes == 0) {
+		/* Never blank: module+offset is enough to symbolize later. */
+		if (loc && loc->module)
+			fprintf(f, "#%-3u 0x%016llx  %s+0x%llx\n", (*frame_no)++, (unsigned long long)pc,
+				module, (unsigned long long)loc->module_offset);
+		else
+			fprintf(f, "#%-3u 0x%016llx  ??\n", (*frame_no)++, (unsigned long long)pc);
+		return;
+	}
+	for (size_t i = 0; i < loc->nframes; i++) {
+		const struct sym_frame *fr = &loc->frames[i];
+		fprintf(f, "#%-3u 0x%016llx  ", (*frame_no)++, (unsigned long long)pc);
+		if (fr->function) {
+			fputs(fr->function, f);
+			if (!fr->inlined)
+				fprintf(f, "+0x%llx", (unsigned long long)(fr->function_offset + (pc - lookup)));
+		} else {
+			fprintf(f, "%s+0x%llx", module, (unsigned long long)loc->module_offset);
+		}
+		if (fr->file)
+			fprintf(f, "  (%s:%d)", fr->file, fr->line);
+		if (fr->inlined)
+			fputs("  [inlined]", f);
+		fprintf(f, "  %s\n", module);
+	}
+}
+
+static void print_thread_header(FILE *f, const struct thread_capture *tc)
+{
+	fprintf(f, "Thread %d \"%s\" (state %c)", (int)tc->tid, tc->comm, tc->state ? tc->state : '?');
+	if (tc->group_stopped)
+		fputs(" [stopped by job control]", f);
+	if (tc->delivered_signal)
+		fprintf(f, " [signal %d delivered during capture]", tc->delivered_signal);
+	fputc('\n', f);
+	if (tc->outcome == THREAD_CAPTURED && tc->syscall_nr >= 0 && tc->state != 'R') {
+		const char *name = syscall_name(tc->syscall_nr);
+		if (name)
+			fprintf(f, "    in syscall: %s", name);
+		else
+			fprintf(f, "    in syscall: %ld", tc->syscall_nr);
+		if (tc->wchan[0])
+			fprintf(f, "  wchan: %s", tc->wchan);
+		fputc('\n', f);
+	} else if (tc->wchan[0]) {
+		fprintf(f, "    wchan: %s\n", tc->wchan);
+	}
+}
+
+void snapshot_unwind(const struct process_capture *pc, struct unwinder *uw,
+		     struct unwound_stack *stacks)
+{
+	for (size_t i = 0; i < pc->nthreads; i++) {
+		struct unwound_stack *st = &stacks[i];
+		st->n = 0;
+		st->truncated = false;
+		if (pc->threads[i].outcome == THREAD_CAPTURED)
+			unwinder_unwind(uw, &pc->threads[i], st->pcs, UNWIND_MAX_FRAMES_DEFAULT, &st->n,
+					&st->truncated);
+	}
+}
+
+int snapshot_write(struct bundle *b, const char *prefix, const struct process_capture *pc,
+		   const struct unwound_stack *stacks, struct symbolizer *sym)
+{
+	char *text = NULL;
+	size_t text_len = 0;
+	FILE *f = open_memstream(&text, &text_len);
+	struct stackagg *agg = stackagg_new(1);
+	int r = 0;
+	if (!f || !agg) {
+		r = -ENOMEM;
+		goto out;
+	}
+
+	size_t captured = 0;
+	for (size_t i = 0; i < pc->nthreads; i++)
+		captured += pc->threads[i].outcome == THREAD_CAPTURED;
+	char when[32];
+	format_rfc3339_ms(pc->wall_ns, when);
+	fprintf(f, "Process %d: %zu threads captured at %s, all held at once for %llu us\n",
+		(int)pc->pid, captured, when, (unsigned long long)(pc->hold_ns / 1000));
+	if (pc->nlate)
+		fprintf(f, "%zu thread(s) could not be stopped in time and are shown without a stack\n",
+			pc->nlate);
+	fputc('\n', f);
+
+	for (size_t i = 0; i < pc->nthreads; i++) {
+		const struct thread_capture *tc = &pc->threads[i];
+		print_thread_header(f, tc);
+		if (tc->outcome != THREAD_CAPTURED) {
+			fputs("    (not stopped before the deadline: no stack)\n\n", f);
+			continue;
+		}
+		const uint64_t *pcs = stacks[i].pcs;
+		size_t n = stacks[i].n;
+		bool truncated = stacks[i].truncated;
+		unsigned frame_no = 0;
+		for (size_t k = 0; k < n; k++) {
+			uint64_t lookup = frame_lookup_address(pcs, k);
+			const struct sym_location *loc = NULL;
+			if (symbolizer_lookup(sym, lookup, &loc) < 0)
+				loc = NULL;
+			print_frame_line(f, &frame_no, pcs[k], lookup, loc);
+		}
+		if (truncated)
+			fputs("    ... (stack truncated: unwinding stopped early)\n", f);
+		fputc('\n', f);
+
+		char labels[128];
+		snprintf(labels, sizeof(labels), "tid=%d" LABEL_SEP "thread_comm=%s" LABEL_SEP "state=%c",
+			 (int)tc->tid, tc->comm, tc->state ? tc->state : '?');
+		int64_t one = 1;
+		if (n > 0 && stackagg_add(agg, pcs, n, labels, &one) < 0) {
+			r = -ENOMEM;
+			goto out;
+		}
+	}
+	if (fclose(f) != 0) {
+		f = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+	f = NULL;
+
+	char name[256];
+	snprintf(name, sizeof(name), "%sthreads.txt", prefix);
+	r = bundle_write_member(b, name, text, text_len);
+	if (r < 0)
+		goto out;
+
+	static const struct profile_value_type types[] = {{"threads", "count"}};
+	struct profile_spec spec = {
+		.sample_types = types,
+		.ntypes = 1,
+		.period_type = {"threads", "count"},
+		.period = 1,
+		.time_nanos = (int64_t)pc->wall_ns,
+		.duration_nanos = (int64_t)pc->hold_ns,
+	};
+	uint8_t *gz = NULL;
+	size_t gz_len = 0;
+	r = profile_out_encode(agg, sym, &spec, &gz, &gz_len);
+	if (r == 0) {
+		snprintf(name, sizeof(name), "%sthreads.pprof", prefix);
+		r = bundle_write_member(b, name, gz, gz_len);
+	}
+	free(gz);
+out:
+	if (f)
+		fclose(f);
+	free(text);
+	stackagg_free(agg);
+	return r;
+}

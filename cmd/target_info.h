@@ -1,0 +1,17 @@
+/* Describing the target and the host in the manifest. */
+#ifndef DIAG_CMD_TARGET_INFO_H
+#define DIAG_CMD_TARGET_INFO_H
+
+#include <cjson/cJSON.h>
+#include <sys/types.h>
+
+#include "attach/attach.h"
+
+/* {pid, exe, argv (redacted), comm, start_time}. NULL on ENOMEM. build_id
+ * is added by the caller once symbols are loaded. */
+cJSON *target_info_json(const struct attach_target *t);
+
+/* {kernel, arch, num_cpu, hostname}. */
+cJSON *host_info_json(void);
+
+#endif

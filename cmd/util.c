@@ -1,0 +1,133 @@
+#include "util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+void format_rfc3339_ms(uint64_t epoch_ns, char out[32])
+{
+	time_t secs = (time_t)(epoch_ns / 1000000000ull);
+	unsigned ms = (unsigned)((epoch_ns / 1000000ull) % 1000ull);
+	struct tm tm;
+	gmtime_r(&secs, &tm);
+	char base[24];
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, 32, "%s.%03uZ", base, ms);
+}
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t realtime_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+uint64_t monotonic_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+int parse_duration_ns(const char *s, uint64_t *ret)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || !isfinite(v) || v < 0)
+		return -EINVAL;
+	double scale;
+	if (*end == '\0' || strcmp(end, "s") == 0)
+		scale = 1e9;
+	else if (strcmp(end, "ms") == 0)
+		scale = 1e6;
+	else if (strcmp(end, "us") == 0)
+		scale = 1e3;
+	else if (strcmp(end, "m") == 0)
+		scale = 60e9;
+	else if (strcmp(end, "h") == 0)
+		scale = 3600e9;
+	else
+		return -EINVAL;
+	double ns = v * scale;
+	if (ns > 1e18)
+		return -EINVAL;
+	*ret = (uint64_t)ns;
+	return 0;
+}
+
+void die_message(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("diag-attach: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void hint_message(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("hint: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void make_uuid(char out[37])
+{
+	unsigned char b[16];
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+		/* Uniqueness, not secrecy, is what a bundle id needs. */
+		uint64_t t = clock_ns(CLOCK_REALTIME) ^ clock_ns(CLOCK_MONOTONIC);
+		for (int i = 0; i < 16; i++)
+			b[i] = (unsigned char)(t >> ((i % 8) * 8)) ^ (unsigned char)(i * 37);
+	}
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+		 b[13], b[14], b[15]);
+}
+
+const char *syscall_name(long nr)
+{
+	/* The syscalls a stuck thread is usually found in. */
+	static const struct {
+		long nr;
+		const char *name;
+	} table[] = {
+		{SYS_read, "read"}, {SYS_write, "write"}, {SYS_poll, "poll"},
+		{SYS_select, "select"}, {SYS_pselect6, "pselect6"}, {SYS_ppoll, "ppoll"},
+		{SYS_nanosleep, "nanosleep"}, {SYS_clock_nanosleep, "clock_nanosleep"},
+		{SYS_futex, "futex"}, {SYS_epoll_wait, "epoll_wait"},
+		{SYS_epoll_pwait, "epoll_pwait"}, {SYS_accept, "accept"}, {SYS_accept4, "accept4"},
+		{SYS_connect, "connect"}, {SYS_recvfrom, "recvfrom"}, {SYS_recvmsg, "recvmsg"},
+		{SYS_sendto, "sendto"}, {SYS_sendmsg, "sendmsg"}, {SYS_wait4, "wait4"},
+		{SYS_waitid, "waitid"}, {SYS_pause, "pause"}, {SYS_rt_sigsuspend, "rt_sigsuspend"},
+		{SYS_rt_sigtimedwait, "rt_sigtimedwait"}, {SYS_semop, "semop"},
+		{SYS_semtimedop, "semtimedop"}, {SYS_msgrcv, "msgrcv"}, {SYS_flock, "flock"},
+		{SYS_fcntl, "fcntl"}, {SYS_ioctl, "ioctl"}, {SYS_openat, "openat"},
+		{SYS_pread64, "pread64"}, {SYS_pwrite64, "pwrite64"}, {SYS_readv, "readv"},
+		{SYS_writev, "writev"}, {SYS_fsync, "fsync"}, {SYS_fdatasync, "fdatasync"},
+		{SYS_sched_yield, "sched_yield"}, {SYS_io_getevents, "io_getevents"},
+		{SYS_io_uring_enter, "io_uring_enter"}, {SYS_sync, "sync"}, {SYS_vfork, "vfork"},
+		{SYS_clone, "clone"}, {SYS_clone3, "clone3"}, {SYS_execve, "execve"},
+		{SYS_exit_group, "exit_group"}, {SYS_mmap, "mmap"}, {SYS_munmap, "munmap"},
+	};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (table[i].nr == nr)
+			return table[i].name;
+	return NULL;
+}

@@ -1,0 +1,49 @@
+#include "verify.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bundle/bundle.h"
+#include "exit_codes.h"
+#include "util.h"
+
+static void report_problem(void *ctx, const char *member, const char *problem)
+{
+	(void)ctx;
+	printf("%s: %s\n", member, problem);
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		puts("Usage: diag-attach verify DIR\n\n"
+		     "Re-hash every member of the bundle in DIR against its manifest.json.\n\n"
+		     "Exit status:\n"
+		     "  0  intact\n"
+		     "  1  not intact: a member is missing, altered or not listed (each is\n"
+		     "     named), or the manifest itself is missing or malformed\n"
+		     "  2  usage error");
+		return EXIT_OK;
+	}
+	if (argc != 2) {
+		die_message("usage: diag-attach verify DIR");
+		return EXIT_USAGE;
+	}
+	int r = bundle_verify(argv[1], report_problem, NULL);
+	if (r == 0) {
+		printf("%s: intact\n", argv[1]);
+		return EXIT_OK;
+	}
+	if (r == 1) {
+		die_message("bundle '%s' is damaged", argv[1]);
+		return EXIT_VERIFY_FAILED;
+	}
+	if (r == -ENOENT)
+		die_message("'%s' is not a bundle: no manifest.json (a capture that did not finish?)", argv[1]);
+	else if (r == -EBADMSG)
+		die_message("'%s': manifest.json is malformed", argv[1]);
+	else
+		die_message("cannot verify '%s': %s", argv[1], strerror(-r));
+	return EXIT_VERIFY_FAILED;
+}

@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * go_capture: the part that runs while the target is stopped. It only
+ * copies: the runtime globals, allgs, each g (the first L.g_read bytes),
+ * the M list, each live stack from its starting sp upwards, and the label
+ * sets. Reads are batched GO_READ_MAX_RANGES at a time so that 10,000
+ * goroutines cost tens of process_vm_readv calls, not tens of thousands.
+ * Everything that can be decided later (system goroutine or not, frames,
+ * names) is left to go_snapshot_unwind().
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct rd {
+	go_read_mem_fn fn;
+	void *ctx;
+	struct go_capture_stats *st;
+};
+
+/* Reads n ranges in batches; on a failed batch, range by range. ok[i]
+ * (optional) tells which ones made it; failed buffers are zeroed. Returns
+ * 0 if all were read, -EFAULT otherwise. */
+static int rd_ranges(struct rd *r, struct go_mem_range *rg, size_t n, bool *ok)
+{
+	int ret = 0;
+	for (size_t i = 0; i < n; i += GO_READ_MAX_RANGES) {
+		size_t k = n - i < GO_READ_MAX_RANGES ? n - i : GO_READ_MAX_RANGES;
+		r->st->read_calls++;
+		if (r->fn(r->ctx, rg + i, k) == 0) {
+			for (size_t j = i; j < i + k; j++) {
+				r->st->bytes_read += rg[j].len;
+				if (ok)
+					ok[j] = true;
+			}
+			continue;
+		}
+		for (size_t j = i; j < i + k; j++) {
+			r->st->read_calls++;
+			bool good = r->fn(r->ctx, &rg[j], 1) == 0;
+			if (good)
+				r->st->bytes_read += rg[j].len;
+			else {
+				memset(rg[j].buf, 0, rg[j].len);
+				ret = -EFAULT;
+			}
+			if (ok)
+				ok[j] = good;
+		}
+	}
+	return ret;
+}
+
+static int rd_one(struct rd *r, uint64_t addr, void *buf, size_t len)
+{
+	struct go_mem_range rg = {addr, buf, len};
+	return rd_ranges(r, &rg, 1, NULL);
+}
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- labels ---- */
+
+struct pend_str {
+	uint64_t kp, kn, vp, vn;
+};
+
+/* Reads the strings of npend pairs into ls (deduplicated by key: a map
+ * that was mid-grow can show an entry in both the old and new buckets). */
+static int read_pairs(struct rd *r, struct pend_str *p, size_t np, struct go_labelset *ls)
+{
+	ls->labels = calloc(np ? np : 1, sizeof(*ls->labels));
+	if (!ls->labels)
+		return -ENOMEM;
+	struct go_mem_range *rg = calloc(2 * np + 1, sizeof(*rg));
+	char **bufs = calloc(2 * np + 1, sizeof(char *));
+	if (!rg || !bufs) {
+		free(rg);
+		free(bufs);
+		return -ENOMEM;
+	}
+	size_t nr = 0;
+	for (size_t i = 0; i < np; i++) {
+		uint64_t a[2] = {p[i].kp, p[i].vp}, n[2] = {p[i].kn, p[i].vn};
+		for (int k = 0; k < 2; k++) {
+			size_t len = n[k] > 4096 ? 4096 : n[k]; /* cap absurd lengths */
+			bufs[2 * i + k] = calloc(1, len + 1);
+			if (bufs[2 * i + k] && len && a[k])
+				rg[nr++] = (struct go_mem_range){a[k], bufs[2 * i + k], len};
+		}
+	}
+	rd_ranges(r, rg, nr, NULL);
+	for (size_t i = 0; i < np; i++) {
+		char *k = bufs[2 * i], *v = bufs[2 * i + 1];
+		bool dup = !k || !v;
+		for (size_t j = 0; !dup && j < ls->n; j++)
+			dup = strcmp(ls->labels[j].key, k) == 0;
+		if (dup) {
+			free(k);
+			free(v);
+			continue;
+		}
+		ls->labels[ls->n++] = (struct go_label){k, v};
+	}
+	free(rg);
+	free(bufs);
+	return 0;
+}
+
+/* Go <= 1.23: g.labels -> labelMap variable -> *hmap of map[string]string.
+ * Layouts of hash<string,string> / bucket<string,string> are the same from
+ * 1.12 to 1.23 (recipe §13.1). */
+static int read_labels_hmap(struct rd *r, uint64_t lp, size_t max, struct go_labelset *ls)
+{
+	enum { BUCKET = 272, KEYS = 8, VALS = 136, OVF = 264, MIN_TOPHASH = 5 };
+	uint64_t hmap;
+	if (rd_one(r, lp, &hmap, 8) != 0 || hmap == 0)
+		return read_pairs(r, NULL, 0, ls);
+	uint8_t h[48];
+	if (rd_one(r, hmap, h, sizeof(h)) != 0)
+		return read_pairs(r, NULL, 0, ls);
+	uint8_t flags = h[8], B = h[9];
+	uint64_t buckets = go_u64(h + 16), old = go_u64(h + 24);
+	if (B > 10) /* 1024 buckets: far beyond any label set */
+		return -EINVAL;
+	size_t cap = 64, nq = 0;
+	uint64_t *q = malloc(cap * sizeof(*q));
+	struct pend_str *p = NULL;
+	size_t np = 0, pcap = 0;
+	uint8_t *bk = malloc(BUCKET);
+	int ret = -ENOMEM;
+	if (!q || !bk)
+		goto out;
+	for (size_t i = 0; buckets && i < (1u << B); i++) {
+		if (nq == cap) {
+			uint64_t *nqp = realloc(q, (cap *= 2) * sizeof(*q));
+			if (!nqp)
+				goto out;
+			q = nqp;
+		}
+		q[nq++] = buckets + i * BUCKET;
+	}
+	size_t nold = (flags & 8) ? (1u << B) : (B ? 1u << (B - 1) : 1); /* sameSizeGrow = 8 */
+	for (size_t i = 0; old && i < nold; i++) {
+		if (nq == cap) {
+			uint64_t *nqp = realloc(q, (cap *= 2) * sizeof(*q));
+			if (!nqp)
+				goto out;
+			q = nqp;
+		}
+		q[nq++] = old + i * BUCKET;
+	}
+	for (size_t qi = 0; qi < nq && qi < 4096; qi++) {
+		if (rd_one(r, q[qi], bk, BUCKET) != 0)
+			continue;
+		for (int s = 0; s < 8 && np < max; s++) {
+			if (bk[s] < MIN_TOPHASH)
+				continue;
+			if (np == pcap) {
+				pcap = pcap ? 2 * pcap : 8;
+				struct pend_str *np2 = realloc(p, pcap * sizeof(*p));
+				if (!np2)
+					goto out;
+				p = np2;
+			}
+			const uint8_t *k = bk + KEYS + 16 * s, *v = bk + VALS + 16 * s;
+			p[np++] = (struct pend_str){go_u64(k), go_u64(k + 8), go_u64(v), go_u64(v + 8)};
+		}
+		uint64_t ovf = go_u64(bk + OVF);
+		if (ovf) {
+			if (nq == cap) {
+				uint64_t *nqp = realloc(q, (cap *= 2) * sizeof(*q));
+				if (!nqp)
+					goto out;
+				q = nqp;
+			}
+			q[nq++] = ovf;
+		}
+	}
+	ret = read_pairs(r, p, np, ls);
+out:
+	free(q);
+	free(p);
+	free(bk);
+	return ret;
+}
+
+/* Go 1.24+: labelMap{LabelSet{list []label}} (1.26: label.Set{List}); a
+ * slice header at +0 either way, elements {key, value string} (§13.2). */
+static int read_labels_slice(struct rd *r, uint64_t lp, size_t max, struct go_labelset *ls)
+{
+	uint64_t sh[3];
+	if (rd_one(r, lp, sh, sizeof(sh)) != 0 || sh[0] == 0)
+		return read_pairs(r, NULL, 0, ls);
+	size_t n = sh[1] > max ? max : sh[1];
+	uint8_t *el = malloc(n * 32 + 1);
+	struct pend_str *p = calloc(n + 1, sizeof(*p));
+	int ret = -ENOMEM;
+	if (el && p) {
+		size_t np = 0;
+		if (n && rd_one(r, sh[0], el, n * 32) == 0)
+			for (size_t i = 0; i < n; i++, np++)
+				p[i] = (struct pend_str){go_u64(el + 32 * i), go_u64(el + 32 * i + 8),
+							 go_u64(el + 32 * i + 16), go_u64(el + 32 * i + 24)};
+		ret = read_pairs(r, p, np, ls);
+	}
+	free(el);
+	free(p);
+	return ret;
+}
+
+/* ---- M list ---- */
+
+struct mrec {
+	uint64_t addr, procid, curg, vdsosp, vdsopc;
+};
+
+static const struct mrec *find_m(const struct mrec *ms, size_t n, uint64_t addr)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ms[i].addr == addr)
+			return &ms[i];
+	return NULL;
+}
+
+/* Where traceback starts (recipe §7, runtime traceback1/gentraceback). */
+static void choose_start(struct go_g *g, const struct mrec *ms, size_t nms, const struct go_thread_regs *th,
+			 size_t nth)
+{
+	uint32_t st = g->status & ~(uint32_t)G_SCAN;
+	const struct mrec *m = g->m ? find_m(ms, nms, g->m) : NULL;
+	g->have_start = false;
+	g->start_trap = false;
+	if (st == G_SYSCALL) {
+		g->start_pc = g->syscall_pc;
+		g->start_sp = g->syscall_sp;
+		g->have_start = true;
+	} else if (m && m->vdsosp) { /* in the vDSO (nanotime): set by vdsoCall */
+		g->start_pc = m->vdsopc;
+		g->start_sp = m->vdsosp;
+		g->have_start = true;
+	} else if (st == G_RUNNING) {
+		const struct go_thread_regs *r = NULL;
+		for (size_t i = 0; m && m->curg == g->addr && i < nth; i++)
+			if ((uint64_t)th[i].tid == m->procid)
+				r = &th[i];
+		if (r && r->sp >= g->stack_lo && r->sp < g->stack_hi) {
+			g->start_pc = r->pc;
+			g->start_sp = r->sp;
+			g->start_trap = true; /* the innermost pc is not a return address */
+			g->have_start = true;
+		} else if (r && g->sched_sp >= g->stack_lo && g->sched_sp < g->stack_hi && g->sched_pc) {
+			/* on g0 inside systemstack(): systemstack_switch saved sched */
+			g->start_pc = g->sched_pc;
+			g->start_sp = g->sched_sp;
+			g->have_start = true;
+		}
+		/* else: gsignal stack or no thread: "stack unavailable" */
+	} else if (g->syscall_sp) {
+		g->start_pc = g->syscall_pc;
+		g->start_sp = g->syscall_sp;
+		g->have_start = true;
+	} else {
+		g->start_pc = g->sched_pc;
+		g->start_sp = g->sched_sp;
+		g->have_start = true;
+	}
+	if (g->have_start && (g->start_sp < g->stack_lo || g->start_sp >= g->stack_hi || g->stack_hi - g->stack_lo > (1ull << 30)))
+		g->have_start = false;
+}
+
+void go_snapshot_free(struct go_snapshot *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->ngs; i++) {
+		free(s->gs[i].frames);
+		free(s->gs[i].pcs);
+		free(s->gs[i].locs);
+	}
+	for (size_t i = 0; i < s->nlsets; i++) {
+		for (size_t k = 0; k < s->lsets[i].n; k++) {
+			free((char *)s->lsets[i].labels[k].key);
+			free((char *)s->lsets[i].labels[k].value);
+		}
+		free(s->lsets[i].labels);
+		free(s->lsets[i].text);
+	}
+	free(s->lsets);
+	free(s->gs);
+	free(s->arena);
+	free(s);
+}
+
+void go_snapshot_stats(const struct go_snapshot *s, struct go_capture_stats *ret)
+{
+	*ret = s->stats;
+}
+
+int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const struct go_thread_regs *threads,
+	       size_t nthreads, const struct go_capture_limits *limits, struct go_snapshot **ret)
+{
+	if (!go_target_can_list_goroutines(t))
+		return -ENOTSUP;
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+	struct go_capture_limits lim = {64 * 1024, 10000000, 1000};
+	if (limits) {
+		if (limits->max_stack_bytes)
+			lim.max_stack_bytes = limits->max_stack_bytes;
+		if (limits->max_goroutines)
+			lim.max_goroutines = limits->max_goroutines;
+		if (limits->max_labels)
+			lim.max_labels = limits->max_labels;
+	}
+	const struct go_layout *L = &t->L;
+	struct go_snapshot *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->t = t;
+	/* The runtime's nanotime() is CLOCK_MONOTONIC (vDSO); a target in
+	 * another time namespace would need /proc/PID/timens_offsets. */
+	s->nanotime = (int64_t)t0;
+	struct rd r = {read, read_ctx, &s->stats};
+	uint64_t bias = t->bias;
+	uint8_t *gbuf = NULL;
+	uint64_t *gptrs = NULL;
+	struct go_mem_range *rg = NULL;
+	bool *ok = NULL;
+	struct mrec *ms = NULL;
+	int ret_code = -ENOMEM;
+
+	/* A: the globals, one batch */
+	uint64_t allglen = 0, allgptr = 0, allm = 0;
+	uint32_t fing = 0;
+	struct go_mem_range a[4] = {
+		{t->sym_allglen + bias, &allglen, 8},
+		{(t->sym_allgptr ? t->sym_allgptr : t->sym_allgs) + bias, &allgptr, 8},
+		{t->sym_allm + bias, &allm, 8},
+	};
+	size_t na = 3;
+	if (t->sym_fingrunning) /* bool, <= 1.19 */
+		a[na++] = (struct go_mem_range){t->sym_fingrunning + bias, &fing, 1};
+	else if (t->sym_fingstatus) /* uint32, 1.20+ */
+		a[na++] = (struct go_mem_range){t->sym_fingstatus + bias, &fing, 4};
+	if (rd_ranges(&r, a, na, NULL) != 0) {
+		ret_code = -EIO;
+		goto fail;
+	}
+	/* 1.20+: fingRunningFinalizer = 2 (fingCreated = 1, fingWait = 4, fingWake = 8) */
+	s->fing_running = t->sym_fingrunning ? (fing & 0xff) != 0 : (fing & 2) != 0;
+	if (allglen > lim.max_goroutines) {
+		ret_code = -E2BIG;
+		goto fail;
+	}
+	size_t n = allglen;
+	s->stats.allglen = n;
+
+	/* B: allgs */
+	gptrs = calloc(n + 1, 8);
+	ok = calloc(n + 1, sizeof(bool));
+	rg = calloc(n + 1, sizeof(*rg));
+	gbuf = malloc(n * L->g_read + 1);
+	s->gs = calloc(n + 1, sizeof(*s->gs));
+	if (!gptrs || !ok || !rg || !gbuf || !s->gs)
+		goto fail;
+	if (n && rd_one(&r, allgptr, gptrs, n * 8) != 0) {
+		ret_code = -EIO;
+		goto fail;
+	}
+
+	/* C: every g */
+	for (size_t i = 0; i < n; i++)
+		rg[i] = (struct go_mem_range){gptrs[i], gbuf + i * L->g_read, L->g_read};
+	rd_ranges(&r, rg, n, ok);
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *b = gbuf + i * L->g_read;
+		struct go_g *g = &s->gs[s->ngs];
+		memset(g, 0, sizeof(*g));
+		g->labelset = -1;
+		g->addr = gptrs[i];
+		if (!ok[i] || !gptrs[i]) {
+			s->stats.unreadable++;
+			continue;
+		}
+		g->readable = true;
+		g->status = go_u32(b + L->g_atomicstatus);
+		if ((g->status & ~(uint32_t)G_SCAN) == G_DEAD)
+			continue;
+		g->goid = go_u64(b + L->g_goid);
+		g->stack_lo = go_u64(b + L->g_stack_lo);
+		g->stack_hi = go_u64(b + L->g_stack_hi);
+		g->m = go_u64(b + L->g_m);
+		g->sched_sp = go_u64(b + L->g_sched_sp);
+		g->sched_pc = go_u64(b + L->g_sched_pc);
+		g->syscall_sp = L->g_syscallsp >= 0 ? go_u64(b + L->g_syscallsp) : 0;
+		g->syscall_pc = L->g_syscallpc >= 0 ? go_u64(b + L->g_syscallpc) : 0;
+		g->waitsince = L->g_waitsince >= 0 ? (int64_t)go_u64(b + L->g_waitsince) : 0;
+		g->waitreason = L->g_waitreason >= 0 ? b[L->g_waitreason] : 0;
+		g->lockedm = L->g_lockedm >= 0 ? go_u64(b + L->g_lockedm) : 0;
+		g->gopc = go_u64(b + L->g_gopc);
+		g->startpc = go_u64(b + L->g_startpc);
+		g->labels = L->g_labels >= 0 ? go_u64(b + L->g_labels) : 0;
+		g->parent_goid = L->g_parentgoid >= 0 ? go_u64(b + L->g_parentgoid) : 0;
+		s->ngs++;
+	}
+	s->stats.goroutines = s->ngs;
+
+	/* D: the Ms, for running goroutines and vDSO calls. Few, so serial. */
+	size_t nms = 0, mcap = 16;
+	ms = calloc(mcap, sizeof(*ms));
+	uint8_t *mb = malloc(L->m_read);
+	if (!ms || !mb) {
+		free(mb);
+		goto fail;
+	}
+	for (uint64_t m = allm; m && nms < 100000; ) {
+		if (rd_one(&r, m, mb, L->m_read) != 0)
+			break;
+		if (nms == mcap) {
+			struct mrec *nm = realloc(ms, (mcap *= 2) * sizeof(*ms));
+			if (!nm) {
+				free(mb);
+				goto fail;
+			}
+			ms = nm;
+		}
+		ms[nms++] = (struct mrec){m, go_u64(mb + L->m_procid), go_u64(mb + L->m_curg),
+					  L->m_vdsosp >= 0 ? go_u64(mb + L->m_vdsosp) : 0,
+					  L->m_vdsopc >= 0 ? go_u64(mb + L->m_vdsopc) : 0};
+		m = go_u64(mb + L->m_alllink);
+	}
+	free(mb);
+
+	/* E: the stacks, into one arena */
+	size_t total = 0;
+	for (size_t i = 0; i < s->ngs; i++) {
+		struct go_g *g = &s->gs[i];
+		choose_start(g, ms, nms, threads, nthreads);
+		if (!g->have_start)
+			continue;
+		size_t len = g->stack_hi - g->start_sp;
+		if (len > lim.max_stack_bytes) {
+			len = lim.max_stack_bytes;
+			g->truncated = true;
+			s->stats.stacks_truncated++;
+		}
+		g->copy_off = total;
+		g->copy_len = len;
+		total += len;
+	}
+	s->arena = malloc(total + 1);
+	if (!s->arena)
+		goto fail;
+	s->arena_len = total;
+	size_t nr = 0;
+	for (size_t i = 0; i < s->ngs; i++) {
+		struct go_g *g = &s->gs[i];
+		if (g->have_start && g->copy_len)
+			rg[nr++] = (struct go_mem_range){g->start_sp, s->arena + g->copy_off, g->copy_len};
+	}
+	rd_ranges(&r, rg, nr, ok);
+	for (size_t i = 0, k = 0; i < s->ngs; i++) {
+		struct go_g *g = &s->gs[i];
+		if (g->have_start && g->copy_len) {
+			g->copy_ok = ok[k++];
+			if (!g->copy_ok)
+				s->stats.unreadable++;
+		}
+	}
+
+	/* F: label sets, one per distinct g.labels pointer (children inherit
+	 * their parent's pointer, so this is usually far fewer than goroutines) */
+	for (size_t i = 0; i < s->ngs; i++) {
+		struct go_g *g = &s->gs[i];
+		if (!g->labels)
+			continue;
+		size_t k;
+		for (k = 0; k < s->nlsets; k++)
+			if (s->lsets[k].ptr == g->labels)
+				break;
+		if (k == s->nlsets) {
+			if ((s->nlsets & (s->nlsets - 1)) == 0) {
+				struct go_labelset *nl = realloc(s->lsets, (s->nlsets ? 2 * s->nlsets : 1) * sizeof(*nl));
+				if (!nl)
+					goto fail;
+				s->lsets = nl;
+			}
+			struct go_labelset *ls = &s->lsets[s->nlsets];
+			memset(ls, 0, sizeof(*ls));
+			ls->ptr = g->labels;
+			s->nlsets++;
+			int lr = t->minor >= 24 ? read_labels_slice(&r, g->labels, lim.max_labels, ls)
+						: read_labels_hmap(&r, g->labels, lim.max_labels, ls);
+			if (lr == -ENOMEM)
+				goto fail;
+		}
+		g->labelset = (int)k;
+	}
+
+	free(gbuf);
+	free(gptrs);
+	free(rg);
+	free(ok);
+	free(ms);
+	s->stats.pause_ns = now_ns(CLOCK_MONOTONIC) - t0;
+	*ret = s;
+	return 0;
+fail:
+	free(gbuf);
+	free(gptrs);
+	free(rg);
+	free(ok);
+	free(ms);
+	go_snapshot_free(s);
+	return ret_code;
+}
+
+/*
+ * runtime.gcount(): allglen - sched.gFree.n - sched.ngsys - sum(p.gFree.n).
+ * Needs the schedt and p layouts from DWARF; without them we fall back to
+ * allglen, which also counts dead goroutines kept for reuse.
+ */
+int go_read_counters(struct go_target *t, go_read_mem_fn read, void *read_ctx, int64_t *ret_goroutines,
+		     int64_t *ret_heap_live)
+{
+	if (!t->sym_allglen)
+		return -ENOTSUP;
+	struct go_capture_stats st = {0};
+	struct rd r = {read, read_ctx, &st};
+	const struct go_layout *L = &t->L;
+	uint64_t allglen = 0, allp[2] = {0, 0};
+	int32_t gfree = 0;
+	uint32_t ngsys = 0;
+	bool full = t->have_layout && t->sym_sched && t->sym_allp && L->sched_gfree_n >= 0 && L->sched_ngsys >= 0 &&
+		    L->p_gfree_n >= 0;
+	struct go_mem_range a[4] = {{t->sym_allglen + t->bias, &allglen, 8}};
+	size_t na = 1;
+	if (full) {
+		a[na++] = (struct go_mem_range){t->sym_sched + t->bias + (uint64_t)L->sched_gfree_n, &gfree, 4};
+		a[na++] = (struct go_mem_range){t->sym_sched + t->bias + (uint64_t)L->sched_ngsys, &ngsys, 4};
+		a[na++] = (struct go_mem_range){t->sym_allp + t->bias, allp, 16};
+	}
+	if (rd_ranges(&r, a, na, NULL) != 0)
+		return -EIO;
+	int64_t n = (int64_t)allglen;
+	if (full && allp[1] <= 4096) {
+		n -= gfree + (int64_t)ngsys;
+		uint64_t pp[4096];
+		if (allp[1] && rd_one(&r, allp[0], pp, allp[1] * 8) == 0) {
+			struct go_mem_range prg[GO_READ_MAX_RANGES];
+			int32_t pn[GO_READ_MAX_RANGES] = {0};
+			size_t k = allp[1] > GO_READ_MAX_RANGES ? GO_READ_MAX_RANGES : allp[1];
+			for (size_t i = 0; i < k; i++)
+				prg[i] = (struct go_mem_range){pp[i] + (uint64_t)L->p_gfree_n, &pn[i], 4};
+			rd_ranges(&r, prg, k, NULL);
+			for (size_t i = 0; i < k; i++)
+				n -= pn[i];
+		}
+		if (n < 1)
+			n = 1;
+	}
+	if (ret_goroutines)
+		*ret_goroutines = n;
+	if (ret_heap_live)
+		*ret_heap_live = -1;
+	return 0;
+}

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef DIAG_SYMBOLIZE_GO_GOROUTINES_H
+#define DIAG_SYMBOLIZE_GO_GOROUTINES_H
+
+/*
+ * gosym: every goroutine of a Go process, read from outside.
+ *
+ * Life cycle (see shared/research/go-goroutines.md for the why):
+ *
+ *   go_target_open()      while the target still runs: parse the executable
+ *                         (ELF symbols, DWARF struct layouts, .gopclntab).
+ *   go_capture()          while ALL threads of the target are ptrace-stopped:
+ *                         copy the g structs, each live stack and the pprof
+ *                         labels through the caller's read callback. Nothing
+ *                         expensive is interpreted here; it is the pause.
+ *   go_snapshot_unwind()  after the target was released: walk each copied
+ *                         stack with the runtime's own pcsp tables.
+ *   go_snapshot_write_debug2() / _write_debug1() / _foreach_sample()
+ *                         the text of pprof.Lookup("goroutine").WriteTo(w, 2)
+ *                         and (w, 1), and the aggregated samples that make
+ *                         goroutine.pprof (debug=0).
+ *
+ * Addresses: every address in this interface is a run-time address in the
+ * target (load bias included), except where a comment says otherwise.
+ *
+ * Errors: functions return 0 (or a count) on success and a negative errno
+ * on failure; they never print. Out of memory gives -ENOMEM and leaves the
+ * objects consistent (callers may free them).
+ *
+ * Threads: a go_target is read-only after go_target_open() and
+ * go_target_set_bias(), so several threads may symbolize with it at once.
+ * A go_snapshot belongs to one thread at a time.
+ *
+ * Versions: written for linux/amd64, Go 1.18 and later (pclntab magic
+ * 0xfffffff0 / 0xfffffff1); tested against Go 1.19. Structure layouts come
+ * from DWARF; without DWARF only Go 1.19's built-in layout is known.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct go_target;
+struct go_snapshot;
+
+/* ---- target ------------------------------------------------------------ */
+
+/*
+ * Opens the executable at exe_path (e.g. "/proc/PID/exe", which works even
+ * when the file was deleted) and, if pid > 0, reads /proc/PID/maps to find
+ * the load bias of a PIE. pid == 0 means "file only, bias 0" (unit tests,
+ * offline symbolization); go_target_set_bias() can set it later.
+ *
+ * Returns 0 and *ret; -ENOTSUP if the file is not a Go executable or its
+ * pclntab format is older than Go 1.18; -ENOENT/-EACCES/... from open(2);
+ * -EINVAL on a malformed file. The caller frees *ret with go_target_free().
+ * A stripped binary (-s -w) opens fine: symbolization works, goroutine
+ * listing does not (go_target_can_list_goroutines() says so).
+ */
+int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret);
+
+/* Frees the target; NULL is a no-op. Snapshots taken from it must be freed first. */
+void go_target_free(struct go_target *t);
+
+/* The Go version string, e.g. "go1.19.8"; never NULL ("go1.x?" when only
+ * the pclntab era is known). Owned by t. */
+const char *go_target_version(const struct go_target *t);
+
+/* Sets the load bias (run-time address minus link-time address); 0 for
+ * non-PIE executables. go_target_open(pid > 0) already did this. */
+void go_target_set_bias(struct go_target *t, uint64_t bias);
+uint64_t go_target_bias(const struct go_target *t);
+
+/* True if the binary has what go_capture() needs: the runtime symbols
+ * (.symtab) and the g/m layouts (DWARF, or the built-in Go 1.19 table). */
+bool go_target_can_list_goroutines(const struct go_target *t);
+
+/* One logical frame: a function, or a call inlined into it. */
+struct go_frame {
+	const char *function;  /* as the runtime prints it ("main.F[...]"); valid during the callback */
+	const char *file;      /* "?" if unknown; owned by t (valid until go_target_free) */
+	int line;              /* 0 if unknown */
+	int start_line;        /* line of the func keyword; 0 before Go 1.20 */
+	uint64_t entry;        /* run-time entry of the physical function */
+	bool inlined;          /* true for all but the last (outermost) frame */
+};
+
+/* Return non-zero to stop; that value is then returned by the caller. */
+typedef int (*go_frame_fn)(void *ctx, const struct go_frame *frame);
+
+/*
+ * Symbolizes addr exactly (no "-1" for return addresses: pass the address
+ * of the call instruction, e.g. return address - 1, as for any PC-to-line
+ * lookup), expanding inlined calls: cb is called innermost first, the
+ * physical function last. Works from .gopclntab alone, so stripped Go
+ * binaries symbolize too. Returns the number of frames (0: addr is not in
+ * Go code), or cb's non-zero return value.
+ */
+int go_target_symbolize_pc(const struct go_target *t, uint64_t addr, go_frame_fn cb, void *ctx);
+
+/* ---- capture (inside the pause) ---------------------------------------- */
+
+/* One contiguous range of target memory to copy into buf. */
+struct go_mem_range {
+	uint64_t addr;
+	void *buf;
+	size_t len;
+};
+
+/* The most ranges go_capture() passes in one call (IOV_MAX). */
+#define GO_READ_MAX_RANGES 1024
+
+/*
+ * Reads every range completely (process_vm_readv with one iovec pair per
+ * range is the intended implementation; split as the kernel requires).
+ * Returns 0 when all ranges were read in full, a negative errno otherwise;
+ * on failure go_capture() retries the ranges one by one, so a callback may
+ * be simple and all-or-nothing.
+ */
+typedef int (*go_read_mem_fn)(void *ctx, const struct go_mem_range *ranges, size_t n);
+
+/* One stopped OS thread of the target. */
+struct go_thread_regs {
+	pid_t tid;
+	uint64_t pc;       /* rip */
+	uint64_t sp;       /* rsp */
+	uint64_t fp;       /* rbp */
+	uint64_t fs_base;  /* TLS base; kept for TLS-based g lookup, unused on 1.19 */
+};
+
+/* Caps on what one capture copies; all can be raised by the caller. */
+struct go_capture_limits {
+	size_t max_stack_bytes;   /* per goroutine, from sp upwards; default 64 KiB */
+	size_t max_goroutines;    /* allglen beyond this is an error; default 10,000,000 */
+	size_t max_labels;        /* label pairs per goroutine; default 1000 */
+};
+
+/*
+ * Copies the goroutine state of the stopped target. Every thread of the
+ * target must be stopped; threads lists their registers (nthreads may be 0:
+ * running goroutines then print "stack unavailable"). limits may be NULL.
+ * The snapshot keeps a pointer to t (free the snapshot first).
+ *
+ * Cost: a handful of read batches: the counters, allgs, the g structs
+ * (~400 bytes each), the M list, one range per live stack, and the label
+ * maps (one chain of small reads per distinct label set).
+ *
+ * Returns 0 and *ret; -ENOTSUP if !go_target_can_list_goroutines(t);
+ * -EIO/-EFAULT if the runtime globals cannot be read; -ENOMEM.
+ * Goroutines whose g or stack cannot be read are kept and printed as
+ * "stack unavailable" rather than failing the capture.
+ */
+int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx,
+	       const struct go_thread_regs *threads, size_t nthreads,
+	       const struct go_capture_limits *limits, struct go_snapshot **ret);
+
+/* Figures about one capture, for the manifest and benchmarks. */
+struct go_capture_stats {
+	uint64_t pause_ns;        /* wall time spent inside go_capture() */
+	size_t allglen;           /* g structs in the runtime, dead ones included */
+	size_t goroutines;        /* live ones (not _Gdead), system ones included */
+	size_t user_goroutines;   /* the ones Go's own dump shows */
+	size_t read_calls;        /* calls of the read callback */
+	size_t bytes_read;
+	size_t stacks_truncated;  /* stacks longer than max_stack_bytes */
+	size_t unreadable;        /* g structs or stacks whose read failed */
+};
+void go_snapshot_stats(const struct go_snapshot *s, struct go_capture_stats *ret);
+
+void go_snapshot_free(struct go_snapshot *s);
+
+/* ---- after release ----------------------------------------------------- */
+
+/* Unwinds every goroutine from its copied stack. Idempotent; the writers
+ * below call it when needed. Returns 0 or -ENOMEM. */
+int go_snapshot_unwind(struct go_snapshot *s);
+
+/*
+ * Writes the text of pprof.Lookup("goroutine").WriteTo(w, 2) (that is,
+ * runtime.Stack(buf, true)) as of the capture: goroutines in allgs order,
+ * system goroutines left out, wait minutes computed against the capture
+ * time. Goroutines that were on a CPU print [running] with the stack from
+ * their thread's registers. Returns 0, -EIO on a write error, or -ENOMEM.
+ */
+int go_snapshot_write_debug2(struct go_snapshot *s, FILE *out);
+
+/* Writes the text of WriteTo(w, 1): counts per distinct stack and label
+ * set, tab-aligned as Go's text/tabwriter does. Returns as above. */
+int go_snapshot_write_debug1(struct go_snapshot *s, FILE *out);
+
+struct go_label {
+	const char *key;
+	const char *value;
+};
+
+/*
+ * One aggregated goroutine stack, as goroutine.pprof (debug=0) has it.
+ *   locs:   one address per physical frame, innermost first, with
+ *           runtime.goexit dropped. Each is the address to symbolize
+ *           as is (return address - 1, or the trap PC), i.e. the pprof
+ *           Location.address; go_target_symbolize_pc(locs[i]) gives its
+ *           Location lines (inline frames innermost first).
+ *   pcs:    the runtime's own PC list for this stack (return addresses,
+ *           inline levels expanded, goexit included), what Go keys on.
+ *   labels: sorted as Go's debug=1 prints them; has_labels is true when
+ *           the goroutine had a label set, even an empty one.
+ * Everything is owned by the snapshot and valid until it is freed.
+ */
+struct go_sample {
+	size_t count;
+	const uint64_t *locs;
+	size_t nlocs;
+	const uint64_t *pcs;
+	size_t npcs;
+	const struct go_label *labels;
+	size_t nlabels;
+	bool has_labels;
+};
+
+typedef int (*go_sample_fn)(void *ctx, const struct go_sample *sample);
+
+/* Calls cb for each distinct (stack, labels) in Go's order (count
+ * descending, then key). Returns 0, -ENOMEM, or cb's non-zero return. */
+int go_snapshot_foreach_sample(struct go_snapshot *s, go_sample_fn cb, void *ctx);
+
+/* ---- cheap counters (timeline) ------------------------------------------ */
+
+/*
+ * Reads the number of goroutines the way runtime.NumGoroutine() counts
+ * them, without stopping the target (a racy but consistent-enough read of
+ * allglen and the free lists), in a few small reads. heap_live is -1 when
+ * not implemented for the target's version (it is not yet, see the .c).
+ * Either output pointer may be NULL. Returns 0 or a negative errno.
+ */
+int go_read_counters(struct go_target *t, go_read_mem_fn read, void *read_ctx,
+		     int64_t *ret_goroutines, int64_t *ret_heap_live);
+
+#endif

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/* Private to symbolize/go: shared between target.c, pclntab.c, capture.c
+ * and traceback.c. Nothing outside this folder includes it. */
+#ifndef DIAG_SYMBOLIZE_GO_INTERNAL_H
+#define DIAG_SYMBOLIZE_GO_INTERNAL_H
+
+#include "goroutines.h"
+
+#include <libelf.h>
+
+/* Run-time status values (runtime2.go); stable from Go 1.0 to at least 1.26. */
+enum {
+	G_IDLE = 0, G_RUNNABLE = 1, G_RUNNING = 2, G_SYSCALL = 3, G_WAITING = 4,
+	G_DEAD = 6, G_COPYSTACK = 8, G_PREEMPTED = 9, G_SCAN = 0x1000,
+};
+
+/* funcFlag bits (symtab.go, 1.17+). */
+enum { FUNCFLAG_TOPFRAME = 1, FUNCFLAG_SPWRITE = 2, FUNCFLAG_ASM = 4 };
+
+/* FUNCDATA / PCDATA indices: stable from 1.18 to tip. */
+enum { PCDATA_INLTREE = 2, PCDATA_ARGLIVE = 3, FUNCDATA_INLTREE = 3, FUNCDATA_ARGINFO = 5, FUNCDATA_ARGLIVE = 6 };
+
+/* Field offsets, from DWARF (or the 1.19 table). -1 = absent. */
+struct go_layout {
+	int g_stack_lo, g_stack_hi, g_m, g_sched_sp, g_sched_pc, g_sched_bp;
+	int g_syscallsp, g_syscallpc, g_atomicstatus, g_goid, g_waitsince, g_waitreason;
+	int g_lockedm, g_gopc, g_startpc, g_labels, g_parentgoid;
+	size_t g_read;  /* bytes of g to copy: covers every field above */
+	int m_procid, m_curg, m_alllink, m_vdsosp, m_vdsopc;
+	size_t m_read;
+	int md_gofunc, md_text;     /* runtime.moduledata */
+	/* runtime.NumGoroutine(): sched.gFree.n, sched.ngsys, p.gFree.n */
+	int sched_gfree_n, sched_ngsys, p_gfree_n;
+};
+
+/* A decoded runtime._func (the fields we use). */
+struct go_func {
+	const uint8_t *raw;  /* the _func in the file image */
+	uint64_t entry;      /* link-time address */
+	int32_t nameoff;
+	uint32_t pcsp, pcfile, pcln, npcdata, cu_offset;
+	int32_t start_line;
+	uint8_t funcid, flag, nfuncdata;
+};
+
+struct go_load {
+	uint64_t vaddr, offset, filesz;
+};
+
+struct go_target {
+	int fd;
+	const uint8_t *map;
+	size_t map_len;
+	Elf *elf;
+	char version[32];
+	int minor;  /* 19 for go1.19.x */
+	uint64_t bias;
+	struct go_load loads[16];
+	size_t nloads;
+
+	/* pclntab (all pointers into the file image) */
+	const uint8_t *pcln;
+	size_t pcln_len;
+	uint32_t magic;
+	uint64_t nfunc, text_start;
+	const uint8_t *funcnametab, *cutab, *filetab, *pctab, *ftab;
+	size_t funcnametab_len, cutab_len, filetab_len, pctab_len, ftab_len;
+	uint64_t gofunc;      /* link address of go.func.*, 0 if unknown */
+	size_t func_size;     /* sizeof(_func): 40 (1.18/19) or 44 (1.20+) */
+	size_t inl_size;      /* sizeof(inlinedCall): 20 or 16 */
+	int fid_wrapper, fid_gopanic, fid_sigpanic, fid_panicwrap, fid_asyncpreempt, fid_debugcall;
+
+	/* runtime globals (link addresses, 0 if absent) */
+	uint64_t sym_allglen, sym_allgptr, sym_allgs, sym_allm, sym_fingrunning, sym_fingstatus;
+	uint64_t sym_sched, sym_allp;
+	char **waitreasons;
+	size_t nwaitreasons;
+	struct go_layout L;
+	bool have_layout;
+};
+
+/* File image bytes at a link-time address, or NULL if not backed by the file. */
+const uint8_t *go_file_at(const struct go_target *t, uint64_t addr, size_t len);
+
+/* pclntab.c */
+int go_pclntab_init(struct go_target *t);
+bool go_findfunc(const struct go_target *t, uint64_t linkpc, struct go_func *ret);
+int32_t go_pcvalue(const struct go_target *t, const struct go_func *f, uint32_t off, uint64_t linkpc);
+int32_t go_pcdata(const struct go_target *t, const struct go_func *f, uint32_t table, uint64_t linkpc);
+uint64_t go_funcdata(const struct go_target *t, const struct go_func *f, uint8_t idx);
+const char *go_funcname_off(const struct go_target *t, int32_t nameoff);
+const char *go_funcname(const struct go_target *t, const struct go_func *f);
+const char *go_funcline(const struct go_target *t, const struct go_func *f, uint64_t linkpc, int *ret_line);
+/* Link address of funcdata idx, 0 if none. */
+/* One inlinedCall: returns false if ix is out of range. */
+struct go_inl {
+	uint8_t funcid;
+	int32_t nameoff, parent_pc, start_line;
+};
+bool go_inltree_at(const struct go_target *t, uint64_t tree, int32_t ix, struct go_inl *ret);
+/* Appends the name as the runtime prints it (the [...] rule) to buf. */
+void go_print_name(const char *name, char *buf, size_t len);
+
+/* ---- snapshot ---- */
+
+/* One physical frame found by the unwinder (link-time pc). */
+struct go_pframe {
+	uint64_t pc, sp, fp;
+	bool trap;  /* pc is not a return address: innermost trap PC, or after sigpanic */
+};
+
+struct go_labelset {
+	uint64_t ptr;            /* g.labels value, the interning key */
+	struct go_label *labels; /* sorted as Go's labelMap.String() */
+	size_t n;
+	char *text;              /* "{\"k\":\"v\", ...}" as debug=1 prints it */
+};
+
+struct go_g {
+	uint64_t addr, goid, gopc, startpc, lockedm, labels, m, parent_goid;
+	int64_t waitsince;
+	uint64_t sched_pc, sched_sp, syscall_pc, syscall_sp, stack_lo, stack_hi;
+	uint32_t status;
+	uint8_t waitreason;
+	bool readable;  /* the g struct itself was read */
+	bool user;      /* not dead, not a system goroutine: shown by Go's dumps */
+	/* where unwinding starts (run-time addresses) */
+	bool have_start, start_trap;
+	uint64_t start_pc, start_sp;
+	/* the copy of [start_sp, copy_end) */
+	size_t copy_off, copy_len;
+	bool copy_ok, truncated;
+	int labelset;   /* index into snapshot lsets, -1 if none */
+	/* after unwinding */
+	struct go_pframe *frames;
+	size_t nframes;
+	uint64_t *pcs;  /* Go's pcbuf (run-time addresses) */
+	size_t npcs;
+	uint64_t *locs; /* pprof Location addresses (run-time) */
+	size_t nlocs;
+};
+
+struct go_snapshot {
+	struct go_target *t;
+	struct go_g *gs;
+	size_t ngs;
+	uint8_t *arena;
+	size_t arena_len;
+	struct go_labelset *lsets;
+	size_t nlsets;
+	int64_t nanotime;  /* CLOCK_MONOTONIC at capture = the target's nanotime() */
+	bool fing_running;
+	struct go_capture_stats stats;
+	bool unwound;
+};
+
+/* little-endian readers */
+static inline uint64_t go_u64(const void *p)
+{
+	uint64_t v;
+	__builtin_memcpy(&v, p, 8);
+	return v;
+}
+static inline uint32_t go_u32(const void *p)
+{
+	uint32_t v;
+	__builtin_memcpy(&v, p, 4);
+	return v;
+}
+
+#endif

@@ -1,0 +1,540 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * go_target: everything read from the executable file before the pause.
+ *
+ * We work in link-time addresses against a private read-only mmap of the
+ * file; the Go linker writes link-time pointer values into the file even
+ * for PIE (checked with go1.19 -buildmode=pie: runtime.firstmoduledata's
+ * first word is the link address of the pcHeader), so static tables such as
+ * waitReasonStrings can be read without touching the target.
+ */
+#include "internal.h"
+
+#include <elf.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const uint8_t *go_file_at(const struct go_target *t, uint64_t addr, size_t len)
+{
+	for (size_t i = 0; i < t->nloads; i++) {
+		const struct go_load *l = &t->loads[i];
+		if (addr >= l->vaddr && addr - l->vaddr <= l->filesz && len <= l->filesz - (addr - l->vaddr)) {
+			uint64_t off = l->offset + (addr - l->vaddr);
+			if (off > t->map_len || len > t->map_len - off)
+				return NULL;
+			return t->map + off;
+		}
+	}
+	return NULL;
+}
+
+/* A Go string header {ptr, len} at a link address, copied out of the file. */
+static char *file_gostring(const struct go_target *t, uint64_t hdr_addr)
+{
+	const uint8_t *h = go_file_at(t, hdr_addr, 16);
+	if (!h)
+		return NULL;
+	uint64_t p = go_u64(h), n = go_u64(h + 8);
+	if (n > 4096)
+		return NULL;
+	const uint8_t *s = n ? go_file_at(t, p, n) : (const uint8_t *)"";
+	if (!s)
+		return NULL;
+	return strndup((const char *)s, n);
+}
+
+static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *ret_shdr)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		const char *n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (n && strcmp(n, name) == 0) {
+			*ret_shdr = sh;
+			return scn;
+		}
+	}
+	return NULL;
+}
+
+static uint64_t uvarint(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t v = 0;
+	for (int shift = 0; *p < end && shift < 64; shift += 7) {
+		uint8_t b = *(*p)++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			break;
+	}
+	return v;
+}
+
+static void set_version(struct go_target *t, const char *v, size_t n)
+{
+	if (n >= sizeof(t->version))
+		n = sizeof(t->version) - 1;
+	memcpy(t->version, v, n);
+	t->version[n] = 0;
+	if (strncmp(t->version, "go1.", 4) == 0)
+		t->minor = atoi(t->version + 4);
+}
+
+/* src/debug/buildinfo/buildinfo.go readRawBuildInfo, both header formats. */
+static void version_from_buildinfo(struct go_target *t)
+{
+	GElf_Shdr sh;
+	if (!find_section(t->elf, ".go.buildinfo", &sh) || sh.sh_type == SHT_NOBITS)
+		return;
+	if (sh.sh_offset > t->map_len || sh.sh_size > t->map_len - sh.sh_offset || sh.sh_size < 32)
+		return;
+	const uint8_t *b = t->map + sh.sh_offset, *end = b + sh.sh_size;
+	if (memcmp(b, "\xff Go buildinf:", 14) != 0)
+		return;
+	if (b[15] & 2) { /* Go 1.18+: inline uvarint-prefixed strings */
+		const uint8_t *p = b + 32;
+		uint64_t n = uvarint(&p, end);
+		if (n > 0 && n <= (uint64_t)(end - p))
+			set_version(t, (const char *)p, n);
+	} else if (b[14] == 8) { /* before 1.18: pointer to a string header */
+		char *s = file_gostring(t, go_u64(b + 16));
+		if (s) {
+			set_version(t, s, strlen(s));
+			free(s);
+		}
+	}
+}
+
+/* Stripped binaries without .go.buildinfo (seen: esbuild, Go 1.26.5) still
+ * carry runtime.buildVersion's bytes in .rodata. */
+static void version_from_rodata(struct go_target *t)
+{
+	GElf_Shdr sh;
+	if (!find_section(t->elf, ".rodata", &sh) || sh.sh_type == SHT_NOBITS)
+		return;
+	if (sh.sh_offset > t->map_len || sh.sh_size > t->map_len - sh.sh_offset)
+		return;
+	const uint8_t *b = t->map + sh.sh_offset, *end = b + sh.sh_size;
+	for (const uint8_t *p = b; (p = memmem(p, (size_t)(end - p), "go1.", 4)) != NULL; p++) {
+		const uint8_t *q = p + 4;
+		while (q < end && ((*q >= '0' && *q <= '9') || *q == '.'))
+			q++;
+		/* at least "go1.N" and not preceded by a letter (e.g. "cargo1.") */
+		if (q - p >= 5 && p[4] >= '0' && p[4] <= '9' && (p == b || !((p[-1] | 0x20) >= 'a' && (p[-1] | 0x20) <= 'z'))) {
+			set_version(t, (const char *)p, (size_t)(q - p));
+			return;
+		}
+	}
+}
+
+struct want_sym {
+	const char *name;
+	uint64_t *addr;
+	uint64_t *size;
+};
+
+static void read_symbols(struct go_target *t, uint64_t *wr_addr, uint64_t *wr_size, uint64_t *bv_addr,
+			 uint64_t *fmd_addr, uint64_t *gofunc_sym)
+{
+	struct want_sym want[] = {
+		{"runtime.allglen", &t->sym_allglen, NULL},
+		{"runtime.allgptr", &t->sym_allgptr, NULL},
+		{"runtime.allgs", &t->sym_allgs, NULL},
+		{"runtime.allm", &t->sym_allm, NULL},
+		{"runtime.fingRunning", &t->sym_fingrunning, NULL},
+		{"runtime.fingStatus", &t->sym_fingstatus, NULL},
+		{"runtime.sched", &t->sym_sched, NULL},
+		{"runtime.allp", &t->sym_allp, NULL},
+		{"runtime.waitReasonStrings", wr_addr, wr_size},
+		{"runtime.buildVersion", bv_addr, NULL},
+		{"runtime.firstmoduledata", fmd_addr, NULL},
+		{"go.func.*", gofunc_sym, NULL},   /* 1.18, 1.19 */
+		{"go:func.*", gofunc_sym, NULL},   /* 1.20+ */
+	};
+	GElf_Shdr sh;
+	Elf_Scn *scn = find_section(t->elf, ".symtab", &sh);
+	if (!scn)
+		return;
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || !sh.sh_entsize)
+		return;
+	size_t n = sh.sh_size / sh.sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym sym;
+		if (!gelf_getsym(d, (int)i, &sym))
+			continue;
+		const char *name = elf_strptr(t->elf, sh.sh_link, sym.st_name);
+		if (!name || (strncmp(name, "runtime.", 8) != 0 && strncmp(name, "go", 2) != 0))
+			continue;
+		for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+			if (strcmp(name, want[k].name) == 0) {
+				*want[k].addr = sym.st_value;
+				if (want[k].size)
+					*want[k].size = sym.st_size;
+			}
+		}
+	}
+}
+
+/* ---- DWARF layouts ---- */
+
+static bool die_named(Dwarf_Die *die, const char *name)
+{
+	const char *n = dwarf_diename(die);
+	return n && strcmp(n, name) == 0;
+}
+
+/* Offset of a member path "a.b.c" inside struct s, following member types
+ * through typedefs; -1 if any step is missing. */
+static int member_offset(Dwarf_Die *s, const char *path)
+{
+	Dwarf_Die cur = *s;
+	int total = 0;
+	char buf[128];
+	snprintf(buf, sizeof(buf), "%s", path);
+	char *save = NULL;
+	for (char *part = strtok_r(buf, ".", &save); part; part = strtok_r(NULL, ".", &save)) {
+		Dwarf_Die child;
+		bool found = false;
+		if (dwarf_child(&cur, &child) != 0)
+			return -1;
+		do {
+			if (dwarf_tag(&child) != DW_TAG_member || !die_named(&child, part))
+				continue;
+			Dwarf_Attribute a;
+			Dwarf_Word off;
+			if (!dwarf_attr(&child, DW_AT_data_member_location, &a) || dwarf_formudata(&a, &off) != 0)
+				return -1;
+			total += (int)off;
+			found = true;
+			break;
+		} while (dwarf_siblingof(&child, &child) == 0);
+		if (!found)
+			return -1;
+		/* descend into the member's type for the next part */
+		Dwarf_Attribute ta;
+		Dwarf_Die type;
+		if (dwarf_attr(&child, DW_AT_type, &ta) && dwarf_formref_die(&ta, &type)) {
+			while (dwarf_tag(&type) == DW_TAG_typedef && dwarf_attr(&type, DW_AT_type, &ta) &&
+			       dwarf_formref_die(&ta, &type))
+				;
+			cur = type;
+		}
+	}
+	return total;
+}
+
+static bool read_dwarf_layout(struct go_target *t)
+{
+	Dwarf *dw = dwarf_begin_elf(t->elf, DWARF_C_READ, NULL);
+	if (!dw)
+		return false;
+	enum { S_G, S_M, S_MD, S_SCHED, S_P, S_N };
+	static const char *const names[S_N] = {"runtime.g", "runtime.m", "runtime.moduledata", "runtime.schedt", "runtime.p"};
+	Dwarf_Die found[S_N];
+	bool have[S_N] = {0};
+	int nfound = 0;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	while (nfound < S_N && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu, die;
+		if (dwarf_offdie(dw, off + hsize, &cu) && dwarf_child(&cu, &die) == 0) {
+			do {
+				if (dwarf_tag(&die) != DW_TAG_structure_type)
+					continue;
+				const char *n = dwarf_diename(&die);
+				if (!n || strncmp(n, "runtime.", 8) != 0)
+					continue;
+				for (int k = 0; k < S_N; k++) {
+					if (!have[k] && strcmp(n, names[k]) == 0) {
+						found[k] = die;
+						have[k] = true;
+						nfound++;
+					}
+				}
+			} while (nfound < S_N && dwarf_siblingof(&die, &die) == 0);
+		}
+		off = next;
+	}
+	bool ok = false;
+	if (have[S_G] && have[S_M]) {
+		struct go_layout *L = &t->L;
+		Dwarf_Die *g = &found[S_G], *m = &found[S_M];
+		L->g_stack_lo = member_offset(g, "stack.lo");
+		L->g_stack_hi = member_offset(g, "stack.hi");
+		L->g_m = member_offset(g, "m");
+		L->g_sched_sp = member_offset(g, "sched.sp");
+		L->g_sched_pc = member_offset(g, "sched.pc");
+		L->g_sched_bp = member_offset(g, "sched.bp");
+		L->g_syscallsp = member_offset(g, "syscallsp");
+		L->g_syscallpc = member_offset(g, "syscallpc");
+		/* uint32 up to 1.19, atomic.Uint32{value} from 1.20: same offset */
+		L->g_atomicstatus = member_offset(g, "atomicstatus");
+		L->g_goid = member_offset(g, "goid");
+		L->g_waitsince = member_offset(g, "waitsince");
+		L->g_waitreason = member_offset(g, "waitreason");
+		L->g_lockedm = member_offset(g, "lockedm");
+		L->g_gopc = member_offset(g, "gopc");
+		L->g_startpc = member_offset(g, "startpc");
+		L->g_labels = member_offset(g, "labels");
+		L->g_parentgoid = member_offset(g, "parentGoid"); /* 1.21+ */
+		L->m_procid = member_offset(m, "procid");
+		L->m_curg = member_offset(m, "curg");
+		L->m_alllink = member_offset(m, "alllink");
+		L->m_vdsosp = member_offset(m, "vdsoSP");
+		L->m_vdsopc = member_offset(m, "vdsoPC");
+		L->md_gofunc = have[S_MD] ? member_offset(&found[S_MD], "gofunc") : -1;
+		L->md_text = have[S_MD] ? member_offset(&found[S_MD], "text") : -1;
+		L->sched_gfree_n = have[S_SCHED] ? member_offset(&found[S_SCHED], "gFree.n") : -1;
+		L->sched_ngsys = have[S_SCHED] ? member_offset(&found[S_SCHED], "ngsys") : -1;
+		L->p_gfree_n = have[S_P] ? member_offset(&found[S_P], "gFree.n") : -1;
+		ok = L->g_stack_lo >= 0 && L->g_stack_hi >= 0 && L->g_sched_sp >= 0 && L->g_sched_pc >= 0 &&
+		     L->g_atomicstatus >= 0 && L->g_goid >= 0 && L->g_startpc >= 0 && L->g_gopc >= 0 &&
+		     L->m_procid >= 0 && L->m_curg >= 0 && L->m_alllink >= 0 && L->g_m >= 0;
+	}
+	dwarf_end(dw);
+	return ok;
+}
+
+/* Go 1.19 amd64, read from the DWARF of a go1.19.8 binary (recipe §4.1);
+ * used only for binaries built with -w that still have .symtab. */
+static void layout_go119(struct go_layout *L)
+{
+	*L = (struct go_layout){
+		.g_stack_lo = 0, .g_stack_hi = 8, .g_m = 48, .g_sched_sp = 56, .g_sched_pc = 64,
+		.g_sched_bp = 104, .g_syscallsp = 112, .g_syscallpc = 120, .g_atomicstatus = 144,
+		.g_goid = 152, .g_waitsince = 168, .g_waitreason = 176, .g_lockedm = 232,
+		.g_gopc = 296, .g_startpc = 312, .g_labels = 360, .g_parentgoid = -1,
+		.m_procid = 72, .m_curg = 192, .m_alllink = 336, .m_vdsosp = 800, .m_vdsopc = 808,
+		.md_gofunc = 304, .md_text = 176, .sched_gfree_n = -1, .sched_ngsys = -1, .p_gfree_n = -1,
+	};
+}
+
+static void layout_sizes(struct go_layout *L)
+{
+	int gf[] = {L->g_stack_lo, L->g_stack_hi, L->g_m, L->g_sched_sp, L->g_sched_pc, L->g_sched_bp,
+		    L->g_syscallsp, L->g_syscallpc, L->g_atomicstatus, L->g_goid, L->g_waitsince,
+		    L->g_waitreason, L->g_lockedm, L->g_gopc, L->g_startpc, L->g_labels, L->g_parentgoid};
+	int mf[] = {L->m_procid, L->m_curg, L->m_alllink, L->m_vdsosp, L->m_vdsopc};
+	L->g_read = 0;
+	for (size_t i = 0; i < sizeof(gf) / sizeof(gf[0]); i++)
+		if (gf[i] >= 0 && (size_t)gf[i] + 8 > L->g_read)
+			L->g_read = (size_t)gf[i] + 8;
+	L->m_read = 0;
+	for (size_t i = 0; i < sizeof(mf) / sizeof(mf[0]); i++)
+		if (mf[i] >= 0 && (size_t)mf[i] + 8 > L->m_read)
+			L->m_read = (size_t)mf[i] + 8;
+}
+
+/* AT_ENTRY minus e_entry: simpler than matching the exe in /proc/PID/maps,
+ * and right for deleted or foreign-namespace executables. */
+static int bias_from_auxv(pid_t pid, uint64_t e_entry, uint64_t *ret)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	uint64_t av[2];
+	int r = -ENOENT;
+	while (read(fd, av, sizeof(av)) == (ssize_t)sizeof(av) && av[0] != AT_NULL) {
+		if (av[0] == AT_ENTRY) {
+			*ret = av[1] - e_entry;
+			r = 0;
+			break;
+		}
+	}
+	close(fd);
+	return r;
+}
+
+static void load_waitreasons(struct go_target *t, uint64_t addr, uint64_t size)
+{
+	size_t n = size / 16;
+	if (!addr || n == 0 || n > 256)
+		return;
+	t->waitreasons = calloc(n, sizeof(char *));
+	if (!t->waitreasons)
+		return;
+	t->nwaitreasons = n;
+	for (size_t i = 0; i < n; i++)
+		t->waitreasons[i] = file_gostring(t, addr + 16 * i);
+}
+
+int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
+{
+	elf_version(EV_CURRENT);
+	struct go_target *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->fd = -1;
+	int r;
+	t->fd = open(exe_path, O_RDONLY | O_CLOEXEC);
+	if (t->fd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	struct stat st;
+	if (fstat(t->fd, &st) != 0) {
+		r = -errno;
+		goto fail;
+	}
+	t->map_len = (size_t)st.st_size;
+	void *m = mmap(NULL, t->map_len, PROT_READ, MAP_PRIVATE, t->fd, 0);
+	if (m == MAP_FAILED) {
+		r = -errno;
+		goto fail;
+	}
+	t->map = m;
+	t->elf = elf_memory((char *)m, t->map_len);
+	GElf_Ehdr eh;
+	if (!t->elf || elf_kind(t->elf) != ELF_K_ELF || !gelf_getehdr(t->elf, &eh)) {
+		r = -ENOTSUP;
+		goto fail;
+	}
+	if (eh.e_machine != EM_X86_64) {
+		r = -ENOTSUP;
+		goto fail;
+	}
+	size_t nph;
+	if (elf_getphdrnum(t->elf, &nph) != 0) {
+		r = -EINVAL;
+		goto fail;
+	}
+	for (size_t i = 0; i < nph && t->nloads < 16; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(t->elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			t->loads[t->nloads++] = (struct go_load){ph.p_vaddr, ph.p_offset, ph.p_filesz};
+	}
+
+	uint64_t wr_addr = 0, wr_size = 0, bv_addr = 0, fmd = 0, gofunc_sym = 0;
+	read_symbols(t, &wr_addr, &wr_size, &bv_addr, &fmd, &gofunc_sym);
+
+	r = go_pclntab_init(t);
+	if (r < 0)
+		goto fail;
+
+	version_from_buildinfo(t);
+	if (!t->version[0] && bv_addr) {
+		char *s = file_gostring(t, bv_addr);
+		if (s) {
+			set_version(t, s, strlen(s));
+			free(s);
+		}
+	}
+	if (!t->version[0])
+		version_from_rodata(t);
+	if (!t->version[0]) {
+		/* Only the pclntab era is known; assume its oldest release. */
+		snprintf(t->version, sizeof(t->version), "go1.x?");
+		t->minor = t->magic == 0xfffffff0 ? 18 : 20;
+	}
+
+	t->have_layout = read_dwarf_layout(t);
+	if (!t->have_layout && t->minor == 19) {
+		layout_go119(&t->L);
+		t->have_layout = true;
+	}
+	if (t->have_layout)
+		layout_sizes(&t->L);
+
+	/* funcdata base: moduledata.gofunc, else the go.func.* symbol. */
+	int md_gofunc = t->have_layout ? t->L.md_gofunc : -1;
+	if (md_gofunc < 0)
+		md_gofunc = t->minor >= 20 ? 320 : 304; /* recipe §4.3, checked 1.19 and 1.26 */
+	if (!fmd) {
+		/* Stripped: moduledata starts with a pointer to the pcHeader
+		 * (eBPF profiler doc/gopclntab.md); scan the data sections. */
+		static const char *const secs[] = {".noptrdata", ".data", ".go.module"};
+		uint64_t want = 0;
+		GElf_Shdr psh;
+		if (find_section(t->elf, ".gopclntab", &psh) || find_section(t->elf, ".data.rel.ro.gopclntab", &psh))
+			want = psh.sh_addr;
+		for (size_t k = 0; want && !fmd && k < 3; k++) {
+			GElf_Shdr sh;
+			if (!find_section(t->elf, secs[k], &sh) || sh.sh_type == SHT_NOBITS)
+				continue;
+			for (uint64_t a = sh.sh_addr; a + 8 <= sh.sh_addr + sh.sh_size; a += 8) {
+				const uint8_t *p = go_file_at(t, a, 8);
+				if (p && go_u64(p) == want) {
+					fmd = a;
+					break;
+				}
+			}
+		}
+	}
+	if (fmd) {
+		const uint8_t *p = go_file_at(t, fmd + (uint64_t)md_gofunc, 8);
+		if (p)
+			t->gofunc = go_u64(p);
+		if (t->text_start == 0 && t->L.md_text >= 0 && (p = go_file_at(t, fmd + (uint64_t)t->L.md_text, 8)))
+			t->text_start = go_u64(p);
+	}
+	if (!t->gofunc)
+		t->gofunc = gofunc_sym;
+	if (t->text_start == 0) {
+		/* pcHeader.textStart is 0 in some binaries (Go 1.26.5, recipe §15.2) */
+		GElf_Shdr sh;
+		if (find_section(t->elf, ".text", &sh))
+			t->text_start = sh.sh_addr;
+	}
+	load_waitreasons(t, wr_addr, wr_size);
+
+	if (pid > 0 && eh.e_type == ET_DYN) {
+		uint64_t bias = 0;
+		if (bias_from_auxv(pid, eh.e_entry, &bias) == 0)
+			t->bias = bias;
+	}
+	*ret = t;
+	return 0;
+fail:
+	go_target_free(t);
+	return r;
+}
+
+void go_target_free(struct go_target *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nwaitreasons; i++)
+		free(t->waitreasons[i]);
+	free(t->waitreasons);
+	if (t->elf)
+		elf_end(t->elf);
+	if (t->map)
+		munmap((void *)t->map, t->map_len);
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t);
+}
+
+const char *go_target_version(const struct go_target *t)
+{
+	return t->version;
+}
+
+void go_target_set_bias(struct go_target *t, uint64_t bias)
+{
+	t->bias = bias;
+}
+
+uint64_t go_target_bias(const struct go_target *t)
+{
+	return t->bias;
+}
+
+bool go_target_can_list_goroutines(const struct go_target *t)
+{
+	return t->have_layout && t->sym_allglen && (t->sym_allgptr || t->sym_allgs) && t->sym_allm;
+}

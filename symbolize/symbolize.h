@@ -1,0 +1,108 @@
+/*
+ * symbolize: turn program counters of a target process into frames
+ * (function, file:line, inline chain) and describe the target's mappings.
+ *
+ * Works only from a snapshot of /proc/PID/maps text and from files; it never
+ * stops or traces the target. Files are opened through /proc/PID/root (so a
+ * containerised target's binaries are found), falling back to
+ * /proc/PID/map_files for deleted or replaced binaries. Separate debug files
+ * are found by build-id under /usr/lib/debug/.build-id and by .gnu_debuglink.
+ * DEBUGINFOD_URLS is ignored unless symbolize_options.allow_debuginfod:
+ * symbolizer_new() then unsetenv()s it, which affects the whole process.
+ *
+ * Every PC is resolved once per symbolizer; later lookups hit a cache.
+ * Errors are returned as negative errno values; nothing is printed.
+ */
+#ifndef DIAG_SYMBOLIZE_H
+#define DIAG_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* One line of /proc/PID/maps. */
+struct maps_entry {
+	uint64_t start, limit; /* [start, limit) */
+	uint64_t offset;       /* file offset of start */
+	uint64_t inode;
+	unsigned dev_major, dev_minor;
+	char perms[5];         /* "r-xp" */
+	char *path;            /* unescaped; "" for anonymous; "[vdso]" etc.; owned */
+	bool deleted;          /* path ended in " (deleted)" (suffix removed) */
+};
+
+struct maps {
+	struct maps_entry *entries;
+	size_t count;
+};
+
+/* Parse maps text (as read from /proc/PID/maps). Returns 0 or -errno
+ * (-EINVAL on a malformed line). On success *ret owns its entries, which are
+ * in address order (the kernel's order; other input is sorted). Blank lines
+ * are skipped. */
+int maps_parse(const char *text, size_t len, struct maps *ret);
+void maps_release(struct maps *m);
+/* The entry containing addr, or NULL. */
+const struct maps_entry *maps_find(const struct maps *m, uint64_t addr);
+
+struct symbolize_options {
+	bool allow_debuginfod; /* honour DEBUGINFOD_URLS (can stall for minutes) */
+};
+
+/* One frame; an inline chain yields several for one PC. Strings are owned
+ * by the symbolizer and live until symbolizer_free. */
+struct sym_frame {
+	const char *function;    /* demangled-as-is name, or NULL if unknown */
+	const char *file;        /* source file, or NULL */
+	int line;                /* 0 if unknown */
+	int function_start_line; /* DW_AT_decl_line of the function, 0 if unknown */
+	uint64_t function_offset;/* pc - function entry (outermost real function only; 0 for inlined) */
+	bool inlined;            /* this frame was inlined into the next (outer) one */
+};
+
+/* A module: one mapped file (or [vdso]), as pprof wants a Mapping. */
+struct sym_module {
+	uint64_t start, limit, offset; /* exactly as in maps for the executable mapping */
+	const char *path;              /* as in maps */
+	const char *build_id;          /* lowercase hex, "" if none */
+	bool has_functions, has_filenames, has_line_numbers; /* really symbolized */
+};
+
+/* The result for one PC. frames[0] is the innermost (deepest inline) frame.
+ * nframes is 0 when nothing is known; module is NULL for an unmapped PC. */
+struct sym_location {
+	uint64_t pc;
+	const struct sym_module *module;
+	uint64_t module_offset; /* file offset of pc within module (for "module+0xOFF") */
+	size_t nframes;
+	const struct sym_frame *frames;
+};
+
+struct symbolizer;
+
+/* Create a symbolizer for pid from a snapshot of its maps text. pid is used
+ * only to open files via /proc/PID/root, /proc/PID/map_files and to read the
+ * vdso and /tmp/perf-PID.map; the target need not be stopped. */
+int symbolizer_new(pid_t pid, const char *maps_text, size_t maps_len,
+		   const struct symbolize_options *opts, struct symbolizer **ret);
+void symbolizer_free(struct symbolizer *s);
+
+/* Resolve pc. The returned location is owned by the symbolizer and stays
+ * valid until symbolizer_free. Never fails for a bad pc: an unknown pc
+ * yields nframes == 0. Returns 0 or -ENOMEM. */
+int symbolizer_lookup(struct symbolizer *s, uint64_t pc, const struct sym_location **ret);
+
+/* All executable file-backed modules (and [vdso]) in maps order. Valid
+ * until symbolizer_free. has_* flags reflect lookups done so far, so call
+ * this after the lookups. */
+size_t symbolizer_modules(struct symbolizer *s, const struct sym_module **ret);
+
+/* Build-id (hex) of the main executable, "" if unknown. */
+const char *symbolizer_main_build_id(struct symbolizer *s);
+
+/* Lookups answered from the cache and lookups that had to resolve, so far
+ * (for tests and benchmarks). Either pointer may be NULL. */
+void symbolizer_cache_stats(const struct symbolizer *s, uint64_t *ret_hits, uint64_t *ret_misses);
+
+#endif

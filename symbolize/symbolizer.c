@@ -1,0 +1,483 @@
+/*
+ * The symbolizer: maps snapshot -> libdwfl modules -> cached PC lookups.
+ *
+ * We report modules to libdwfl ourselves, one per mapped instance of a file
+ * ("group": the consecutive maps lines of one file with rising offsets),
+ * passing an fd we opened safely (fileopen.c) and a bias we computed from the
+ * mapping (elfinfo.c). dwfl_linux_proc_maps_report would open paths itself,
+ * outside the target's root, and cannot take the vdso from a snapshot.
+ *
+ * Everything a caller gets back lives in the arena or in libdw's own data,
+ * both released only by symbolizer_free.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "symbolize/internal.h"
+
+struct sym_group {
+	size_t first, last; /* maps indices of its first and last line */
+	size_t exec;        /* an executable line of it, or SIZE_MAX */
+	bool vdso;
+	Dwfl_Module *mod;   /* NULL when it could not be opened or parsed */
+	struct cu_index cus;
+	const char *build_id;
+};
+
+struct symbolizer {
+	pid_t pid;
+	struct maps maps;
+	int rootfd;          /* /proc/PID/root, O_PATH, or -1 */
+	bool foreign_root;   /* the target's / is not ours */
+	Dwfl *dwfl;
+	Dwfl_Callbacks callbacks;
+	char *debuginfo_path; /* NULL: libdwfl's default ":.debug:/usr/lib/debug" */
+	struct arena arena;
+
+	struct sym_group *groups;
+	size_t ngroups;
+	int *entry_group;  /* per maps line: group index or -1 */
+	int *entry_module; /* per maps line: module index or -1 */
+	struct sym_module *modules;
+	size_t nmodules;
+	const char *main_build_id;
+
+	struct pc_cache cache;
+	struct perfmap *perfmap;
+	bool perfmap_tried;
+};
+
+static bool is_vdso(const struct maps_entry *e)
+{
+	return strcmp(e->path, "[vdso]") == 0;
+}
+
+static bool is_file_backed(const struct maps_entry *e)
+{
+	return e->path[0] == '/';
+}
+
+static bool is_exec(const struct maps_entry *e)
+{
+	return e->perms[2] == 'x';
+}
+
+static bool same_file(const struct maps_entry *a, const struct maps_entry *b)
+{
+	return a->inode == b->inode && a->dev_major == b->dev_major &&
+	       a->dev_minor == b->dev_minor && a->deleted == b->deleted &&
+	       strcmp(a->path, b->path) == 0;
+}
+
+/* Nobody is told where the ELF is: every module comes with its fd. */
+static int no_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		       char **file_name, Elf **elfp)
+{
+	return -1;
+}
+
+static int build_groups(struct symbolizer *s)
+{
+	const struct maps *m = &s->maps;
+	struct sym_group *cur = NULL;
+
+	s->groups = calloc(m->count ? m->count : 1, sizeof(*s->groups));
+	s->entry_group = malloc((m->count ? m->count : 1) * sizeof(int));
+	s->entry_module = malloc((m->count ? m->count : 1) * sizeof(int));
+	s->modules = calloc(m->count ? m->count : 1, sizeof(*s->modules));
+	if (!s->groups || !s->entry_group || !s->entry_module || !s->modules)
+		return -ENOMEM;
+
+	for (size_t i = 0; i < m->count; i++) {
+		const struct maps_entry *e = &m->entries[i];
+		bool vdso = is_vdso(e);
+
+		s->entry_group[i] = -1;
+		s->entry_module[i] = -1;
+		if (!vdso && !is_file_backed(e))
+			continue;
+		/* A file mapped again (dlmopen, or by hand) restarts at a
+		 * lower offset: that is a new instance with its own bias. */
+		if (vdso || !cur || cur->vdso || !same_file(&m->entries[cur->last], e) ||
+		    e->offset <= m->entries[cur->last].offset) {
+			cur = &s->groups[s->ngroups++];
+			*cur = (struct sym_group){ .first = i, .last = i, .exec = SIZE_MAX,
+						   .vdso = vdso, .build_id = "" };
+		}
+		cur->last = i;
+		s->entry_group[i] = (int)(cur - s->groups);
+		if (is_exec(e)) {
+			struct sym_module *mod = &s->modules[s->nmodules];
+
+			if (cur->exec == SIZE_MAX)
+				cur->exec = i;
+			mod->start = e->start;
+			mod->limit = e->limit;
+			mod->offset = e->offset;
+			mod->path = e->path;
+			mod->build_id = "";
+			s->entry_module[i] = (int)s->nmodules++;
+		}
+	}
+	return 0;
+}
+
+static int fd_bias(int fd, const struct maps_entry *e, uint64_t *ret_bias)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	int r;
+
+	if (!elf)
+		return -ENOEXEC;
+	r = sym_elf_bias(elf, e, ret_bias);
+	elf_end(elf);
+	return r;
+}
+
+/* The vdso goes to libdwfl as a memfd: dwfl_report_elf wants an fd, and
+ * this way libdwfl owns its copy like any file. */
+static int vdso_fd(struct symbolizer *s, const struct maps_entry *e, uint64_t *ret_bias)
+{
+	void *buf;
+	size_t len;
+	Elf *elf;
+	int fd, r;
+
+	r = sym_read_vdso(s->pid, e, &buf, &len);
+	if (r < 0)
+		return r;
+	elf = elf_memory(buf, len);
+	r = elf ? sym_elf_bias(elf, e, ret_bias) : -ENOEXEC;
+	elf_end(elf);
+	if (r < 0)
+		goto out;
+	fd = memfd_create("diag-vdso", MFD_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (write(fd, buf, len) != (ssize_t)len) {
+		r = -EIO;
+		close(fd);
+		goto out;
+	}
+	r = fd;
+out:
+	free(buf);
+	return r;
+}
+
+static int report_group(struct symbolizer *s, struct sym_group *g)
+{
+	const struct maps_entry *e = &s->maps.entries[g->exec];
+	char root_path[PATH_MAX + 64];
+	const char *file_name = e->path;
+	uint64_t bias;
+	int fd, r;
+
+	if (g->vdso) {
+		fd = vdso_fd(s, e, &bias);
+		if (fd < 0)
+			return fd;
+	} else {
+		fd = sym_open_mapped(s->rootfd, s->pid, e);
+		if (fd < 0)
+			return fd;
+		r = fd_bias(fd, e, &bias);
+		if (r < 0) {
+			close(fd);
+			return r;
+		}
+		/* libdwfl looks for .gnu_debuglink files next to file_name:
+		 * for a target in another root, that is inside its root. */
+		if (s->foreign_root) {
+			snprintf(root_path, sizeof(root_path), "/proc/%d/root%s", (int)s->pid, e->path);
+			file_name = root_path;
+		}
+	}
+	g->mod = dwfl_report_elf(s->dwfl, e->path, file_name, fd, bias, true);
+	if (!g->mod) {
+		close(fd); /* consumed only on success */
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+static const char *module_build_id(struct symbolizer *s, Dwfl_Module *mod)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int len = dwfl_module_build_id(mod, &bits, &vaddr);
+	char *hex;
+
+	if (len <= 0 || len > 1024)
+		return "";
+	hex = arena_alloc(&s->arena, 2 * (size_t)len + 1);
+	if (!hex)
+		return NULL;
+	sym_hex(bits, (size_t)len, hex);
+	return hex;
+}
+
+static int report_all(struct symbolizer *s)
+{
+	dwfl_report_begin(s->dwfl);
+	for (size_t i = 0; i < s->ngroups; i++) {
+		/* Groups without executable lines never contain a PC we are
+		 * asked about; a failure to open one only leaves it unknown. */
+		if (s->groups[i].exec != SIZE_MAX)
+			(void)report_group(s, &s->groups[i]);
+	}
+	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0)
+		return -EIO;
+	for (size_t i = 0; i < s->ngroups; i++) {
+		struct sym_group *g = &s->groups[i];
+
+		if (!g->mod)
+			continue;
+		g->build_id = module_build_id(s, g->mod);
+		if (!g->build_id)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->maps.count; i++)
+		if (s->entry_module[i] >= 0)
+			s->modules[s->entry_module[i]].build_id =
+				s->groups[s->entry_group[i]].build_id;
+	return 0;
+}
+
+/*
+ * The main executable is whatever /proc/PID/exe is: match its dev/inode
+ * (immune to renames), else its path. Without access to either, the first
+ * file mapping is the executable for anything ld.so or the kernel loaded.
+ */
+static void find_main(struct symbolizer *s)
+{
+	char link[80], target[PATH_MAX];
+	struct stat st;
+	bool have_stat, have_link;
+	ssize_t n;
+
+	s->main_build_id = "";
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)s->pid);
+	have_stat = stat(link, &st) == 0;
+	n = readlink(link, target, sizeof(target) - 1);
+	have_link = n > 0;
+	if (have_link) {
+		static const char del[] = " (deleted)";
+
+		target[n] = '\0';
+		if ((size_t)n > sizeof(del) - 1 && strcmp(target + n - (sizeof(del) - 1), del) == 0)
+			target[n - (sizeof(del) - 1)] = '\0';
+	}
+	for (size_t i = 0; i < s->ngroups; i++) {
+		const struct maps_entry *e = &s->maps.entries[s->groups[i].first];
+
+		if (s->groups[i].vdso)
+			continue;
+		if (have_stat && e->inode == st.st_ino && e->dev_major == major(st.st_dev) &&
+		    e->dev_minor == minor(st.st_dev)) {
+			s->main_build_id = s->groups[i].build_id;
+			return;
+		}
+	}
+	for (size_t i = 0; i < s->ngroups; i++) {
+		const struct maps_entry *e = &s->maps.entries[s->groups[i].first];
+
+		if (s->groups[i].vdso)
+			continue;
+		if ((have_link && strcmp(e->path, target) == 0) || (!have_stat && !have_link)) {
+			s->main_build_id = s->groups[i].build_id;
+			return;
+		}
+	}
+}
+
+static void open_root(struct symbolizer *s)
+{
+	char path[64];
+	struct stat ours, theirs;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)s->pid);
+	s->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s->rootfd >= 0 && fstat(s->rootfd, &theirs) == 0 && stat("/", &ours) == 0)
+		s->foreign_root = theirs.st_dev != ours.st_dev || theirs.st_ino != ours.st_ino;
+}
+
+int symbolizer_new(pid_t pid, const char *maps_text, size_t maps_len,
+		   const struct symbolize_options *opts, struct symbolizer **ret)
+{
+	struct symbolizer *s;
+	int r;
+
+	if (pid <= 0 || !ret || (!maps_text && maps_len))
+		return -EINVAL;
+	/* libdwfl falls back to debuginfod whenever DEBUGINFOD_URLS is set,
+	 * and a slow server stalls every miss. The variable is read per query,
+	 * so clearing it here is enough; it is process-wide by nature. */
+	if (!opts || !opts->allow_debuginfod)
+		unsetenv("DEBUGINFOD_URLS");
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->pid = pid;
+	s->rootfd = -1;
+	r = maps_parse(maps_text ? maps_text : "", maps_len, &s->maps);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
+	r = build_groups(s);
+	if (r < 0)
+		goto fail;
+
+	open_root(s);
+	s->callbacks.find_elf = no_find_elf;
+	s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->callbacks.section_address = dwfl_offline_section_address;
+	s->callbacks.debuginfo_path = &s->debuginfo_path;
+	s->dwfl = dwfl_begin(&s->callbacks);
+	if (!s->dwfl) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = report_all(s);
+	if (r < 0)
+		goto fail;
+	find_main(s);
+	*ret = s;
+	return 0;
+fail:
+	symbolizer_free(s);
+	return r;
+}
+
+void symbolizer_free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	if (s->rootfd >= 0)
+		close(s->rootfd);
+	perfmap_free(s->perfmap);
+	pc_cache_release(&s->cache);
+	arena_release(&s->arena);
+	for (size_t i = 0; i < s->ngroups; i++)
+		cu_index_release(&s->groups[i].cus);
+	free(s->groups);
+	free(s->entry_group);
+	free(s->entry_module);
+	free(s->modules);
+	maps_release(&s->maps);
+	free(s);
+}
+
+/* JIT code: anonymous (or non-ELF) executable memory named by perf-PID.map. */
+static int resolve_jit(struct symbolizer *s, uint64_t pc, struct sym_frame *f)
+{
+	uint64_t start;
+	const char *name;
+
+	if (!s->perfmap_tried) {
+		s->perfmap_tried = true;
+		if (perfmap_load(s->pid, &s->perfmap) == -ENOMEM)
+			return -ENOMEM;
+	}
+	if (!s->perfmap)
+		return 0;
+	name = perfmap_find(s->perfmap, pc, &start);
+	if (!name)
+		return 0;
+	memset(f, 0, sizeof(*f));
+	f->function = name;
+	f->function_offset = pc - start;
+	return 1;
+}
+
+int symbolizer_lookup(struct symbolizer *s, uint64_t pc, const struct sym_location **ret)
+{
+	struct sym_frame tmp[SYM_MAX_FRAMES];
+	const struct sym_location *hit = pc_cache_get(&s->cache, pc);
+	const struct maps_entry *e;
+	struct sym_location *loc;
+	struct sym_module *mod = NULL;
+	int n = 0;
+
+	if (hit) {
+		*ret = hit;
+		return 0;
+	}
+	loc = arena_alloc(&s->arena, sizeof(*loc));
+	if (!loc)
+		return -ENOMEM;
+	memset(loc, 0, sizeof(*loc));
+	loc->pc = pc;
+
+	e = maps_find(&s->maps, pc);
+	if (e) {
+		size_t idx = (size_t)(e - s->maps.entries);
+		int g = s->entry_group[idx];
+
+		if (s->entry_module[idx] >= 0)
+			mod = &s->modules[s->entry_module[idx]];
+		loc->module_offset = pc - e->start + e->offset;
+		/* Only code has frames; a data address would otherwise pick
+		 * up the nearest data symbol. */
+		if (is_exec(e) && g >= 0 && s->groups[g].mod)
+			n = sym_resolve_dwfl(s->groups[g].mod, &s->groups[g].cus, pc, &s->arena, tmp);
+		else if (is_exec(e))
+			n = resolve_jit(s, pc, tmp);
+		if (n < 0)
+			return n;
+	}
+	loc->module = mod;
+	if (n > 0) {
+		struct sym_frame *frames = arena_alloc(&s->arena, (size_t)n * sizeof(*frames));
+
+		if (!frames)
+			return -ENOMEM;
+		memcpy(frames, tmp, (size_t)n * sizeof(*frames));
+		loc->frames = frames;
+		loc->nframes = (size_t)n;
+	}
+	if (pc_cache_put(&s->cache, pc, loc) < 0)
+		return -ENOMEM;
+	if (mod) {
+		for (int i = 0; i < n; i++) {
+			mod->has_functions |= tmp[i].function != NULL;
+			mod->has_filenames |= tmp[i].file != NULL;
+			mod->has_line_numbers |= tmp[i].line > 0;
+		}
+	}
+	*ret = loc;
+	return 0;
+}
+
+size_t symbolizer_modules(struct symbolizer *s, const struct sym_module **ret)
+{
+	*ret = s->modules;
+	return s->nmodules;
+}
+
+const char *symbolizer_main_build_id(struct symbolizer *s)
+{
+	return s->main_build_id;
+}
+
+void symbolizer_cache_stats(const struct symbolizer *s, uint64_t *ret_hits, uint64_t *ret_misses)
+{
+	if (ret_hits)
+		*ret_hits = s->cache.hits;
+	if (ret_misses)
+		*ret_misses = s->cache.misses;
+}

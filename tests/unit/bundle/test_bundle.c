@@ -1,0 +1,191 @@
+/* bundle_create rules, member writes, streams and the finalized manifest. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bundle/bundle.h"
+#include "tmpdir.h"
+
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+
+	cr_assert_eq(lstat(path, &st), 0, "lstat %s", path);
+	return st.st_mode & 07777;
+}
+
+Test(bundle, sha256_known_vectors)
+{
+	char hex[65];
+
+	bundle_sha256_hex("abc", 3, hex);
+	cr_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	bundle_sha256_hex("", 0, hex);
+	cr_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+Test(bundle, create_new_dir_is_0700)
+{
+	char *tmp = tmpdir_make(), path[4096];
+	struct bundle *b = NULL;
+
+	umask(022);
+	tmpdir_join(path, sizeof(path), tmp, "out");
+	cr_assert_eq(bundle_create(path, &b), 0);
+	cr_assert_not_null(b);
+	cr_assert_str_eq(bundle_dir(b), path);
+	cr_assert_eq(mode_of(path), 0700);
+	bundle_abandon(b);
+	bundle_abandon(NULL);
+	tmpdir_remove(tmp);
+}
+
+Test(bundle, create_rules)
+{
+	char *tmp = tmpdir_make(), path[4096], inner[4096];
+	struct bundle *b = (struct bundle *)0x1;
+
+	/* existing empty directory: fine */
+	tmpdir_join(path, sizeof(path), tmp, "empty");
+	cr_assert_eq(mkdir(path, 0755), 0);
+	cr_assert_eq(bundle_create(path, &b), 0);
+	bundle_abandon(b);
+
+	/* non-empty directory: refused, untouched */
+	b = (struct bundle *)0x1;
+	tmpdir_join(path, sizeof(path), tmp, "full");
+	cr_assert_eq(mkdir(path, 0755), 0);
+	tmpdir_join(inner, sizeof(inner), path, ".hidden");
+	tmpdir_write_file(inner, "x");
+	cr_assert_eq(bundle_create(path, &b), -EEXIST);
+	cr_assert_eq(b, (struct bundle *)0x1, "ret untouched on failure");
+
+	/* a regular file */
+	tmpdir_join(path, sizeof(path), tmp, "file");
+	tmpdir_write_file(path, "x");
+	cr_assert_eq(bundle_create(path, &b), -ENOTDIR);
+
+	/* a symlink, even to an empty directory */
+	tmpdir_join(path, sizeof(path), tmp, "link");
+	tmpdir_join(inner, sizeof(inner), tmp, "empty");
+	cr_assert_eq(symlink(inner, path), 0);
+	cr_assert_eq(bundle_create(path, &b), -ELOOP);
+	/* a dangling symlink is not "absent" either */
+	tmpdir_join(path, sizeof(path), tmp, "dangling");
+	cr_assert_eq(symlink("/nonexistent/xyz", path), 0);
+	cr_assert_eq(bundle_create(path, &b), -ELOOP);
+
+	/* missing parent */
+	tmpdir_join(path, sizeof(path), tmp, "no/such/parent");
+	cr_assert_eq(bundle_create(path, &b), -ENOENT);
+	cr_assert_eq(bundle_create("", &b), -EINVAL);
+	tmpdir_remove(tmp);
+}
+
+Test(bundle, members_modes_names_and_streams)
+{
+	char *tmp = tmpdir_make(), dir[4096], p[4096];
+	struct bundle *b;
+	struct bundle_stream *s;
+	char *text;
+
+	umask(0);
+	tmpdir_join(dir, sizeof(dir), tmp, "b");
+	cr_assert_eq(bundle_create(dir, &b), 0);
+	cr_assert_eq(bundle_write_member(b, "cpu.pb.gz", "abc", 3), 0);
+	cr_assert_eq(bundle_write_member(b, "empty.txt", NULL, 0), 0);
+	cr_assert_eq(bundle_write_member(b, "leak/open_fds-1/threads.txt", "t\n", 2), 0);
+	cr_assert_eq(bundle_write_member(b, "leak/open_fds-1/stacks.txt", "s\n", 2), 0);
+	cr_assert_eq(mode_of(tmpdir_join(p, sizeof(p), dir, "cpu.pb.gz")), 0600);
+	cr_assert_eq(mode_of(tmpdir_join(p, sizeof(p), dir, "leak")), 0700);
+	cr_assert_eq(mode_of(tmpdir_join(p, sizeof(p), dir, "leak/open_fds-1/threads.txt")), 0600);
+	cr_assert_neq(access(tmpdir_join(p, sizeof(p), dir, "cpu.pb.gz.tmp"), F_OK), 0);
+
+	cr_assert_eq(bundle_write_member(b, "cpu.pb.gz", "x", 1), -EEXIST);
+	static const char *const bad[] = {
+		"", "/abs", "../up", "a/../b", "a//b", "a/", "./a", "manifest.json", "x.tmp",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(bundle_write_member(b, bad[i], "x", 1), -EINVAL, "name '%s'", bad[i]);
+
+	cr_assert_eq(bundle_stream_open(b, "runtime.jsonl", &s), 0);
+	cr_assert_eq(bundle_stream_open(b, "runtime.jsonl", &s), -EEXIST);
+	cr_assert_eq(bundle_write_member(b, "runtime.jsonl", "x", 1), -EEXIST);
+	cr_assert_eq(bundle_stream_append(s, "{\"a\":1}\n", 8), 0);
+	/* visible immediately, not buffered in the process */
+	text = tmpdir_read_file(tmpdir_join(p, sizeof(p), dir, "runtime.jsonl"), NULL);
+	cr_assert_str_eq(text, "{\"a\":1}\n");
+	free(text);
+	cr_assert_eq(mode_of(p), 0600);
+	cr_assert_eq(bundle_stream_append(s, "{\"a\":2}\n", 8), 0);
+	bundle_abandon(b);
+	/* abandoned: files stay, no manifest */
+	cr_assert_neq(access(tmpdir_join(p, sizeof(p), dir, "manifest.json"), F_OK), 0);
+	cr_assert_eq(access(tmpdir_join(p, sizeof(p), dir, "runtime.jsonl"), F_OK), 0);
+	tmpdir_remove(tmp);
+}
+
+Test(bundle, finalize_writes_sorted_manifest)
+{
+	char *tmp = tmpdir_make(), dir[4096], p[4096], hex[65];
+	struct bundle *b;
+	struct bundle_stream *s;
+	cJSON *m = cJSON_CreateObject(), *parsed, *members, *e;
+	char *text;
+
+	tmpdir_join(dir, sizeof(dir), tmp, "b");
+	cr_assert_eq(bundle_create(dir, &b), 0);
+	cr_assert_eq(bundle_stream_open(b, "runtime.jsonl", &s), 0);
+	cr_assert_eq(bundle_write_member(b, "z.txt", "zz", 2), 0);
+	cr_assert_eq(bundle_write_member(b, "a.txt", "a", 1), 0);
+	cr_assert_eq(bundle_write_member(b, "leak/x/y.txt", "yyy", 3), 0);
+	cr_assert_eq(bundle_stream_append(s, "line1\n", 6), 0);
+	cr_assert_eq(bundle_stream_append(s, "line2\n", 6), 0);
+	cJSON_AddStringToObject(m, "tool", "diag-attach");
+	cJSON_AddNumberToObject(m, "pid", 42);
+	cr_assert_eq(bundle_finalize(b, m), 0);
+
+	text = tmpdir_read_file(tmpdir_join(p, sizeof(p), dir, "manifest.json"), NULL);
+	cr_assert_eq(mode_of(p), 0600);
+	cr_assert_neq(access(tmpdir_join(p, sizeof(p), dir, "manifest.json.tmp"), F_OK), 0);
+	parsed = cJSON_Parse(text);
+	cr_assert_not_null(parsed, "%s", text);
+	cr_assert_str_eq(cJSON_GetObjectItem(parsed, "tool")->valuestring, "diag-attach");
+	members = cJSON_GetObjectItem(parsed, "members");
+	cr_assert(cJSON_IsArray(members));
+	cr_assert_eq(cJSON_GetArraySize(members), 4);
+	static const char *const order[] = { "a.txt", "leak/x/y.txt", "runtime.jsonl", "z.txt" };
+	for (int i = 0; i < 4; i++) {
+		e = cJSON_GetArrayItem(members, i);
+		cr_assert_str_eq(cJSON_GetObjectItem(e, "name")->valuestring, order[i]);
+	}
+	e = cJSON_GetArrayItem(members, 2);
+	cr_assert_eq(cJSON_GetObjectItem(e, "bytes")->valuedouble, 12);
+	bundle_sha256_hex("line1\nline2\n", 12, hex);
+	cr_assert_str_eq(cJSON_GetObjectItem(e, "sha256")->valuestring, hex);
+	e = cJSON_GetArrayItem(members, 0);
+	bundle_sha256_hex("a", 1, hex);
+	cr_assert_str_eq(cJSON_GetObjectItem(e, "sha256")->valuestring, hex);
+	cr_assert_eq(cJSON_GetObjectItem(e, "bytes")->valuedouble, 1);
+	cJSON_Delete(parsed);
+	free(text);
+
+	cr_assert_eq(bundle_verify(dir, NULL, NULL), 0);
+	tmpdir_remove(tmp);
+}
+
+Test(bundle, finalize_with_null_manifest_and_no_members)
+{
+	char *tmp = tmpdir_make(), dir[4096];
+	struct bundle *b;
+
+	tmpdir_join(dir, sizeof(dir), tmp, "b");
+	cr_assert_eq(bundle_create(dir, &b), 0);
+	cr_assert_eq(bundle_finalize(b, NULL), 0);
+	cr_assert_eq(bundle_verify(dir, NULL, NULL), 0);
+	cr_assert_eq(bundle_finalize(NULL, cJSON_CreateObject()), -EINVAL);
+	tmpdir_remove(tmp);
+}
