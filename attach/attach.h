@@ -119,6 +119,7 @@ struct attach_options {
 	size_t stack_bytes_max;  /* cap on each stack copy (default 512 KiB) */
 	unsigned stop_timeout_ms;/* deadline for all threads to stop (default 100) */
 	bool read_wait_details;  /* also read wchan (costs a read per thread) */
+	bool realtime_window;    /* run SCHED_FIFO while threads are held (default on) */
 };
 
 void attach_options_init(struct attach_options *o);

@@ -114,6 +114,9 @@ int bundle_atomic_write_at(int dirfd, const char *leaf, const void *data, size_t
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
+	/* Exactly 0600 whatever the umask: readable by the owner, not a
+	 * surprise 0400 that a later tool cannot rewrite. */
+	(void)fchmod(fd, 0600);
 	r = bundle_write_all(fd, data, len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;

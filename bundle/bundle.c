@@ -71,43 +71,64 @@ int bundle_create(const char *dir, struct bundle **ret)
 {
 	struct bundle *b;
 	struct stat st;
+	bool made = false;
+	char *path;
+	size_t len;
 	int fd, r;
 
 	if (!dir || !*dir || !ret)
 		return -EINVAL;
-	if (lstat(dir, &st) < 0) {
+	/* "link/" would make lstat and O_NOFOLLOW follow a symlink: strip
+	 * trailing slashes so the checks apply to the name itself. */
+	path = strdup(dir);
+	if (!path)
+		return -ENOMEM;
+	for (len = strlen(path); len > 1 && path[len - 1] == '/'; len--)
+		path[len - 1] = '\0';
+	if (lstat(path, &st) < 0) {
 		if (errno != ENOENT)
-			return -errno;
+			goto fail_errno;
 		/* 0700: argv, environment-derived labels and stacks can be
 		 * sensitive; the user can widen access afterwards. */
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		if (lstat(dir, &st) < 0)
-			return -errno;
+		if (mkdir(path, 0700) == 0)
+			made = true;
+		else if (errno != EEXIST)
+			goto fail_errno;
+		if (lstat(path, &st) < 0)
+			goto fail_errno;
 	}
-	if (S_ISLNK(st.st_mode))
-		return -ELOOP;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
+	r = S_ISLNK(st.st_mode) ? -ELOOP : !S_ISDIR(st.st_mode) ? -ENOTDIR : 0;
+	if (r < 0)
+		goto fail;
 	/* O_NOFOLLOW closes the window between lstat and open in which the
 	 * directory could be swapped for a symlink. */
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		goto fail_errno;
+	/* mkdir's mode is filtered by the umask; ours is deliberate. */
+	if (made)
+		(void)fchmod(fd, 0700);
 	r = dir_is_empty(fd);
 	if (r <= 0) {
 		close(fd);
-		return r == 0 ? -EEXIST : r;
+		r = r == 0 ? -EEXIST : r;
+		goto fail;
 	}
 	b = calloc(1, sizeof(*b));
-	if (!b || !(b->dir = strdup(dir))) {
-		free(b);
+	if (!b) {
 		close(fd);
-		return -ENOMEM;
+		r = -ENOMEM;
+		goto fail;
 	}
+	b->dir = path;
 	b->dirfd = fd;
 	*ret = b;
 	return 0;
+fail_errno:
+	r = -errno;
+fail:
+	free(path);
+	return r;
 }
 
 const char *bundle_dir(const struct bundle *b)
@@ -219,6 +240,7 @@ int bundle_stream_open(struct bundle *b, const char *name, struct bundle_stream 
 		return r;
 	}
 	close(pfd);
+	(void)fchmod(fd, 0600); /* as for members: independent of the umask */
 	s->fd = fd;
 	s->b = b;
 	s->next = b->streams;

@@ -179,7 +179,8 @@ static int walk(struct verify *v, int dirfd, const char *prefix, int depth)
 		r = -errno;
 		goto out;
 	}
-	qsort(ents, n, sizeof(*ents), str_cmp);
+	if (n)
+		qsort(ents, n, sizeof(*ents), str_cmp);
 	for (size_t i = 0; i < n && r == 0; i++) {
 		char rel[PATH_MAX];
 		struct stat st;

@@ -3,9 +3,9 @@
  *
  * DWARF describes an inlined call as a DW_TAG_inlined_subroutine nested in
  * the function it was inlined into, with DW_AT_call_file/DW_AT_call_line
- * naming the call site in that outer function. So for a PC we take the
- * innermost function-like scope that contains it, walk its parents outwards,
- * and emit one frame per inlined_subroutine up to the real subprogram:
+ * naming the call site in that outer function. So for a PC we descend from
+ * the CU to the innermost scope containing it, then, from the inside out,
+ * emit one frame per inlined_subroutine up to the real subprogram:
  *
  *   frame 0  innermost inlined body   line = line table entry for the PC
  *   frame k  the function around it   line = call_line of frame k-1's DIE
@@ -127,8 +127,12 @@ static int cu_index_build(Dwarf *dw, struct cu_index *idx)
 				size_t ncap = cap ? cap * 2 : 64;
 				struct cu_range *nr = realloc(idx->ranges, ncap * sizeof(*nr));
 
-				if (!nr)
+				if (!nr) {
+					/* Partial and unsorted: drop it,
+					 * the next lookup tries again. */
+					cu_index_release(idx);
 					return -ENOMEM;
+				}
 				idx->ranges = nr;
 				cap = ncap;
 			}
@@ -179,36 +183,79 @@ static Dwarf_Die *cu_index_find(Dwfl_Module *mod, struct cu_index *idx, uint64_t
 	return NULL;
 }
 
-/* Frames from DWARF; 0 if the PC lies in no known function. */
-static int dwarf_frames(Dwfl_Module *mod, Dwarf_Die *cudie, Dwarf_Addr bias, uint64_t pc,
-			const char *src, int lineno, struct arena *a, struct sym_frame *frames,
-			Dwarf_Addr *ret_entry_off, bool *ret_have_entry, int *err)
-{
-	Dwarf_Die *scopes = NULL, *chain = NULL, *inner = NULL;
-	Dwarf_Files *files = NULL;
-	int nscopes, nchain, n = 0, lang, first = -1;
+/* Scope nesting deeper than this is not followed (hostile DWARF). */
+#define MAX_SCOPE_DEPTH 256
 
-	nscopes = dwarf_getscopes(cudie, pc - bias, &scopes);
-	for (int i = 0; i < nscopes; i++) {
-		if (is_function_scope(dwarf_tag(&scopes[i]))) {
-			first = i;
+/*
+ * The child of parent whose address ranges contain addr, looking through
+ * DIEs that group code without having addresses of their own (C++
+ * namespaces and classes). Descending only into the matching child keeps a
+ * lookup proportional to the siblings on the path, where dwarf_getscopes
+ * followed by dwarf_getscopes_die walk the CU's DIE tree twice.
+ */
+static bool find_child(Dwarf_Die *parent, Dwarf_Addr addr, bool look_in_types, int nest,
+		       Dwarf_Die *ret)
+{
+	Dwarf_Die child;
+
+	if (nest > 16 || dwarf_child(parent, &child) != 0)
+		return false;
+	do {
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_entry_point:
+		case DW_TAG_lexical_block:
+		case DW_TAG_try_block:
+		case DW_TAG_catch_block:
+			if (dwarf_haspc(&child, addr) == 1) {
+				*ret = child;
+				return true;
+			}
+			break;
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+		case DW_TAG_interface_type:
+			if (!look_in_types)
+				break;
+			/* fall through */
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+			if (dwarf_haschildren(&child) &&
+			    find_child(&child, addr, look_in_types, nest + 1, ret))
+				return true;
+			break;
+		default:
 			break;
 		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+/* Frames from DWARF; 0 if the PC lies in no known function. */
+static int dwarf_frames(Dwarf_Die *cudie, Dwarf_Addr bias, uint64_t pc, const char *src,
+			int lineno, struct arena *a, struct sym_frame *frames,
+			Dwarf_Addr *ret_entry_off, bool *ret_have_entry, int *err)
+{
+	Dwarf_Die *path, *inner = NULL, cur = *cudie;
+	Dwarf_Files *files = NULL;
+	int depth = 0, n = 0, lang = dwarf_srclang(cudie);
+
+	path = malloc(MAX_SCOPE_DEPTH * sizeof(*path));
+	if (!path) {
+		*err = -ENOMEM;
+		return 0;
 	}
-	if (first < 0)
-		goto out;
-	/* dwarf_getscopes gives the lexical nesting at the PC; re-walk from the
-	 * innermost function DIE to get its concrete parent chain (the one
-	 * that carries the call sites). */
-	nchain = dwarf_getscopes_die(&scopes[first], &chain);
-	if (nchain <= 0)
-		goto out;
-	lang = dwarf_srclang(cudie);
+	/* Outermost to innermost scope containing the PC. */
+	while (depth < MAX_SCOPE_DEPTH &&
+	       find_child(&cur, pc - bias, !lang_is_c(lang), 0, &path[depth]))
+		cur = path[depth++];
 	if (dwarf_getsrcfiles(cudie, &files, NULL) != 0)
 		files = NULL;
 
-	for (int i = 0; i < nchain && n < SYM_MAX_FRAMES; i++) {
-		Dwarf_Die *d = &chain[i];
+	for (int i = depth - 1; i >= 0 && n < SYM_MAX_FRAMES; i--) {
+		Dwarf_Die *d = &path[i];
 		int tag = dwarf_tag(d), decl;
 		struct sym_frame *f = &frames[n];
 
@@ -217,7 +264,7 @@ static int dwarf_frames(Dwfl_Module *mod, Dwarf_Die *cudie, Dwarf_Addr bias, uin
 		memset(f, 0, sizeof(*f));
 		f->function = die_function_name(d, lang, a, err);
 		if (*err)
-			goto out;
+			break;
 		if (dwarf_decl_line(d, &decl) == 0 && decl > 0)
 			f->function_start_line = decl;
 		f->inlined = tag == DW_TAG_inlined_subroutine;
@@ -243,9 +290,7 @@ static int dwarf_frames(Dwfl_Module *mod, Dwarf_Die *cudie, Dwarf_Addr bias, uin
 	 * has nothing outside it that we know of. */
 	if (n > 0)
 		frames[n - 1].inlined = false;
-out:
-	free(scopes);
-	free(chain);
+	free(path);
 	return n;
 }
 
@@ -256,15 +301,12 @@ int sym_resolve_dwfl(Dwfl_Module *mod, struct cu_index *idx, uint64_t pc,
 	Dwarf_Addr bias = 0;
 	GElf_Off symoff = 0;
 	GElf_Sym sym;
-	const char *symname, *src = NULL;
+	const char *symname = NULL, *src = NULL;
 	Dwfl_Line *line;
 	Dwarf_Addr entry_off = 0;
 	bool have_entry = false;
-	int lineno = 0, n, err = 0;
+	int lineno = 0, n = 0, err = 0;
 
-	symname = dwfl_module_addrinfo(mod, pc, &symoff, &sym, NULL, NULL, NULL);
-	if (symname && symname[0] == '\0')
-		symname = NULL;
 	cudie = dwfl_module_addrdie(mod, pc, &bias);
 	if (!cudie) {
 		cudie = cu_index_find(mod, idx, pc, &cumem, &bias, &err);
@@ -286,11 +328,19 @@ int sym_resolve_dwfl(Dwfl_Module *mod, struct cu_index *idx, uint64_t pc,
 	if (lineno < 0)
 		lineno = 0;
 
-	n = cudie ? dwarf_frames(mod, cudie, bias, pc, src, lineno, strings, frames, &entry_off,
-				 &have_entry, &err)
-		  : 0;
-	if (err)
-		return err;
+	if (cudie) {
+		n = dwarf_frames(cudie, bias, pc, src, lineno, strings, frames, &entry_off,
+				 &have_entry, &err);
+		if (err)
+			return err;
+	}
+	/* The ELF symbol search is a linear scan in libdwfl: only when DWARF
+	 * left something open. */
+	if (n == 0 || !frames[n - 1].function || !have_entry) {
+		symname = dwfl_module_addrinfo(mod, pc, &symoff, &sym, NULL, NULL, NULL);
+		if (symname && symname[0] == '\0')
+			symname = NULL;
+	}
 	if (n > 0) {
 		struct sym_frame *outer = &frames[n - 1];
 

@@ -12,6 +12,8 @@
  *
  * Every PC is resolved once per symbolizer; later lookups hit a cache.
  * Errors are returned as negative errno values; nothing is printed.
+ * A symbolizer is not thread-safe: use one per thread, or lock around it.
+ * Out of memory is reported as -ENOMEM and leaves the symbolizer usable.
  */
 #ifndef DIAG_SYMBOLIZE_H
 #define DIAG_SYMBOLIZE_H
@@ -69,8 +71,12 @@ struct sym_module {
 	bool has_functions, has_filenames, has_line_numbers; /* really symbolized */
 };
 
-/* The result for one PC. frames[0] is the innermost (deepest inline) frame.
- * nframes is 0 when nothing is known; module is NULL for an unmapped PC. */
+/* The result for one PC. frames[0] is the innermost (deepest inline) frame;
+ * frames is NULL when nframes is 0 (nothing known). module is NULL for a PC
+ * outside every module: unmapped, or in a non-executable mapping (heap,
+ * data), or in anonymous JIT code (whose frames may still come from
+ * /tmp/perf-PID.map). module_offset is pc - start + offset of the maps line
+ * containing pc, 0 if none. */
 struct sym_location {
 	uint64_t pc;
 	const struct sym_module *module;
@@ -83,7 +89,10 @@ struct symbolizer;
 
 /* Create a symbolizer for pid from a snapshot of its maps text. pid is used
  * only to open files via /proc/PID/root, /proc/PID/map_files and to read the
- * vdso and /tmp/perf-PID.map; the target need not be stopped. */
+ * vdso and /tmp/perf-PID.map; the target need not be stopped. opts may be
+ * NULL (all defaults). Files that cannot be opened or parsed are not an
+ * error: their PCs just stay unknown. Returns 0 or -EINVAL (bad pid or
+ * malformed maps text) / -ENOMEM; *ret is untouched on failure. */
 int symbolizer_new(pid_t pid, const char *maps_text, size_t maps_len,
 		   const struct symbolize_options *opts, struct symbolizer **ret);
 void symbolizer_free(struct symbolizer *s);

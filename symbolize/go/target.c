@@ -391,7 +391,9 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 		goto fail;
 	}
 	t->map_len = (size_t)st.st_size;
-	void *m = mmap(NULL, t->map_len, PROT_READ, MAP_PRIVATE, t->fd, 0);
+	/* writable private mapping: libelf decompresses SHF_COMPRESSED
+	 * .debug_* sections (Go 1.19 writes zlib ones) in place */
+	void *m = mmap(NULL, t->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, t->fd, 0);
 	if (m == MAP_FAILED) {
 		r = -errno;
 		goto fail;

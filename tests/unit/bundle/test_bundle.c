@@ -29,13 +29,23 @@ Test(bundle, sha256_known_vectors)
 
 Test(bundle, create_new_dir_is_0700)
 {
-	char *tmp = tmpdir_make(), path[4096];
+	char *tmp = tmpdir_make(), path[4096], p2[4096];
 	struct bundle *b = NULL;
 
 	umask(022);
 	tmpdir_join(path, sizeof(path), tmp, "out");
 	cr_assert_eq(bundle_create(path, &b), 0);
 	cr_assert_not_null(b);
+	cr_assert_str_eq(bundle_dir(b), path);
+	cr_assert_eq(mode_of(path), 0700);
+	bundle_abandon(b);
+	/* a restrictive umask does not make the bundle unwritable */
+	umask(0277);
+	tmpdir_join(path, sizeof(path), tmp, "out2/");
+	cr_assert_eq(bundle_create(path, &b), 0);
+	cr_assert_eq(bundle_write_member(b, "x", "x", 1), 0);
+	path[strlen(path) - 1] = '\0';
+	cr_assert_eq(mode_of(tmpdir_join(p2, sizeof(p2), path, "x")), 0600);
 	cr_assert_str_eq(bundle_dir(b), path);
 	cr_assert_eq(mode_of(path), 0700);
 	bundle_abandon(b);
@@ -73,6 +83,8 @@ Test(bundle, create_rules)
 	tmpdir_join(inner, sizeof(inner), tmp, "empty");
 	cr_assert_eq(symlink(inner, path), 0);
 	cr_assert_eq(bundle_create(path, &b), -ELOOP);
+	strcat(path, "/");
+	cr_assert_eq(bundle_create(path, &b), -ELOOP, "trailing slash must not follow");
 	/* a dangling symlink is not "absent" either */
 	tmpdir_join(path, sizeof(path), tmp, "dangling");
 	cr_assert_eq(symlink("/nonexistent/xyz", path), 0);

@@ -64,8 +64,11 @@ Test(diskfull, enospc_on_small_tmpfs)
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		cr_skip_test("make / private: %s", strerror(errno));
 	mnt = tmpdir_make();
-	if (mount("tmpfs", mnt, "tmpfs", 0, "size=64k") < 0)
-		cr_skip_test("mount tmpfs: %s", strerror(errno));
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=64k") < 0) {
+		int e = errno;
+		tmpdir_remove(mnt);
+		cr_skip_test("mount tmpfs: %s", strerror(e));
+	}
 
 	memset(chunk, 'y', sizeof(chunk));
 	tmpdir_join(dir, sizeof(dir), mnt, "b");

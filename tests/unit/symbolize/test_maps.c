@@ -147,3 +147,35 @@ Test(maps, unsorted_input_is_sorted)
 	cr_assert_eq(maps_find(&m, 0x5000), &m.entries[1]);
 	maps_release(&m);
 }
+
+/* Arbitrary bytes, and every prefix of a valid line: never a crash, only
+ * success or -EINVAL. */
+Test(maps, garbage_never_crashes)
+{
+	static const char line[] = "7f0000000000-7f0000001000 r-xp 00001000 08:02 12   /x y (deleted)\n";
+	unsigned x = 1;
+	char buf[256];
+
+	for (size_t n = 0; n <= sizeof(line) - 1; n++) {
+		struct maps m;
+		int r = maps_parse(line, n, &m);
+
+		cr_assert(r == 0 || r == -EINVAL);
+		if (r == 0)
+			maps_release(&m);
+	}
+	for (int iter = 0; iter < 2000; iter++) {
+		struct maps m;
+		size_t n = (size_t)(iter % (int)sizeof(buf));
+		int r;
+
+		for (size_t i = 0; i < n; i++) {
+			x = x * 1103515245 + 12345;
+			buf[i] = "0123456789abcdef- :\n/[]x\\"[(x >> 16) % 26];
+		}
+		r = maps_parse(buf, n, &m);
+		cr_assert(r == 0 || r == -EINVAL);
+		if (r == 0)
+			maps_release(&m);
+	}
+}

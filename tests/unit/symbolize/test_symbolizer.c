@@ -53,9 +53,9 @@ static char *read_self_maps(size_t *ret_len)
 	char *buf = malloc(cap);
 
 	cr_assert_not_null(f);
-	while ((n = fread(buf + len, 1, cap - len, f)) > 0) {
+	while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
 		len += n;
-		if (len == cap)
+		if (len == cap - 1)
 			buf = realloc(buf, cap *= 2);
 	}
 	fclose(f);
@@ -359,6 +359,59 @@ Test(symbolizer, deleted_library)
 	cr_assert(ends_with(loc->frames[0].file, "symtest_lib.c"));
 	cr_assert_gt(strlen(loc->module->build_id), 0);
 	symbolizer_free(s);
+	dlclose(h);
+}
+
+static char *replace_all(const char *text, const char *from, const char *to)
+{
+	size_t fl = strlen(from), tl = strlen(to), n = 0;
+	char *out, *o;
+
+	for (const char *p = strstr(text, from); p; p = strstr(p + fl, from))
+		n++;
+	out = o = malloc(strlen(text) + n * tl + 1);
+	for (const char *p = text, *q; ; p = q + fl) {
+		q = strstr(p, from);
+		if (!q) {
+			strcpy(o, p);
+			break;
+		}
+		memcpy(o, p, (size_t)(q - p));
+		o += q - p;
+		memcpy(o, to, tl);
+		o += tl;
+	}
+	return out;
+}
+
+/* The path in maps now names a different file (replaced binary, or an
+ * overlayfs view): dev/inode differ, so the mapped file must come from
+ * /proc/PID/map_files, not from the path. */
+Test(symbolizer, replaced_file_uses_map_files)
+{
+	void *h = dlopen(SYMTEST_UNSTRIPPED, RTLD_NOW | RTLD_LOCAL);
+	char exe[4096], *text, *forged;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	size_t len;
+	void *fn;
+	struct symbolizer *s;
+	const struct sym_location *loc;
+
+	cr_assert_not_null(h);
+	cr_assert_gt(n, 0);
+	exe[n] = '\0';
+	fn = dlsym(h, "symtest_func");
+	text = read_self_maps(&len);
+	text[len] = '\0';
+	forged = replace_all(text, SYMTEST_UNSTRIPPED, exe);
+	cr_assert_eq(symbolizer_new(getpid(), forged, strlen(forged), NULL, &s), 0);
+	loc = lookup(s, (uintptr_t)fn);
+	cr_assert_str_eq(loc->module->path, exe);
+	cr_assert_eq(loc->nframes, 1);
+	cr_assert_str_eq(loc->frames[0].function, "symtest_func");
+	symbolizer_free(s);
+	free(text);
+	free(forged);
 	dlclose(h);
 }
 
