@@ -7,8 +7,9 @@
  * containerised target's binaries are found), falling back to
  * /proc/PID/map_files for deleted or replaced binaries. Separate debug files
  * are found by build-id under /usr/lib/debug/.build-id and by .gnu_debuglink.
- * DEBUGINFOD_URLS is ignored unless symbolize_options.allow_debuginfod:
- * symbolizer_new() then unsetenv()s it, which affects the whole process.
+ * debuginfod is not consulted unless symbolize_options.allow_debuginfod:
+ * otherwise symbolizer_new() unsetenv()s DEBUGINFOD_URLS (libdwfl's only
+ * switch for it), which affects the whole process.
  *
  * Every PC is resolved once per symbolizer; later lookups hit a cache.
  * Errors are returned as negative errno values; nothing is printed.
@@ -88,8 +89,9 @@ struct sym_location {
 struct symbolizer;
 
 /* Create a symbolizer for pid from a snapshot of its maps text. pid is used
- * only to open files via /proc/PID/root, /proc/PID/map_files and to read the
- * vdso and /tmp/perf-PID.map; the target need not be stopped. opts may be
+ * only to open files via /proc/PID/root, /proc/PID/map_files, to identify
+ * /proc/PID/exe and to read the vdso and /tmp/perf-PID.map; the target need
+ * not be stopped. opts may be
  * NULL (all defaults). Files that cannot be opened or parsed are not an
  * error: their PCs just stay unknown. Returns 0 or -EINVAL (bad pid or
  * malformed maps text) / -ENOMEM; *ret is untouched on failure. */

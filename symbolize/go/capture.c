@@ -609,6 +609,9 @@ fail:
  * runtime.gcount(): allglen - sched.gFree.n - sched.ngsys - sum(p.gFree.n).
  * Needs the schedt and p layouts from DWARF; without them we fall back to
  * allglen, which also counts dead goroutines kept for reuse.
+ * heap_live: gcController.heapLive, the bytes the GC considers live (marked
+ * by the last cycle plus allocated since), what GODEBUG=gctrace calls the
+ * live heap; -1 without DWARF.
  */
 int go_read_counters(struct go_target *t, go_read_mem_fn read, void *read_ctx, int64_t *ret_goroutines,
 		     int64_t *ret_heap_live)
@@ -618,13 +621,16 @@ int go_read_counters(struct go_target *t, go_read_mem_fn read, void *read_ctx, i
 	struct go_capture_stats st = {0};
 	struct rd r = {read, read_ctx, &st};
 	const struct go_layout *L = &t->L;
-	uint64_t allglen = 0, allp[2] = {0, 0};
+	uint64_t allglen = 0, allp[2] = {0, 0}, heaplive = 0;
 	int32_t gfree = 0;
 	uint32_t ngsys = 0;
 	bool full = t->have_layout && t->sym_sched && t->sym_allp && L->sched_gfree_n >= 0 && L->sched_ngsys >= 0 &&
 		    L->p_gfree_n >= 0;
-	struct go_mem_range a[4] = {{t->sym_allglen + t->bias, &allglen, 8}};
+	struct go_mem_range a[5] = {{t->sym_allglen + t->bias, &allglen, 8}};
 	size_t na = 1;
+	bool have_heap = t->have_layout && t->sym_gccontroller && L->gc_heaplive >= 0;
+	if (have_heap)
+		a[na++] = (struct go_mem_range){t->sym_gccontroller + t->bias + (uint64_t)L->gc_heaplive, &heaplive, 8};
 	if (full) {
 		a[na++] = (struct go_mem_range){t->sym_sched + t->bias + (uint64_t)L->sched_gfree_n, &gfree, 4};
 		a[na++] = (struct go_mem_range){t->sym_sched + t->bias + (uint64_t)L->sched_ngsys, &ngsys, 4};
@@ -652,6 +658,6 @@ int go_read_counters(struct go_target *t, go_read_mem_fn read, void *read_ctx, i
 	if (ret_goroutines)
 		*ret_goroutines = n;
 	if (ret_heap_live)
-		*ret_heap_live = -1;
+		*ret_heap_live = have_heap ? (int64_t)heaplive : -1;
 	return 0;
 }

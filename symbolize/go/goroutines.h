@@ -230,9 +230,11 @@ int go_snapshot_foreach_sample(struct go_snapshot *s, go_sample_fn cb, void *ctx
 /*
  * Reads the number of goroutines the way runtime.NumGoroutine() counts
  * them, without stopping the target (a racy but consistent-enough read of
- * allglen and the free lists), in a few small reads. heap_live is -1 when
- * not implemented for the target's version (it is not yet, see the .c).
- * Either output pointer may be NULL. Returns 0 or a negative errno.
+ * allglen and the free lists), in two batched reads. heap_live is the
+ * runtime's gcController.heapLive (bytes live after the last GC plus those
+ * allocated since), -1 when the layout is unknown (no DWARF). Without
+ * DWARF the goroutine count falls back to allglen (dead ones included).
+ * Either output pointer may be NULL. Returns 0, -ENOTSUP (no symbols), -EIO.
  */
 int go_read_counters(struct go_target *t, go_read_mem_fn read, void *read_ctx,
 		     int64_t *ret_goroutines, int64_t *ret_heap_live);

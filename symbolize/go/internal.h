@@ -31,6 +31,7 @@ struct go_layout {
 	int md_gofunc, md_text;     /* runtime.moduledata */
 	/* runtime.NumGoroutine(): sched.gFree.n, sched.ngsys, p.gFree.n */
 	int sched_gfree_n, sched_ngsys, p_gfree_n;
+	int gc_heaplive;  /* runtime.gcControllerState.heapLive (1.18+) */
 };
 
 /* A decoded runtime._func (the fields we use). */
@@ -72,7 +73,7 @@ struct go_target {
 
 	/* runtime globals (link addresses, 0 if absent) */
 	uint64_t sym_allglen, sym_allgptr, sym_allgs, sym_allm, sym_fingrunning, sym_fingstatus;
-	uint64_t sym_sched, sym_allp;
+	uint64_t sym_sched, sym_allp, sym_gccontroller;
 	char **waitreasons;
 	size_t nwaitreasons;
 	struct go_layout L;

@@ -156,6 +156,7 @@ static void read_symbols(struct go_target *t, uint64_t *wr_addr, uint64_t *wr_si
 		{"runtime.fingStatus", &t->sym_fingstatus, NULL},
 		{"runtime.sched", &t->sym_sched, NULL},
 		{"runtime.allp", &t->sym_allp, NULL},
+		{"runtime.gcController", &t->sym_gccontroller, NULL},
 		{"runtime.waitReasonStrings", wr_addr, wr_size},
 		{"runtime.buildVersion", bv_addr, NULL},
 		{"runtime.firstmoduledata", fmd_addr, NULL},
@@ -240,8 +241,9 @@ static bool read_dwarf_layout(struct go_target *t)
 	Dwarf *dw = dwarf_begin_elf(t->elf, DWARF_C_READ, NULL);
 	if (!dw)
 		return false;
-	enum { S_G, S_M, S_MD, S_SCHED, S_P, S_N };
-	static const char *const names[S_N] = {"runtime.g", "runtime.m", "runtime.moduledata", "runtime.schedt", "runtime.p"};
+	enum { S_G, S_M, S_MD, S_SCHED, S_P, S_GC, S_N };
+	static const char *const names[S_N] = {"runtime.g", "runtime.m", "runtime.moduledata", "runtime.schedt",
+					       "runtime.p", "runtime.gcControllerState"};
 	Dwarf_Die found[S_N];
 	bool have[S_N] = {0};
 	int nfound = 0;
@@ -299,6 +301,8 @@ static bool read_dwarf_layout(struct go_target *t)
 		L->sched_gfree_n = have[S_SCHED] ? member_offset(&found[S_SCHED], "gFree.n") : -1;
 		L->sched_ngsys = have[S_SCHED] ? member_offset(&found[S_SCHED], "ngsys") : -1;
 		L->p_gfree_n = have[S_P] ? member_offset(&found[S_P], "gFree.n") : -1;
+		/* uint64 in 1.18/1.19, atomic.Uint64{value} from 1.20: same offset */
+		L->gc_heaplive = have[S_GC] ? member_offset(&found[S_GC], "heapLive") : -1;
 		ok = L->g_stack_lo >= 0 && L->g_stack_hi >= 0 && L->g_sched_sp >= 0 && L->g_sched_pc >= 0 &&
 		     L->g_atomicstatus >= 0 && L->g_goid >= 0 && L->g_startpc >= 0 && L->g_gopc >= 0 &&
 		     L->m_procid >= 0 && L->m_curg >= 0 && L->m_alllink >= 0 && L->g_m >= 0;
@@ -317,7 +321,7 @@ static void layout_go119(struct go_layout *L)
 		.g_goid = 152, .g_waitsince = 168, .g_waitreason = 176, .g_lockedm = 232,
 		.g_gopc = 296, .g_startpc = 312, .g_labels = 360, .g_parentgoid = -1,
 		.m_procid = 72, .m_curg = 192, .m_alllink = 336, .m_vdsosp = 800, .m_vdsopc = 808,
-		.md_gofunc = 304, .md_text = 176, .sched_gfree_n = -1, .sched_ngsys = -1, .p_gfree_n = -1,
+		.md_gofunc = 304, .md_text = 176, .sched_gfree_n = -1, .sched_ngsys = -1, .p_gfree_n = -1, .gc_heaplive = -1,
 	};
 }
 

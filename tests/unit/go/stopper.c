@@ -116,14 +116,21 @@ int child_spawn(struct child *c, char *const argv[], char *const envp[])
 	return 0;
 }
 
-int child_cmd(struct child *c, const char *line)
+int child_cmd_reply(struct child *c, const char *line, char *reply, size_t len)
 {
-	char buf[64];
+	char buf[256];
 	fprintf(c->in, "%s\n", line);
 	fflush(c->in);
 	if (!fgets(buf, sizeof(buf), c->out) || strncmp(buf, "ok", 2) != 0)
 		return -EIO;
+	if (reply)
+		snprintf(reply, len, "%s", buf + 2);
 	return 0;
+}
+
+int child_cmd(struct child *c, const char *line)
+{
+	return child_cmd_reply(c, line, NULL, 0);
 }
 
 void child_kill(struct child *c)

@@ -27,8 +27,9 @@ struct child {
 	FILE *in, *out;
 };
 int child_spawn(struct child *c, char *const argv[], char *const envp[]);
-/* Sends a line and waits for "ok". */
+/* Sends a line and waits for "ok"; the reply's rest goes to reply. */
 int child_cmd(struct child *c, const char *line);
+int child_cmd_reply(struct child *c, const char *line, char *reply, size_t len);
 void child_kill(struct child *c);
 
 #endif

@@ -143,11 +143,11 @@ static void snapshot_fixture(const char *name, const char *exe, char *const envp
 	go_target_free(t);
 }
 
-Test(go_goroutines, debug2_identical, .timeout = 60)
+static void check_debug2(const char *name, const char *exe)
 {
 	struct capture_result res;
 	char *envp[] = {NULL};
-	snapshot_fixture("d2", GO_FIXTURE, envp, &res);
+	snapshot_fixture(name, exe, envp, &res);
 	static struct block ours[4096], theirs[4096];
 	size_t no = split_blocks(res.ours2, ours, 4096), nt = split_blocks(res.theirs2, theirs, 4096);
 	cr_assert_geq(nt, 30);
@@ -176,6 +176,17 @@ Test(go_goroutines, debug2_identical, .timeout = 60)
 			main_ok = strstr(ours[k].text, "goroutine 1 [syscall]:\nsyscall.Syscall(") != NULL &&
 				  strstr(ours[k].text, "main.main()") != NULL;
 	cr_assert(main_ok, "goroutine 1 should be [syscall] in read from stdin");
+}
+
+Test(go_goroutines, debug2_identical, .timeout = 60)
+{
+	check_debug2("d2", GO_FIXTURE);
+}
+
+/* PIE: every symbol and pclntab address moves by the load bias */
+Test(go_goroutines, debug2_identical_pie, .timeout = 60)
+{
+	check_debug2("d2pie", GO_FIXTURE_PIE);
 }
 
 /* debug=1 records: "count @ pcs\n[# labels: ...\n]#\t...\n\n" */
@@ -231,4 +242,347 @@ Test(go_goroutines, ten_thousand_idle, .timeout = 120)
 	fprintf(stderr, "go_capture of %zu goroutines: %.3f ms, %zu read calls, %zu bytes\n", res.stats.goroutines,
 		res.stats.pause_ns / 1e6, res.stats.read_calls, res.stats.bytes_read);
 	cr_assert(strstr(res.ours1, "\n10000 @ ") != NULL, "the 10,000 identical goroutines are one record");
+}
+
+/* A goroutine on a CPU is [running] with its real stack from the thread's
+ * registers (Go's own dump would say [runnable] after stopping the world). */
+Test(go_goroutines, running_from_registers, .timeout = 60)
+{
+	char *argv[] = {GO_FIXTURE, NULL}, *envp[] = {"BUSY=1", NULL};
+	struct child c = {0};
+	cr_assert_eq(child_spawn(&c, argv, envp), 0);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)c.pid);
+	struct go_target *t;
+	cr_assert_eq(go_target_open(c.pid, path, &t), 0);
+	bool seen = false;
+	for (int attempt = 0; attempt < 20 && !seen; attempt++) {
+		struct stopper st;
+		cr_assert_eq(stopper_stop(&st, c.pid), 0);
+		struct go_snapshot *s;
+		int r = go_capture(t, stopper_read, (void *)(intptr_t)c.pid, st.regs, st.n, NULL, &s);
+		stopper_release(&st);
+		cr_assert_eq(r, 0);
+		char *text = NULL;
+		size_t len;
+		FILE *m = open_memstream(&text, &len);
+		cr_assert_eq(go_snapshot_write_debug2(s, m), 0);
+		fclose(m);
+		/* the busy loop is main.main.func21 (or whatever number it got):
+		 * a [running] block whose first frame is main.main.func */
+		for (char *p = text; (p = strstr(p, " [running]:\n")) != NULL; p++)
+			if (!strncmp(p + strlen(" [running]:\n"), "main.main.func", 14))
+				seen = true;
+		free(text);
+		go_snapshot_free(s);
+		usleep(10000);
+	}
+	cr_assert(seen, "the busy goroutine was never seen [running] on its thread");
+	cr_assert_eq(child_cmd(&c, "num"), 0, "target still answers");
+	child_kill(&c);
+	go_target_free(t);
+}
+
+/* go_read_counters agrees with runtime.NumGoroutine(). */
+Test(go_goroutines, counters, .timeout = 60)
+{
+	char *argv[] = {GO_FIXTURE, NULL}, *envp[] = {"IDLE=100", NULL};
+	struct child c = {0};
+	cr_assert_eq(child_spawn(&c, argv, envp), 0);
+	char path[64], reply[64];
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)c.pid);
+	struct go_target *t;
+	cr_assert_eq(go_target_open(c.pid, path, &t), 0);
+	int64_t n = 0, heap = 0;
+	cr_assert_eq(go_read_counters(t, stopper_read, (void *)(intptr_t)c.pid, &n, &heap), 0);
+	cr_assert_eq(child_cmd_reply(&c, "num", reply, sizeof(reply)), 0);
+	cr_assert_eq(n, atoll(reply), "ours %lld, NumGoroutine %s", (long long)n, reply);
+	/* the fixture has a few hundred KiB live; anything sane will do */
+	cr_assert(heap > 64 * 1024 && heap < 1024 * 1024 * 1024, "heap_live %lld", (long long)heap);
+	child_kill(&c);
+	go_target_free(t);
+}
+
+/* Threads of a stripped Go binary symbolize from .gopclntab alone. */
+static int first_name(void *ctx, const struct go_frame *f)
+{
+	snprintf(ctx, 256, "%s", f->function);
+	return 0;
+}
+
+Test(go_goroutines, stripped_thread_pcs, .timeout = 60)
+{
+	char *argv[] = {GO_FIXTURE_STRIPPED, NULL}, *envp[] = {NULL};
+	struct child c = {0};
+	cr_assert_eq(child_spawn(&c, argv, envp), 0);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)c.pid);
+	struct go_target *t;
+	cr_assert_eq(go_target_open(c.pid, path, &t), 0);
+	struct go_snapshot *s = NULL;
+	struct stopper st;
+	cr_assert_eq(stopper_stop(&st, c.pid), 0);
+	cr_assert_eq(go_capture(t, stopper_read, (void *)(intptr_t)c.pid, st.regs, st.n, NULL, &s), -ENOTSUP);
+	size_t nthreads = st.n;
+	stopper_release(&st);
+	size_t named = 0;
+	for (size_t i = 0; i < nthreads; i++) {
+		char name[256] = "";
+		/* threads sit in runtime.futex / epollwait / syscall.Syscall6 */
+		if (go_target_symbolize_pc(t, st.regs[i].pc, first_name, name) > 0)
+			named += strchr(name, '.') != NULL;
+	}
+	cr_assert_gt(named, 0, "no thread PC named from .gopclntab");
+	cr_log_info("%zu of %zu thread PCs named", named, nthreads);
+	child_kill(&c);
+	go_target_free(t);
+}
+
+/* ---- debug=0: Go's goroutine.pprof against our samples ---- */
+
+#include <zlib.h>
+
+struct pb {
+	const uint8_t *p, *end;
+};
+
+static uint64_t pb_varint(struct pb *b)
+{
+	uint64_t v = 0;
+	for (int s = 0; b->p < b->end && s < 64; s += 7) {
+		uint8_t c = *b->p++;
+		v |= (uint64_t)(c & 0x7f) << s;
+		if (!(c & 0x80))
+			break;
+	}
+	return v;
+}
+
+/* Next field: returns its number, sets *val (varint) or *sub (bytes). */
+static int pb_next(struct pb *b, uint64_t *val, struct pb *sub)
+{
+	if (b->p >= b->end)
+		return 0;
+	uint64_t key = pb_varint(b);
+	switch (key & 7) {
+	case 0: *val = pb_varint(b); break;
+	case 1: b->p += 8; break;
+	case 5: b->p += 4; break;
+	case 2: {
+		uint64_t n = pb_varint(b);
+		sub->p = b->p;
+		sub->end = b->p + n;
+		b->p += n;
+		break;
+	}
+	default: return 0;
+	}
+	return (int)(key >> 3);
+}
+
+enum { MAXN = 4096 };
+struct prof {
+	char *strs[MAXN * 4];
+	size_t nstrs;
+	uint64_t fn_id[MAXN], fn_name[MAXN];
+	size_t nfn;
+	uint64_t loc_id[MAXN];
+	char loc_names[MAXN][1024];
+	size_t nloc;
+};
+
+static const char *fn_name(struct prof *p, uint64_t id)
+{
+	for (size_t i = 0; i < p->nfn; i++)
+		if (p->fn_id[i] == id && p->fn_name[i] < p->nstrs)
+			return p->strs[p->fn_name[i]];
+	return "?";
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Go's debug=0 file -> one "count|frames|labels" string per sample. */
+static size_t go_profile_samples(const char *path, char **out, size_t max)
+{
+	static uint8_t raw[1 << 22];
+	gzFile gz = gzopen(path, "rb");
+	cr_assert(gz);
+	int n = gzread(gz, raw, sizeof(raw));
+	gzclose(gz);
+	cr_assert_gt(n, 0);
+	static struct prof P;
+	memset(&P, 0, sizeof(P));
+	struct pb top = {raw, raw + n}, sub, s2;
+	uint64_t v;
+	int f;
+	/* pass 1: strings, functions, locations */
+	while ((f = pb_next(&top, &v, &sub)) != 0) {
+		if (f == 6 && P.nstrs < MAXN * 4)
+			P.strs[P.nstrs++] = strndup((const char *)sub.p, (size_t)(sub.end - sub.p));
+		if (f == 5 && P.nfn < MAXN) {
+			while ((f = pb_next(&sub, &v, &s2)) != 0) {
+				if (f == 1) P.fn_id[P.nfn] = v;
+				if (f == 2) P.fn_name[P.nfn] = v;
+			}
+			P.nfn++;
+		}
+	}
+	top = (struct pb){raw, raw + n};
+	while ((f = pb_next(&top, &v, &sub)) != 0) {
+		if (f != 4 || P.nloc >= MAXN)
+			continue;
+		char *names = P.loc_names[P.nloc];
+		names[0] = 0;
+		while ((f = pb_next(&sub, &v, &s2)) != 0) {
+			if (f == 1)
+				P.loc_id[P.nloc] = v;
+			if (f == 4) {
+				uint64_t lv;
+				struct pb s3;
+				int g;
+				while ((g = pb_next(&s2, &lv, &s3)) != 0)
+					if (g == 1)
+						snprintf(names + strlen(names), 1024 - strlen(names), "%s;", fn_name(&P, lv));
+			}
+		}
+		P.nloc++;
+	}
+	/* pass 2: samples */
+	size_t ns = 0;
+	top = (struct pb){raw, raw + n};
+	while ((f = pb_next(&top, &v, &sub)) != 0 && ns < max) {
+		if (f != 2)
+			continue;
+		char frames[8192] = "", *labels[64];
+		size_t nl = 0;
+		uint64_t count = 0;
+		while ((f = pb_next(&sub, &v, &s2)) != 0) {
+			if (f == 1 || f == 2) {
+				/* packed or not */
+				uint64_t ids[256];
+				size_t k = 0;
+				if (s2.p && s2.p < s2.end && sub.p > s2.p) {
+					while (s2.p < s2.end && k < 256)
+						ids[k++] = pb_varint(&s2);
+				} else {
+					ids[k++] = v;
+				}
+				for (size_t i = 0; i < k; i++) {
+					if (f == 2)
+						count = ids[i];
+					for (size_t j = 0; f == 1 && j < P.nloc; j++)
+						if (P.loc_id[j] == ids[i])
+							snprintf(frames + strlen(frames), sizeof(frames) - strlen(frames), "%s", P.loc_names[j]);
+				}
+				s2 = (struct pb){0};
+			} else if (f == 3 && nl < 64) {
+				uint64_t lv, key = 0, str = 0;
+				struct pb s3;
+				int g;
+				while ((g = pb_next(&s2, &lv, &s3)) != 0) {
+					if (g == 1) key = lv;
+					if (g == 2) str = lv;
+				}
+				if (asprintf(&labels[nl], "%s=%s", P.strs[key], P.strs[str]) > 0)
+					nl++;
+			}
+		}
+		qsort(labels, nl, sizeof(char *), cmp_cstr);
+		char lab[2048] = "";
+		for (size_t i = 0; i < nl; i++) {
+			snprintf(lab + strlen(lab), sizeof(lab) - strlen(lab), "%s,", labels[i]);
+			free(labels[i]);
+		}
+		if (asprintf(&out[ns], "%llu|%s|%s", (unsigned long long)count, frames, lab) > 0)
+			ns++;
+	}
+	for (size_t i = 0; i < P.nstrs; i++)
+		free(P.strs[i]);
+	return ns;
+}
+
+struct ours0 {
+	struct go_target *t;
+	char **out;
+	size_t n;
+};
+
+static int add_name(void *ctx, const struct go_frame *f)
+{
+	char *b = ctx;
+	snprintf(b + strlen(b), 8192 - strlen(b), "%s;", f->function);
+	return 0;
+}
+
+static int our_sample(void *ctx, const struct go_sample *s)
+{
+	struct ours0 *o = ctx;
+	char frames[8192] = "";
+	for (size_t i = 0; i < s->nlocs; i++)
+		go_target_symbolize_pc(o->t, s->locs[i], add_name, frames);
+	char lab[2048] = "";
+	char *labels[64];
+	size_t nl = 0;
+	for (size_t i = 0; i < s->nlabels && nl < 64; i++)
+		if (asprintf(&labels[nl], "%s=%s", s->labels[i].key, s->labels[i].value) > 0)
+			nl++;
+	qsort(labels, nl, sizeof(char *), cmp_cstr);
+	for (size_t i = 0; i < nl; i++) {
+		snprintf(lab + strlen(lab), sizeof(lab) - strlen(lab), "%s,", labels[i]);
+		free(labels[i]);
+	}
+	if (asprintf(&o->out[o->n], "%zu|%s|%s", s->count, frames, lab) > 0)
+		o->n++;
+	return 0;
+}
+
+Test(go_goroutines, debug0_samples_match, .timeout = 60)
+{
+	char *argv[] = {GO_FIXTURE, NULL}, *envp[] = {NULL};
+	struct child c = {0};
+	cr_assert_eq(child_spawn(&c, argv, envp), 0);
+	char path[512];
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)c.pid);
+	struct go_target *t;
+	cr_assert_eq(go_target_open(c.pid, path, &t), 0);
+	struct stopper st;
+	cr_assert_eq(stopper_stop(&st, c.pid), 0);
+	struct go_snapshot *s;
+	int r = go_capture(t, stopper_read, (void *)(intptr_t)c.pid, st.regs, st.n, NULL, &s);
+	stopper_release(&st);
+	cr_assert_eq(r, 0);
+	static char *ours[MAXN], *theirs[MAXN];
+	struct ours0 o = {t, ours, 0};
+	cr_assert_eq(go_snapshot_foreach_sample(s, our_sample, &o), 0);
+	snprintf(path, sizeof(path), "dump0 %s/go-d0-theirs.pb.gz", outdir());
+	cr_assert_eq(child_cmd(&c, path), 0);
+	size_t nt = go_profile_samples(path + 6, theirs, MAXN);
+	/* drop the main goroutine's sample on both sides (it dumps / reads stdin) */
+	size_t no = 0, k = 0;
+	for (size_t i = 0; i < o.n; i++)
+		if (!strstr(ours[i], ";main.main;"))
+			ours[no++] = ours[i];
+	for (size_t i = 0; i < nt; i++)
+		if (!strstr(theirs[i], ";main.main;"))
+			theirs[k++] = theirs[i];
+	nt = k;
+	qsort(ours, no, sizeof(char *), cmp_cstr);
+	qsort(theirs, nt, sizeof(char *), cmp_cstr);
+	cr_assert_geq(nt, 20);
+	cr_assert_eq(no, nt);
+	for (size_t i = 0; i < nt; i++)
+		cr_expect_str_eq(ours[i], theirs[i]);
+	bool labelled = false, inl = false;
+	for (size_t i = 0; i < nt; i++) {
+		labelled |= strstr(theirs[i], "|k=v\"q,worker=1,") != NULL;
+		/* an inlined call grouped into one Location with its caller */
+		inl |= strstr(theirs[i], "sync.(*Mutex).Lock;main.main.func") != NULL;
+	}
+	cr_assert(labelled && inl, "labels or inline frames missing from the comparison");
+	go_snapshot_free(s);
+	child_kill(&c);
+	go_target_free(t);
 }

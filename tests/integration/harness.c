@@ -1,0 +1,272 @@
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *target_path(const char *name)
+{
+	static char buf[8][4096];
+	static int slot;
+	const char *dir = getenv("DIAG_TARGETS_DIR");
+	cr_assert(dir, "DIAG_TARGETS_DIR not set (run through meson test)");
+	char *b = buf[slot++ % 8];
+	snprintf(b, 4096, "%s/%s", dir, name);
+	return b;
+}
+
+static const char *tool_path(void)
+{
+	const char *p = getenv("DIAG_ATTACH");
+	cr_assert(p, "DIAG_ATTACH not set (run through meson test)");
+	return p;
+}
+
+struct target target_start(const char *const *argv, const char *ready_word)
+{
+	int fds[2];
+	cr_assert(pipe2(fds, O_CLOEXEC) == 0);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	struct target t = {.pid = pid, .stdout_fd = fds[0]};
+	char line[256];
+	size_t len = 0;
+	struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+	for (;;) {
+		int r = poll(&pfd, 1, 10000);
+		cr_assert(r > 0, "target %s did not become ready within 10 s", argv[0]);
+		ssize_t n = read(fds[0], line + len, 1);
+		cr_assert(n == 1, "target %s closed stdout before ready", argv[0]);
+		if (line[len] == '\n') {
+			line[len] = '\0';
+			if (!ready_word || strncmp(line, ready_word, strlen(ready_word)) == 0)
+				return t;
+			len = 0;
+			continue;
+		}
+		if (len < sizeof(line) - 2)
+			len++;
+	}
+}
+
+int target_kill(struct target *t)
+{
+	int status = 0;
+	if (t->pid > 0) {
+		kill(t->pid, SIGKILL);
+		waitpid(t->pid, &status, 0);
+		t->pid = 0;
+	}
+	if (t->stdout_fd >= 0)
+		close(t->stdout_fd);
+	t->stdout_fd = -1;
+	return status;
+}
+
+static void slurp_fd(int fd, char *buf, size_t size)
+{
+	size_t len = 0;
+	ssize_t n;
+	while ((n = read(fd, buf + len, size - 1 - len)) > 0) {
+		len += (size_t)n;
+		if (len == size - 1) {
+			char scratch[4096];
+			while (read(fd, scratch, sizeof(scratch)) > 0)
+				;
+			break;
+		}
+	}
+	buf[len] = '\0';
+}
+
+void tool_run(struct tool_result *r, const char *const *args)
+{
+	char outp[] = "/tmp/diag-test-out-XXXXXX", errp[] = "/tmp/diag-test-err-XXXXXX";
+	int ofd = mkstemp(outp), efd = mkstemp(errp);
+	cr_assert(ofd >= 0 && efd >= 0);
+	pid_t pid = tool_spawn(args, outp, errp);
+	int code = tool_wait(pid, 120000);
+	memset(r, 0, sizeof(*r));
+	r->exit_code = code;
+	slurp_fd(ofd, r->out, sizeof(r->out));
+	slurp_fd(efd, r->err, sizeof(r->err));
+	close(ofd);
+	close(efd);
+	unlink(outp);
+	unlink(errp);
+}
+
+pid_t tool_spawn(const char *const *args, const char *out_path, const char *err_path)
+{
+	const char *argv[64];
+	size_t n = 0;
+	argv[n++] = tool_path();
+	for (size_t i = 0; args[i] && n < 63; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		if (out_path) {
+			int fd = open(out_path, O_WRONLY | O_TRUNC);
+			dup2(fd, STDOUT_FILENO);
+		}
+		if (err_path) {
+			int fd = open(err_path, O_WRONLY | O_TRUNC);
+			dup2(fd, STDERR_FILENO);
+		}
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+int tool_wait(pid_t pid, int timeout_ms)
+{
+	for (int waited = 0;; waited += 10) {
+		int status;
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid) {
+			if (WIFEXITED(status))
+				return WEXITSTATUS(status);
+			return -1;
+		}
+		if (waited >= timeout_ms) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -2;
+		}
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+void make_tmpdir(char *buf, size_t size)
+{
+	snprintf(buf, size, "/tmp/diag-test-XXXXXX");
+	cr_assert(mkdtemp(buf));
+}
+
+void rm_rf(const char *path)
+{
+	char cmd[4200];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	if (system(cmd) != 0) {
+		/* best effort */
+	}
+}
+
+char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap + 1);
+	size_t got;
+	while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += got;
+		if (n == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap + 1);
+		}
+	}
+	fclose(f);
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+bool target_healthy(pid_t pid, bool allow_stopped, char *why, size_t why_size)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d) {
+		snprintf(why, why_size, "target %d is gone", (int)pid);
+		return false;
+	}
+	struct dirent *e;
+	bool ok = true;
+	while ((e = readdir(d)) && ok) {
+		if (e->d_name[0] == '.')
+			continue;
+		char spath[320];
+		snprintf(spath, sizeof(spath), "/proc/%d/task/%s/status", (int)pid, e->d_name);
+		char *st = read_file(spath, NULL);
+		if (!st)
+			continue; /* exited meanwhile */
+		const char *state = strstr(st, "\nState:");
+		const char *tracer = strstr(st, "\nTracerPid:");
+		if (tracer && atoi(tracer + 11) != 0) {
+			snprintf(why, why_size, "thread %s still traced by %d", e->d_name, atoi(tracer + 11));
+			ok = false;
+		} else if (state) {
+			char s = state[8];
+			if (s == 't' || (s == 'T' && !allow_stopped)) {
+				snprintf(why, why_size, "thread %s left in state %c", e->d_name, s);
+				ok = false;
+			}
+		}
+		free(st);
+	}
+	closedir(d);
+	return ok;
+}
+
+const char *find_line(const char *from, const char *needle)
+{
+	const char *p = strstr(from, needle);
+	if (!p)
+		return NULL;
+	while (p > from && p[-1] != '\n')
+		p--;
+	return p;
+}
+
+bool have_go(void)
+{
+	return system("command -v go >/dev/null 2>&1") == 0;
+}
+
+int go_pprof(const char *args, const char *file, char *out, size_t out_size, char *err,
+	     size_t err_size)
+{
+	char errp[] = "/tmp/diag-test-pprof-err-XXXXXX";
+	int efd = mkstemp(errp);
+	cr_assert(efd >= 0);
+	char cmd[8192];
+	/* go needs a writable cache and home even for `go tool`. */
+	snprintf(cmd, sizeof(cmd),
+		 "HOME=${HOME:-/tmp} GOCACHE=${GOCACHE:-/tmp/diag-test-gocache} go tool pprof %s '%s' 2>'%s'",
+		 args, file, errp);
+	FILE *p = popen(cmd, "r");
+	cr_assert(p);
+	size_t n = fread(out, 1, out_size - 1, p);
+	out[n] = '\0';
+	char scratch[4096];
+	while (fread(scratch, 1, sizeof(scratch), p) > 0)
+		;
+	int status = pclose(p);
+	slurp_fd(efd, err, err_size);
+	close(efd);
+	unlink(errp);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}

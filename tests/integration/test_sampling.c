@@ -1,0 +1,212 @@
+/*
+ * Sampling integration tests: CPU attribution against a known 3:1 split of
+ * work, wall-clock states of blocked threads, and captures that end in
+ * every way (duration, target exit, SIGINT), each with an intact bundle and
+ * a running target.
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "pprof_check.h"
+
+static cJSON *read_manifest(const char *bundle)
+{
+	char path[400];
+	snprintf(path, sizeof(path), "%s/manifest.json", bundle);
+	char *text = read_file(path, NULL);
+	cr_assert(text, "no manifest in %s", bundle);
+	cJSON *m = cJSON_Parse(text);
+	free(text);
+	cr_assert(m, "manifest does not parse");
+	return m;
+}
+
+static void expect_verified(const char *bundle)
+{
+	struct tool_result r;
+	const char *args[] = {"verify", bundle, NULL};
+	tool_run(&r, args);
+	cr_expect_eq(r.exit_code, 0, "verify %s: %s %s", bundle, r.out, r.err);
+}
+
+static Perftools__Profiles__Profile *load(const char *bundle, const char *member)
+{
+	char path[400];
+	snprintf(path, sizeof(path), "%s/%s", bundle, member);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0, "%s does not decode", member);
+	if (have_go()) {
+		static char out[1 << 20], err[65536];
+		int st = go_pprof("-raw", path, out, sizeof(out), err, sizeof(err));
+		cr_expect_eq(st, 0, "go tool pprof -raw %s: %s", member, err);
+		cr_expect(strstr(err, "arning") == NULL, "go tool pprof warned on %s: %s", member, err);
+	}
+	return p;
+}
+
+Test(sampling, cpu_split_and_wall_states)
+{
+	const char *argv[] = {target_path("burner"), "2", NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "-d", "4s", "-F", "99", "-o", out, "-q", NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	char why[256];
+	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
+	expect_verified(out);
+
+	Perftools__Profiles__Profile *cpu = load(out, "cpu.pprof");
+	int vi = value_index(cpu, "samples");
+	int ci = value_index(cpu, "cpu");
+	cr_assert(vi >= 0 && ci >= 0, "cpu.pprof sample types wrong");
+	cr_expect_str_eq(pprof_str(cpu, cpu->period_type->type), "cpu");
+	cr_expect_eq(cpu->period, 1000000000 / 99);
+	int64_t heavy = 0, light = 0, total = 0, blocked = 0;
+	for (size_t i = 0; i < cpu->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = cpu->sample[i];
+		int64_t n = s->value[vi];
+		total += n;
+		if (frames_have(cpu, s, "burn_heavy"))
+			heavy += n;
+		else if (frames_have(cpu, s, "burn_light"))
+			light += n;
+		if (frames_have(cpu, s, "sleep_forever") || frames_have(cpu, s, "lock_forever"))
+			blocked += n;
+		cr_expect_eq(s->value[ci], n * cpu->period);
+	}
+	double frac = (double)heavy / (double)(heavy + light);
+	cr_expect(frac > 0.67 && frac < 0.83, "burn_heavy share %.3f (heavy %lld, light %lld), want 0.75",
+		  frac, (long long)heavy, (long long)light);
+	/* 99 Hz x 4 s x 2 running threads, within 25%. */
+	cr_expect(total > 792 * 0.75 && total < 792 * 1.25, "cpu samples %lld, want ~792",
+		  (long long)total);
+	cr_expect_eq(blocked, 0, "blocked threads got %lld CPU samples", (long long)blocked);
+	perftools__profiles__profile__free_unpacked(cpu, NULL);
+
+	Perftools__Profiles__Profile *wall = load(out, "wall.pprof");
+	int wi = value_index(wall, "wall");
+	cr_assert(wi >= 0);
+	int64_t sleeper = 0, locker = 0;
+	for (size_t i = 0; i < wall->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = wall->sample[i];
+		const char *comm = sample_str_label(wall, s, "thread_comm");
+		const char *state = sample_str_label(wall, s, "state");
+		cr_assert(comm && state && sample_num_label(wall, s, "tid") > 0, "labels missing");
+		if (strcmp(comm, "sleeper") == 0) {
+			cr_expect(frames_have(wall, s, "sleep_forever"));
+			cr_expect_str_eq(state, "S");
+			sleeper += s->value[0];
+		}
+		if (strcmp(comm, "locker") == 0) {
+			cr_expect(frames_have(wall, s, "lock_forever"));
+			cr_expect_str_eq(state, "S");
+			locker += s->value[0];
+		}
+	}
+	cr_expect(sleeper > 300 && locker > 300, "wall samples: sleeper %lld locker %lld",
+		  (long long)sleeper, (long long)locker);
+	perftools__profiles__profile__free_unpacked(wall, NULL);
+
+	cJSON *m = read_manifest(out);
+	cJSON *cap = cJSON_GetObjectItem(m, "capture");
+	cr_assert(cap);
+	cr_expect(cJSON_GetObjectItem(cap, "achieved_hz")->valuedouble > 80);
+	cJSON *pause = cJSON_GetObjectItem(m, "pause");
+	cr_assert(pause && cJSON_GetObjectItem(pause, "p50_us") && cJSON_GetObjectItem(pause, "p99_us"));
+	cJSON_Delete(m);
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+Test(sampling, thread_churn)
+{
+	const char *argv[] = {target_path("churn_threads"), NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "-d", "3s", "-F", "199", "-o", out, "-q", NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	char why[256];
+	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
+	expect_verified(out);
+	Perftools__Profiles__Profile *cpu = load(out, "cpu.pprof");
+	bool steady = false;
+	for (size_t i = 0; i < cpu->n_sample && !steady; i++)
+		steady = frames_have(cpu, cpu->sample[i], "steady_work");
+	cr_expect(steady, "steady_work missing from cpu.pprof");
+	perftools__profiles__profile__free_unpacked(cpu, NULL);
+	/* The target still makes progress: it creates threads. */
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+Test(sampling, target_exits_mid_capture)
+{
+	const char *argv[] = {target_path("churn_threads"), "2", NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	const char *args[] = {"-p", pid, "-d", "20s", "-o", out, "-q", NULL};
+	pid_t tool = tool_spawn(args, NULL, NULL);
+	/* The real parent (us) must see the true exit status. */
+	int status = 0;
+	cr_assert_eq(waitpid(t.pid, &status, 0), t.pid);
+	t.pid = 0;
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 42, "target status %#x", status);
+	int code = tool_wait(tool, 10000);
+	cr_expect_eq(code, 0, "tool exit %d after target exit", code);
+	expect_verified(out);
+	cJSON *m = read_manifest(out);
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(m, "target_exited")), "manifest does not say the target exited");
+	cJSON_Delete(m);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/threads.txt", out);
+	char *txt = read_file(path, NULL);
+	cr_expect(txt && strstr(txt, "steady_work"), "final snapshot lacks the last stacks");
+	free(txt);
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+Test(sampling, sigint_releases_and_writes)
+{
+	const char *argv[] = {target_path("burner"), "1", NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	const char *args[] = {"-p", pid, "-F", "499", "-o", out, "-q", NULL};
+	pid_t tool = tool_spawn(args, NULL, NULL);
+	usleep(1500000);
+	kill(tool, SIGINT);
+	int code = tool_wait(tool, 5000);
+	cr_expect_eq(code, 0, "tool exit %d after SIGINT", code);
+	char why[256];
+	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
+	expect_verified(out);
+	cJSON *m = read_manifest(out);
+	cJSON *cap = cJSON_GetObjectItem(m, "capture");
+	cr_expect_str_eq(cJSON_GetObjectItem(cap, "ended_by")->valuestring, "signal");
+	cJSON_Delete(m);
+	target_kill(&t);
+	rm_rf(dir);
+}

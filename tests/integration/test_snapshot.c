@@ -1,0 +1,197 @@
+/*
+ * Snapshot integration tests: attach to real targets parked at known call
+ * chains (tests/targets/c/chains.c) in every build variant, and check the
+ * frames in threads.txt and threads.pprof, the bundle's integrity, and that
+ * the target is left running.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "pprof_check.h"
+
+/* Expected chains, innermost first (below libc's read). */
+static const char *const chain_a[] = {"park_here", "level_three", "level_two", "level_one",
+				      "thread_a_main"};
+static const char *const chain_b[] = {"park_here", "inlined_step", "middle_b", "thread_b_main"};
+
+/* The block of threads.txt for the thread named name. */
+static char *thread_block(const char *text, const char *name)
+{
+	char hdr[64];
+	snprintf(hdr, sizeof(hdr), "\"%s\" (state", name);
+	const char *start = strstr(text, hdr);
+	if (!start)
+		return NULL;
+	const char *end = strstr(start, "\n\n");
+	size_t len = end ? (size_t)(end - start) : strlen(start);
+	return strndup(start, len);
+}
+
+/* Each expected function appears, in order, each on a frame line with a
+ * chains.c file:line; the inlined one is marked [inlined]. */
+static void check_text_chain(const char *block, const char *const *want, size_t n,
+			     const char *inlined)
+{
+	const char *p = block;
+	for (size_t i = 0; i < n; i++) {
+		char needle[96];
+		snprintf(needle, sizeof(needle), "  %s", want[i]);
+		const char *line = NULL;
+		for (const char *q = p; (q = strstr(q, needle)) != NULL; q++) {
+			char c = q[strlen(needle)];
+			if (c == '+' || c == ' ') {
+				line = q;
+				break;
+			}
+		}
+		cr_assert(line, "frame %s missing (or out of order) in:\n%s", want[i], block);
+		const char *eol = strchr(line, '\n');
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+		char *l = strndup(line, len);
+		cr_expect(strstr(l, "chains.c:"), "frame %s has no file:line: %s", want[i], l);
+		if (inlined && strcmp(want[i], inlined) == 0)
+			cr_expect(strstr(l, "[inlined]"), "frame %s not marked inlined: %s", want[i], l);
+		free(l);
+		p = line + len;
+	}
+}
+
+static const Perftools__Profiles__Sample *sample_for(const Perftools__Profiles__Profile *p,
+						     const char *comm)
+{
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const char *c = sample_str_label(p, p->sample[i], "thread_comm");
+		if (c && strcmp(c, comm) == 0)
+			return p->sample[i];
+	}
+	return NULL;
+}
+
+static void snapshot_variant(const char *target_name)
+{
+	const char *argv[] = {target_path(target_name), NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/bundle", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "-o", out, "--annotate", "case=snapshot", NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "%s: exit %d: %s", target_name, r.exit_code, r.err);
+
+	char why[256];
+	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
+
+	char path[400];
+	snprintf(path, sizeof(path), "%s/threads.txt", out);
+	char *text = read_file(path, NULL);
+	cr_assert(text, "no threads.txt");
+	char *a = thread_block(text, "parker-a");
+	char *b = thread_block(text, "parker-b");
+	char *rec = thread_block(text, "recurser");
+	cr_assert(a && b && rec, "threads missing in:\n%s", text);
+	check_text_chain(a, chain_a, 5, NULL);
+	check_text_chain(b, chain_b, 4, "inlined_step");
+	int depth = 0;
+	for (const char *q = rec; (q = strstr(q, "  recurse+")) != NULL; q++)
+		depth++;
+	cr_expect_geq(depth, 42, "recursion shows %d frames, want >= 42:\n%s", depth, rec);
+	cr_expect(strstr(a, "in syscall: read"), "blocked syscall not shown:\n%s", a);
+	/* The main thread comes first. */
+	cr_expect(strstr(text, "Thread ") && strncmp(strstr(text, "Thread "), "Thread ", 7) == 0);
+	char main_hdr[64];
+	snprintf(main_hdr, sizeof(main_hdr), "Thread %d ", (int)t.pid);
+	cr_expect(strstr(text, main_hdr) == strstr(text, "Thread "), "main thread not first");
+	free(a);
+	free(b);
+	free(rec);
+	free(text);
+
+	snprintf(path, sizeof(path), "%s/threads.pprof", out);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0, "threads.pprof does not decode");
+	cr_expect_eq(p->n_sample, 4);
+	const Perftools__Profiles__Sample *sa = sample_for(p, "parker-a");
+	const Perftools__Profiles__Sample *sb = sample_for(p, "parker-b");
+	cr_assert(sa && sb, "samples for parker-a/b missing");
+	cr_expect(frames_contain_run(p, sa, chain_a, 5), "pprof chain of parker-a wrong");
+	cr_expect(frames_contain_run(p, sb, chain_b, 4), "pprof chain of parker-b wrong");
+	cr_expect_gt(sample_num_label(p, sa, "tid"), 0);
+	cr_expect_str_eq(sample_str_label(p, sa, "state"), "S");
+	cr_expect_geq(p->n_mapping, 1);
+	const char *first_map = pprof_str(p, p->mapping[0]->filename);
+	cr_expect(first_map && strstr(first_map, target_name), "first mapping is %s", first_map);
+	cr_expect(p->mapping[0]->has_functions && p->mapping[0]->has_line_numbers);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+
+	if (have_go()) {
+		char pout[65536], perr[65536];
+		int st = go_pprof("-traces", path, pout, sizeof(pout), perr, sizeof(perr));
+		cr_expect_eq(st, 0, "go tool pprof failed: %s", perr);
+		cr_expect(strstr(pout, "level_three"), "go tool pprof -traces lacks frames:\n%s", pout);
+		cr_expect(strstr(perr, "arning") == NULL, "go tool pprof warned: %s", perr);
+	}
+
+	/* verify holds, then catches a tampered member. */
+	const char *vargs[] = {"verify", out, NULL};
+	tool_run(&r, vargs);
+	cr_expect_eq(r.exit_code, 0, "verify: %s %s", r.out, r.err);
+	snprintf(path, sizeof(path), "%s/threads.txt", out);
+	FILE *f = fopen(path, "r+b");
+	cr_assert(f);
+	int c = fgetc(f);
+	fseek(f, 0, SEEK_SET);
+	fputc(c ^ 1, f);
+	fclose(f);
+	tool_run(&r, vargs);
+	cr_expect_eq(r.exit_code, 1, "verify missed tampering");
+	cr_expect(strstr(r.out, "threads.txt"), "verify did not name the member: %s", r.out);
+
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+Test(snapshot, frame_pointers_non_pie) { snapshot_variant("chains_fp"); }
+Test(snapshot, omit_frame_pointer_pie) { snapshot_variant("chains_nofp"); }
+Test(snapshot, pie_with_frame_pointers) { snapshot_variant("chains_pie"); }
+Test(snapshot, stripped_with_debuglink) { snapshot_variant("chains_stripped"); }
+
+Test(snapshot, stopped_target_stays_stopped)
+{
+	const char *argv[] = {target_path("chains_fp"), NULL};
+	struct target t = target_start(argv, "ready");
+	kill(t.pid, SIGSTOP);
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	/* Wait until every thread shows T. */
+	for (int i = 0; i < 200; i++) {
+		char why[128];
+		if (!target_healthy(t.pid, false, why, sizeof(why)))
+			break;
+		usleep(5000);
+	}
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
+	tool_run(&r, args);
+	cr_expect_eq(r.exit_code, 0, "%s", r.err);
+	char why[256];
+	cr_expect(target_healthy(t.pid, true, why, sizeof(why)), "%s", why);
+	/* Still stopped: every thread in T. */
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)t.pid);
+	char *st = read_file(path, NULL);
+	cr_expect(st && strstr(st, "State:\tT"), "target no longer stopped:\n%s", st);
+	free(st);
+	kill(t.pid, SIGCONT);
+	target_kill(&t);
+	rm_rf(dir);
+}
