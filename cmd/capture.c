@@ -16,6 +16,8 @@
 #include "exit_codes.h"
 #include "snapshot_out.h"
 #include "target_info.h"
+#include "timeline/leakwatch.h"
+#include "timeline/proc_sampler.h"
 #include "attach/unwind.h"
 #include "util.h"
 #include "version.h"
@@ -209,6 +211,14 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 		case OPT_LEAK_THRESHOLD:
 			if (o->nleak_thresholds == MAX_LEAK_THRESHOLDS) {
 				die_message("too many leak thresholds");
+				return -1;
+			}
+			struct leakwatch_threshold th;
+			if (leakwatch_threshold_parse(optarg, &th) < 0 ||
+			    timeline_counter_lookup(th.name) < 0) {
+				die_message("invalid leak threshold '%s'", optarg);
+				hint_message("NAME=SLOPE_PER_S:MIN_DELTA with a timeline counter name, "
+					     "e.g. open_fds=0.05:16 or rss_bytes=16K:64M");
 				return -1;
 			}
 			o->leak_thresholds[o->nleak_thresholds++] = optarg;

@@ -79,6 +79,14 @@ struct capture_result {
 	size_t nsamples;
 };
 
+static void free_result(struct capture_result *r)
+{
+	free(r->ours2);
+	free(r->ours1);
+	free(r->theirs2);
+	free(r->theirs1);
+}
+
 static int count_sample(void *ctx, const struct go_sample *s)
 {
 	size_t *n = ctx;
@@ -176,6 +184,7 @@ static void check_debug2(const char *name, const char *exe)
 			main_ok = strstr(ours[k].text, "goroutine 1 [syscall]:\nsyscall.Syscall(") != NULL &&
 				  strstr(ours[k].text, "main.main()") != NULL;
 	cr_assert(main_ok, "goroutine 1 should be [syscall] in read from stdin");
+	free_result(&res);
 }
 
 Test(go_goroutines, debug2_identical, .timeout = 60)
@@ -228,6 +237,7 @@ Test(go_goroutines, debug1_identical, .timeout = 60)
 	cr_assert_eq(no, nt);
 	for (size_t i = 0; i < nt; i++)
 		cr_expect_str_eq(ours[i], theirs[i]);
+	free_result(&res);
 }
 
 Test(go_goroutines, ten_thousand_idle, .timeout = 120)
@@ -242,6 +252,7 @@ Test(go_goroutines, ten_thousand_idle, .timeout = 120)
 	fprintf(stderr, "go_capture of %zu goroutines: %.3f ms, %zu read calls, %zu bytes\n", res.stats.goroutines,
 		res.stats.pause_ns / 1e6, res.stats.read_calls, res.stats.bytes_read);
 	cr_assert(strstr(res.ours1, "\n10000 @ ") != NULL, "the 10,000 identical goroutines are one record");
+	free_result(&res);
 }
 
 /* A goroutine on a CPU is [running] with its real stack from the thread's
@@ -560,6 +571,10 @@ Test(go_goroutines, debug0_samples_match, .timeout = 60)
 	snprintf(path, sizeof(path), "dump0 %s/go-d0-theirs.pb.gz", outdir());
 	cr_assert_eq(child_cmd(&c, path), 0);
 	size_t nt = go_profile_samples(path + 6, theirs, MAXN);
+	static char *all_o[MAXN], *all_t[MAXN];
+	size_t n_all_o = o.n, n_all_t = nt;
+	memcpy(all_o, ours, o.n * sizeof(char *));
+	memcpy(all_t, theirs, nt * sizeof(char *));
 	/* drop the main goroutine's sample on both sides (it dumps / reads stdin) */
 	size_t no = 0, k = 0;
 	for (size_t i = 0; i < o.n; i++)
@@ -582,6 +597,10 @@ Test(go_goroutines, debug0_samples_match, .timeout = 60)
 		inl |= strstr(theirs[i], "sync.(*Mutex).Lock;main.main.func") != NULL;
 	}
 	cr_assert(labelled && inl, "labels or inline frames missing from the comparison");
+	for (size_t i = 0; i < n_all_o; i++)
+		free(all_o[i]);
+	for (size_t i = 0; i < n_all_t; i++)
+		free(all_t[i]);
 	go_snapshot_free(s);
 	child_kill(&c);
 	go_target_free(t);

@@ -1,0 +1,70 @@
+#!/bin/sh
+# diag-attach quick start. Run as root on Debian 12:
+#   ./setup.sh demo   install what is missing, build, snapshot the demo target
+#   ./setup.sh test   install what is missing, build, run the whole test suite
+#                     (plain, then under AddressSanitizer + UBSan)
+set -eu
+cd "$(dirname "$0")"
+
+PACKAGES="gcc libc6-dev binutils meson ninja-build pkg-config
+  libunwind-dev libdw-dev libelf-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
+  libcjson-dev nettle-dev libcriterion-dev golang-go elfutils"
+
+install_packages() {
+	missing=""
+	for p in $PACKAGES; do
+		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+			missing="$missing $p"
+		fi
+	done
+	if [ -n "$missing" ]; then
+		echo "setup: installing$missing"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+	fi
+}
+
+build() {
+	dir=$1; shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$@" >/dev/null
+	fi
+	ninja -C "$dir" >/dev/null
+}
+
+# go tool pprof (used by the tests) wants a writable cache and home.
+export HOME="${HOME:-/root}"
+export GOCACHE="${GOCACHE:-$(pwd)/build/gocache}"
+
+case "${1:-}" in
+demo)
+	install_packages
+	build build
+	build/tests/targets/demo >/tmp/diag-attach-demo.pid &
+	demo=$!
+	trap 'kill $demo 2>/dev/null || true' EXIT
+	sleep 0.3
+	out="$(pwd)/demo-bundle-$(date +%Y%m%d-%H%M%S)"
+	build/diag-attach -p "$demo" --snapshot -o "$out" >/dev/null
+	echo "--- threads.txt (first lines) ---"
+	head -n 24 "$out/threads.txt"
+	echo "..."
+	build/diag-attach verify "$out"
+	echo "bundle written to: $out"
+	echo "try: go tool pprof -traces $out/threads.pprof"
+	echo "     build/diag-attach -p PID -d 10s -o DIR    (sampled CPU/wall profiles + timeline)"
+	;;
+test)
+	install_packages
+	build build
+	meson test -C build --print-errorlogs
+	# The tool (not the targets) under AddressSanitizer + UBSan.
+	build build-asan -Db_sanitize=address,undefined -Db_lundef=false
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C build-asan --print-errorlogs
+	;;
+*)
+	echo "usage: $0 demo|test" >&2
+	exit 2
+	;;
+esac
