@@ -120,6 +120,12 @@ struct attach_options {
 	unsigned stop_timeout_ms;/* deadline for all threads to stop (default 100) */
 	bool read_wait_details;  /* also read wchan (costs a read per thread) */
 	bool realtime_window;    /* run SCHED_FIFO while threads are held (default on) */
+	/* Called once every thread has been stopped and captured, before any is
+	 * released, with pc filled in: for reads that must see the process
+	 * standing still (the Go runtime's goroutine list). It lengthens the
+	 * pause, so it must only copy memory. NULL: none. */
+	void (*while_held)(void *ctx, const struct process_capture *pc);
+	void *while_held_ctx;
 };
 
 void attach_options_init(struct attach_options *o);

@@ -49,6 +49,8 @@ void attach_options_init(struct attach_options *o)
 	o->stop_timeout_ms = DEFAULT_STOP_TIMEOUT_MS;
 	o->read_wait_details = false;
 	o->realtime_window = true;
+	o->while_held = NULL;
+	o->while_held_ctx = NULL;
 }
 
 /* While we hold threads, a target thread we have already released (or any
@@ -623,6 +625,8 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 
 	if (run.nseized > 0)
 		wait_and_capture(&run);
+	if (run.nseized > 0 && o->while_held)
+		o->while_held(o->while_held_ctx, pc);
 	release_all(&run);
 	if (realtime)
 		leave_realtime();

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "exit_codes.h"
+#include "go_out.h"
 #include "snapshot_out.h"
 #include "target_info.h"
 #include "timeline/leakwatch.h"
@@ -378,6 +379,8 @@ static int run_snapshot(struct capture_session *s)
 	struct process_capture pc = {0};
 	struct attach_options ao = s->opt->attach;
 	ao.read_wait_details = true;
+	if (s->go)
+		go_session_arm(s->go, &ao);
 
 	int r = attach_capture(&s->target, &ao, &pc);
 	if (r < 0) {
@@ -417,7 +420,10 @@ static int run_snapshot(struct capture_session *s)
 		r = symbolizer_new(pc.pid, pc.maps_text, pc.maps_len, &s->symopt, &sym);
 	}
 	if (r == 0)
-		r = snapshot_write(s->bundle, "", &pc, stacks, sym);
+		r = snapshot_write(s->bundle, "", &pc, stacks, sym, s->go);
+	if (r == 0 && s->go)
+		r = go_session_write(s->go, s->bundle, "", sym,
+				     cJSON_GetObjectItem(cJSON_GetObjectItem(s->manifest, "target"), "go"));
 	if (r < 0) {
 		exit_code = (r == -ENOMEM) ? EXIT_INTERNAL : write_error_exit(bundle_dir(s->bundle), r);
 		if (r == -ENOMEM)
@@ -478,7 +484,10 @@ static cJSON *initial_manifest(struct capture_session *s)
 	cJSON *tool = cJSON_AddObjectToObject(m, "tool");
 	cJSON_AddStringToObject(tool, "name", "diag-attach");
 	cJSON_AddStringToObject(tool, "version", DIAG_ATTACH_VERSION);
-	cJSON_AddItemToObject(m, "target", target_info_json(&s->target));
+	cJSON *target = target_info_json(&s->target);
+	if (target && s->go)
+		go_session_describe(s->go, target);
+	cJSON_AddItemToObject(m, "target", target);
 	cJSON_AddItemToObject(m, "host", host_info_json());
 	char when[32];
 	format_rfc3339_ms(s->started_wall_ns, when);
@@ -523,10 +532,14 @@ int cmd_capture(int argc, char **argv)
 		die_message("cannot open pid %d: %s", (int)opt.pid, strerror(-r));
 		return EXIT_INTERNAL;
 	}
+	/* A Go target gets its goroutines read too. Parsing its binary happens
+	 * here, before anything is stopped. */
+	s.go = go_session_open(opt.pid);
 	/* Create the output before attaching: an unusable directory must fail
 	 * before we pause anything. */
 	r = bundle_create(dir, &s.bundle);
 	if (r < 0) {
+		go_session_free(s.go);
 		attach_target_close(&s.target);
 		return output_error(dir, r);
 	}
@@ -534,6 +547,7 @@ int cmd_capture(int argc, char **argv)
 	if (!s.manifest) {
 		die_message("out of memory");
 		bundle_abandon(s.bundle);
+		go_session_free(s.go);
 		attach_target_close(&s.target);
 		return EXIT_INTERNAL;
 	}
@@ -563,6 +577,7 @@ int cmd_capture(int argc, char **argv)
 			rmdir(dir);
 	}
 	cJSON_Delete(s.manifest);
+	go_session_free(s.go);
 	attach_target_close(&s.target);
 	return exit_code;
 }

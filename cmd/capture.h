@@ -16,6 +16,8 @@
 #include "bundle/bundle.h"
 #include "symbolize/symbolize.h"
 
+struct go_session;
+
 #define MAX_ANNOTATIONS 64
 #define MAX_LEAK_THRESHOLDS 32
 
@@ -46,6 +48,7 @@ struct capture_session {
 	cJSON *manifest;
 	uint64_t started_wall_ns;
 	struct symbolize_options symopt;
+	struct go_session *go;     /* NULL unless the target is a Go program */
 };
 
 /* Set by SIGINT/SIGTERM/SIGHUP: the number of such signals received. */

@@ -5,10 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "go_out.h"
+
 #define MAX_LABELS 8
 #define MAX_STACK 1024
 
 struct encode_ctx {
+	struct go_session *go;
 	struct profile_builder *pb;
 	struct symbolizer *sym;
 	const struct sym_module *modules;
@@ -53,8 +56,15 @@ static uint64_t location_for(struct encode_ctx *ctx, uint64_t addr)
 		return 0;
 	struct profile_line lines[64];
 	size_t n = 0;
-	for (size_t i = 0; i < loc->nframes && n < 64; i++) {
-		const struct sym_frame *f = &loc->frames[i];
+	const struct sym_frame *frames = loc->frames;
+	size_t nframes = loc->nframes;
+	struct sym_frame go_frames[64];
+	if (nframes == 0 && ctx->go) {
+		nframes = go_session_frames(ctx->go, addr, go_frames, 64);
+		frames = go_frames;
+	}
+	for (size_t i = 0; i < nframes && n < 64; i++) {
+		const struct sym_frame *f = &frames[i];
 		if (!f->function)
 			continue;
 		lines[n++] = (struct profile_line){
@@ -120,7 +130,7 @@ static int add_sample(void *vctx, const uint64_t *pcs, size_t npcs, const char *
 int profile_out_encode(const struct stackagg *agg, struct symbolizer *sym,
 		       const struct profile_spec *spec, uint8_t **ret, size_t *ret_len)
 {
-	struct encode_ctx ctx = {.sym = sym};
+	struct encode_ctx ctx = {.sym = sym, .go = spec->go};
 	stackagg_foreach(agg, symbolize_stack, &ctx);
 	if (ctx.error)
 		return ctx.error;
@@ -138,9 +148,13 @@ int profile_out_encode(const struct stackagg *agg, struct symbolizer *sym,
 	}
 	for (size_t i = 0; i < ctx.nmodules; i++) {
 		const struct sym_module *m = &ctx.modules[i];
+		/* A Go target's main mapping is symbolized from its own pclntab
+		 * even when stripped. */
+		bool go_main = ctx.go && i == 0;
 		ctx.mapping_ids[i] = profile_builder_add_mapping(
-			ctx.pb, m->start, m->limit, m->offset, m->path, m->build_id, m->has_functions,
-			m->has_filenames, m->has_line_numbers);
+			ctx.pb, m->start, m->limit, m->offset, m->path, m->build_id,
+			m->has_functions || go_main, m->has_filenames || go_main,
+			m->has_line_numbers || go_main);
 	}
 	stackagg_foreach(agg, add_sample, &ctx);
 	int r = ctx.error;

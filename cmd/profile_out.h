@@ -24,6 +24,7 @@ struct profile_spec {
 	struct profile_value_type period_type;
 	int64_t period;
 	int64_t time_nanos, duration_nanos;
+	struct go_session *go; /* names PCs the symbolizer cannot (stripped Go); may be NULL */
 };
 
 /* Address to symbolize for frame i of a stack: return addresses (i > 0)

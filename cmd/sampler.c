@@ -11,6 +11,7 @@
 
 #include "capture.h"
 #include "exit_codes.h"
+#include "go_out.h"
 #include "profile_out.h"
 #include "snapshot_out.h"
 #include "bundle/stackagg.h"
@@ -235,6 +236,8 @@ static int write_final_snapshot(struct sampler *sp, struct symbolizer *sym)
 {
 	struct attach_options ao = sp->ao;
 	ao.read_wait_details = true;
+	if (sp->s->go)
+		go_session_arm(sp->s->go, &ao);
 	if (!sp->target_exited && attach_capture(&sp->s->target, &ao, &sp->cur) == 0 &&
 	    grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) == 0) {
 		pause_add(&sp->pause, sp->cur.hold_ns);
@@ -242,10 +245,15 @@ static int write_final_snapshot(struct sampler *sp, struct symbolizer *sym)
 			return -ENOMEM;
 		unwinder_update_maps(sp->uw, sp->cur.maps_text, sp->cur.maps_len);
 		snapshot_unwind(&sp->cur, sp->uw, sp->stacks);
-		return snapshot_write(sp->s->bundle, "", &sp->cur, sp->stacks, sym);
+		int r = snapshot_write(sp->s->bundle, "", &sp->cur, sp->stacks, sym, sp->s->go);
+		if (r == 0 && sp->s->go)
+			r = go_session_write(sp->s->go, sp->s->bundle, "", sym,
+					     cJSON_GetObjectItem(cJSON_GetObjectItem(sp->s->manifest, "target"),
+								 "go"));
+		return r;
 	}
 	if (sp->have_last)
-		return snapshot_write(sp->s->bundle, "", &sp->last, sp->last_stacks, sym);
+		return snapshot_write(sp->s->bundle, "", &sp->last, sp->last_stacks, sym, sp->s->go);
 	return 0;
 }
 
@@ -263,6 +271,7 @@ static int write_profiles(struct sampler *sp, struct symbolizer *sym, uint64_t s
 		.period = (int64_t)sp->period_ns,
 		.time_nanos = (int64_t)start_wall,
 		.duration_nanos = (int64_t)duration,
+		.go = sp->s->go,
 	};
 	uint8_t *gz = NULL;
 	size_t len = 0;

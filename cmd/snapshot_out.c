@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "go_out.h"
 #include "profile_out.h"
 #include "bundle/stackagg.h"
 #include "util.h"
@@ -82,7 +83,8 @@ void snapshot_unwind(const struct process_capture *pc, struct unwinder *uw,
 }
 
 int snapshot_write(struct bundle *b, const char *prefix, const struct process_capture *pc,
-		   const struct unwound_stack *stacks, struct symbolizer *sym)
+		   const struct unwound_stack *stacks, struct symbolizer *sym,
+		   struct go_session *go)
 {
 	char *text = NULL;
 	size_t text_len = 0;
@@ -122,6 +124,15 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 			const struct sym_location *loc = NULL;
 			if (symbolizer_lookup(sym, lookup, &loc) < 0)
 				loc = NULL;
+			struct sym_frame go_frames[32];
+			struct sym_location go_loc;
+			if (go && loc && loc->nframes == 0) {
+				go_loc = *loc;
+				go_loc.nframes = go_session_frames(go, lookup, go_frames, 32);
+				go_loc.frames = go_frames;
+				if (go_loc.nframes)
+					loc = &go_loc;
+			}
 			print_frame_line(f, &frame_no, pcs[k], lookup, loc);
 		}
 		if (truncated)
@@ -158,6 +169,7 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 		.period = 1,
 		.time_nanos = (int64_t)pc->wall_ns,
 		.duration_nanos = (int64_t)pc->hold_ns,
+		.go = go,
 	};
 	uint8_t *gz = NULL;
 	size_t gz_len = 0;

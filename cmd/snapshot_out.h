@@ -22,11 +22,14 @@ struct unwound_stack {
 void snapshot_unwind(const struct process_capture *pc, struct unwinder *uw,
 		     struct unwound_stack *stacks);
 
-/* Symbolize the stacks and write <prefix>threads.txt and
+/* Symbolize the stacks (names the symbolizer lacks come from go, if not
+ * NULL) and write <prefix>threads.txt and
  * <prefix>threads.pprof into b. prefix is "" or a subdirectory like
  * "leak/open_fds-1/". Returns 0 or -errno (a write error from the bundle is
  * passed through). */
+struct go_session;
 int snapshot_write(struct bundle *b, const char *prefix, const struct process_capture *pc,
-		   const struct unwound_stack *stacks, struct symbolizer *sym);
+		   const struct unwound_stack *stacks, struct symbolizer *sym,
+		   struct go_session *go);
 
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "attach/unwind.h"
+#include "go_out.h"
 #include "snapshot_out.h"
 #include "timeline/leakwatch.h"
 #include "timeline/proc_sampler.h"
@@ -128,6 +129,8 @@ static int dump_snapshot(struct timeline_run *t, const char *prefix)
 	struct process_capture pc = {0};
 	struct attach_options ao = t->s->opt->attach;
 	ao.read_wait_details = true;
+	if (t->s->go)
+		go_session_arm(t->s->go, &ao);
 	int r = attach_capture(&t->s->target, &ao, &pc);
 	if (r < 0) {
 		process_capture_release(&pc);
@@ -142,7 +145,9 @@ static int dump_snapshot(struct timeline_run *t, const char *prefix)
 		r = symbolizer_new(pc.pid, pc.maps_text, pc.maps_len, &t->s->symopt, &sym);
 	}
 	if (r == 0)
-		r = snapshot_write(t->s->bundle, prefix, &pc, stacks, sym);
+		r = snapshot_write(t->s->bundle, prefix, &pc, stacks, sym, t->s->go);
+	if (r == 0 && t->s->go)
+		r = go_session_write(t->s->go, t->s->bundle, prefix, sym, NULL);
 	symbolizer_free(sym);
 	unwinder_free(uw);
 	free(stacks);
@@ -213,6 +218,8 @@ int timeline_run_tick(struct timeline_run *t)
 	int r = proc_sampler_sample(t->ps, &smp);
 	if (r < 0)
 		return r;
+	if (t->s->go)
+		go_session_counters(t->s->go, &smp.goroutines, &smp.heap_live_bytes);
 	char json[TIMELINE_JSON_MAX];
 	int len = timeline_sample_format_json(&smp, json, sizeof(json));
 	if (len < 0)

@@ -104,7 +104,7 @@ Test(proc_sampler, fd_count_and_types_move)
 	proc_sampler_free(ps);
 }
 
-static int gate[2];
+static int gate[2] = { -1, -1 };
 
 static void *blocked_thread(void *arg)
 {
@@ -160,6 +160,9 @@ static void *fork_from_thread(void *arg)
 	 * under task/TID/children. It sleeps until killed. */
 	*ret = fork();
 	if (*ret == 0) {
+		/* Do not hold the gate open for the keeper thread's reader. */
+		if (gate[1] >= 0)
+			close(gate[1]);
 		pause();
 		_exit(0);
 	}

@@ -1,0 +1,323 @@
+#include "go_out.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "bundle/profile.h"
+#include "symbolize/go/goroutines.h"
+#include "util.h"
+
+#define MAX_GO_FRAMES 64
+#define MAX_GO_LABELS 64
+
+struct go_session {
+	pid_t pid;
+	struct go_target *target;
+	struct go_snapshot *snap; /* from the last armed capture */
+	int capture_error;
+	uint64_t capture_ns;
+	/* Interned strings handed out by go_session_frames. */
+	char **strings;
+	size_t nstrings, strings_cap;
+};
+
+/* All-or-nothing vectored read; go_capture retries failed batches range by
+ * range. */
+static int read_ranges(void *ctx, const struct go_mem_range *ranges, size_t n)
+{
+	struct go_session *g = ctx;
+	struct iovec local[GO_READ_MAX_RANGES], remote[GO_READ_MAX_RANGES];
+	size_t done = 0;
+	while (done < n) {
+		size_t k = 0;
+		size_t want = 0;
+		/* process_vm_readv takes at most IOV_MAX (1024) iovecs a call. */
+		while (k < GO_READ_MAX_RANGES && done + k < n) {
+			const struct go_mem_range *r = &ranges[done + k];
+			local[k].iov_base = r->buf;
+			local[k].iov_len = r->len;
+			remote[k].iov_base = (void *)(uintptr_t)r->addr;
+			remote[k].iov_len = r->len;
+			want += r->len;
+			k++;
+		}
+		ssize_t got = process_vm_readv(g->pid, local, k, remote, k, 0);
+		if (got < 0)
+			return -errno;
+		if ((size_t)got != want)
+			return -EFAULT;
+		done += k;
+	}
+	return 0;
+}
+
+struct go_session *go_session_open(pid_t pid)
+{
+	char exe[64];
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	struct go_target *t = NULL;
+	if (go_target_open(pid, exe, &t) < 0)
+		return NULL;
+	struct go_session *g = calloc(1, sizeof(*g));
+	if (!g) {
+		go_target_free(t);
+		return NULL;
+	}
+	g->pid = pid;
+	g->target = t;
+	return g;
+}
+
+void go_session_free(struct go_session *g)
+{
+	if (!g)
+		return;
+	go_snapshot_free(g->snap);
+	go_target_free(g->target);
+	for (size_t i = 0; i < g->nstrings; i++)
+		free(g->strings[i]);
+	free(g->strings);
+	free(g);
+}
+
+void go_session_describe(struct go_session *g, cJSON *target)
+{
+	cJSON *o = cJSON_AddObjectToObject(target, "go");
+	cJSON_AddStringToObject(o, "version", go_target_version(g->target));
+	cJSON_AddBoolToObject(o, "goroutines_readable", go_target_can_list_goroutines(g->target));
+}
+
+static void while_held(void *ctx, const struct process_capture *pc)
+{
+	struct go_session *g = ctx;
+	struct go_thread_regs regs[4096];
+	size_t n = 0;
+	for (size_t i = 0; i < pc->nthreads && n < 4096; i++) {
+		const struct thread_capture *tc = &pc->threads[i];
+		if (tc->outcome != THREAD_CAPTURED)
+			continue;
+		regs[n++] = (struct go_thread_regs){
+			.tid = tc->tid,
+			.pc = tc->regs.rip,
+			.sp = tc->regs.rsp,
+			.fp = tc->regs.rbp,
+			.fs_base = tc->regs.fs_base,
+		};
+	}
+	go_snapshot_free(g->snap);
+	g->snap = NULL;
+	uint64_t t0 = monotonic_ns();
+	g->capture_error = go_capture(g->target, read_ranges, g, regs, n, NULL, &g->snap);
+	g->capture_ns = monotonic_ns() - t0;
+}
+
+void go_session_arm(struct go_session *g, struct attach_options *opts)
+{
+	if (!go_target_can_list_goroutines(g->target))
+		return;
+	opts->while_held = while_held;
+	opts->while_held_ctx = g;
+}
+
+static const char *intern(struct go_session *g, const char *s)
+{
+	if (!s)
+		return NULL;
+	/* Few distinct names per session; a linear scan from the newest keeps
+	 * repeated lookups of a hot function cheap enough. */
+	for (size_t i = g->nstrings; i-- > 0;)
+		if (strcmp(g->strings[i], s) == 0)
+			return g->strings[i];
+	if (g->nstrings == g->strings_cap) {
+		size_t cap = g->strings_cap ? g->strings_cap * 2 : 64;
+		char **p = realloc(g->strings, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		g->strings = p;
+		g->strings_cap = cap;
+	}
+	char *copy = strdup(s);
+	if (!copy)
+		return NULL;
+	g->strings[g->nstrings++] = copy;
+	return copy;
+}
+
+struct frame_collect {
+	struct go_session *g;
+	struct sym_frame *out;
+	size_t n, max;
+	uint64_t addr;
+};
+
+static int collect_frame(void *ctx, const struct go_frame *f)
+{
+	struct frame_collect *c = ctx;
+	if (c->n == c->max)
+		return 1;
+	struct sym_frame *o = &c->out[c->n++];
+	memset(o, 0, sizeof(*o));
+	o->function = intern(c->g, f->function);
+	o->file = intern(c->g, f->file);
+	o->line = f->line;
+	o->function_start_line = f->start_line;
+	o->inlined = f->inlined;
+	o->function_offset = f->inlined ? 0 : c->addr - f->entry;
+	return 0;
+}
+
+size_t go_session_frames(struct go_session *g, uint64_t addr, struct sym_frame *out, size_t max)
+{
+	if (!g)
+		return 0;
+	struct frame_collect c = {.g = g, .out = out, .max = max, .addr = addr};
+	go_target_symbolize_pc(g->target, addr, collect_frame, &c);
+	return c.n;
+}
+
+void go_session_counters(struct go_session *g, int64_t *goroutines, int64_t *heap_live)
+{
+	*goroutines = *heap_live = -1;
+	if (go_read_counters(g->target, read_ranges, g, goroutines, heap_live) < 0)
+		*goroutines = *heap_live = -1;
+}
+
+struct pprof_ctx {
+	struct go_session *g;
+	struct profile_builder *pb;
+	const struct sym_module *modules;
+	size_t nmodules;
+	uint64_t *mapping_ids;
+	int error;
+};
+
+static uint64_t mapping_for(struct pprof_ctx *c, uint64_t addr)
+{
+	for (size_t i = 0; i < c->nmodules; i++)
+		if (addr >= c->modules[i].start && addr < c->modules[i].limit)
+			return c->mapping_ids[i];
+	return 0;
+}
+
+static int add_go_sample(void *ctx, const struct go_sample *s)
+{
+	struct pprof_ctx *c = ctx;
+	uint64_t ids[512];
+	size_t nids = 0;
+	for (size_t i = 0; i < s->nlocs && nids < 512; i++) {
+		uint64_t addr = s->locs[i];
+		uint64_t id = profile_builder_find_location(c->pb, addr);
+		if (!id) {
+			struct sym_frame frames[MAX_GO_FRAMES];
+			size_t nf = go_session_frames(c->g, addr, frames, MAX_GO_FRAMES);
+			struct profile_line lines[MAX_GO_FRAMES];
+			for (size_t k = 0; k < nf; k++)
+				lines[k] = (struct profile_line){
+					.function = frames[k].function,
+					.system_name = frames[k].function,
+					.filename = frames[k].file,
+					.start_line = frames[k].function_start_line,
+					.line = frames[k].line,
+				};
+			id = profile_builder_add_location(c->pb, addr, mapping_for(c, addr), lines, nf);
+		}
+		if (!id) {
+			c->error = -ENOMEM;
+			return 1;
+		}
+		ids[nids++] = id;
+	}
+	struct profile_label labels[MAX_GO_LABELS];
+	size_t nl = 0;
+	for (size_t i = 0; i < s->nlabels && nl < MAX_GO_LABELS; i++)
+		labels[nl++] = (struct profile_label){.key = s->labels[i].key, .str = s->labels[i].value};
+	int64_t count = (int64_t)s->count;
+	if (profile_builder_add_sample(c->pb, ids, nids, &count, labels, nl) < 0) {
+		c->error = -ENOMEM;
+		return 1;
+	}
+	return 0;
+}
+
+static int write_pprof(struct go_session *g, struct bundle *b, const char *name,
+		       struct symbolizer *sym)
+{
+	static const struct profile_value_type types[] = {{"goroutine", "count"}};
+	struct pprof_ctx c = {.g = g};
+	c.pb = profile_builder_new(types, 1, types[0], 1);
+	if (!c.pb)
+		return -ENOMEM;
+	profile_builder_set_time(c.pb, (int64_t)realtime_ns(), 0);
+	c.nmodules = symbolizer_modules(sym, &c.modules);
+	c.mapping_ids = calloc(c.nmodules + 1, sizeof(uint64_t));
+	if (!c.mapping_ids) {
+		profile_builder_free(c.pb);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c.nmodules; i++) {
+		const struct sym_module *m = &c.modules[i];
+		/* Go symbolizes its own frames from pclntab: the main mapping
+		 * really has functions, files and lines. */
+		c.mapping_ids[i] = profile_builder_add_mapping(c.pb, m->start, m->limit, m->offset,
+							       m->path, m->build_id, true, true, true);
+	}
+	int r = go_snapshot_foreach_sample(g->snap, add_go_sample, &c);
+	if (c.error)
+		r = c.error;
+	uint8_t *gz = NULL;
+	size_t len = 0;
+	if (r == 0)
+		r = profile_builder_encode_gz(c.pb, &gz, &len);
+	if (r == 0)
+		r = bundle_write_member(b, name, gz, len);
+	free(gz);
+	free(c.mapping_ids);
+	profile_builder_free(c.pb);
+	return r;
+}
+
+int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
+		     struct symbolizer *sym, cJSON *manifest_go)
+{
+	if (!g || !go_target_can_list_goroutines(g->target))
+		return 0;
+	if (manifest_go) {
+		cJSON_DeleteItemFromObject(manifest_go, "goroutine_capture");
+		cJSON *o = cJSON_AddObjectToObject(manifest_go, "goroutine_capture");
+		if (!g->snap) {
+			cJSON_AddStringToObject(o, "error", strerror(g->capture_error < 0 ? -g->capture_error : EIO));
+			return 0;
+		}
+		struct go_capture_stats st;
+		go_snapshot_stats(g->snap, &st);
+		cJSON_AddNumberToObject(o, "goroutines", (double)st.goroutines);
+		cJSON_AddNumberToObject(o, "read_us", (double)g->capture_ns / 1000.0);
+		cJSON_AddNumberToObject(o, "bytes_read", (double)st.bytes_read);
+		cJSON_AddNumberToObject(o, "stacks_truncated", (double)st.stacks_truncated);
+		cJSON_AddNumberToObject(o, "unreadable", (double)st.unreadable);
+	}
+	if (!g->snap)
+		return 0;
+	int r = go_snapshot_unwind(g->snap);
+	if (r < 0)
+		return r == -ENOMEM ? r : 0;
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return -ENOMEM;
+	go_snapshot_write_debug2(g->snap, f);
+	fclose(f);
+	char name[256];
+	snprintf(name, sizeof(name), "%sgoroutine.txt", prefix);
+	r = bundle_write_member(b, name, text, len);
+	free(text);
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "%sgoroutine.pprof", prefix);
+	return write_pprof(g, b, name, sym);
+}
