@@ -34,17 +34,20 @@ static const char *tool_path(void)
 
 struct target target_start(const char *const *argv, const char *ready_word)
 {
-	int fds[2];
+	int fds[2], in[2];
 	cr_assert(pipe2(fds, O_CLOEXEC) == 0);
+	cr_assert(pipe2(in, O_CLOEXEC) == 0);
 	pid_t pid = fork();
 	cr_assert(pid >= 0);
 	if (pid == 0) {
+		dup2(in[0], STDIN_FILENO);
 		dup2(fds[1], STDOUT_FILENO);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
 	close(fds[1]);
-	struct target t = {.pid = pid, .stdout_fd = fds[0]};
+	close(in[0]);
+	struct target t = {.pid = pid, .stdout_fd = fds[0], .stdin_fd = in[1]};
 	char line[256];
 	size_t len = 0;
 	struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
@@ -75,7 +78,9 @@ int target_kill(struct target *t)
 	}
 	if (t->stdout_fd >= 0)
 		close(t->stdout_fd);
-	t->stdout_fd = -1;
+	if (t->stdin_fd >= 0)
+		close(t->stdin_fd);
+	t->stdout_fd = t->stdin_fd = -1;
 	return status;
 }
 

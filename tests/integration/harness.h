@@ -15,6 +15,7 @@
 struct target {
 	pid_t pid;
 	int stdout_fd; /* read end of the target's stdout */
+	int stdin_fd;  /* write end of the target's stdin (kept open: EOF ends some targets) */
 };
 
 /* Path of a built target program (from $DIAG_TARGETS_DIR). */

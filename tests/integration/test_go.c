@@ -1,0 +1,185 @@
+/*
+ * Go targets through the real CLI: a snapshot of the Go fixture
+ * (tests/targets/go/fixture/main.go) has goroutine.txt whose goroutines
+ * match the runtime's own debug=2 dump taken right after, a goroutine.pprof
+ * that go tool pprof reads, the Go version in the manifest, and thread stacks
+ * named from .gopclntab even when the binary is stripped. The library-level
+ * byte-for-byte comparisons live in tests/unit/go.
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "pprof_check.h"
+
+static const char *fixture(const char *var)
+{
+	const char *p = getenv(var);
+	if (!p || !*p)
+		cr_skip_test("%s not set: Go fixture not built (no go toolchain)", var);
+	return p;
+}
+
+/* Send a command line to the fixture and wait for its "ok" answer. */
+static void command(struct target *t, const char *cmd)
+{
+	char line[512];
+	snprintf(line, sizeof(line), "%s\n", cmd);
+	cr_assert(write(t->stdin_fd, line, strlen(line)) == (ssize_t)strlen(line));
+	size_t len = 0;
+	for (;;) {
+		char c;
+		cr_assert(read(t->stdout_fd, &c, 1) == 1, "fixture closed stdout");
+		if (c == '\n') {
+			line[len] = '\0';
+			if (strncmp(line, "ok", 2) == 0)
+				return;
+			len = 0;
+		} else if (len < sizeof(line) - 1) {
+			line[len++] = c;
+		}
+	}
+}
+
+/* The "goroutine N [" header lines of a debug=2 dump. */
+static size_t goroutine_ids(const char *text, long *ids, size_t max)
+{
+	size_t n = 0;
+	for (const char *p = text; (p = strstr(p, "goroutine ")) && n < max; p++) {
+		if (p != text && p[-1] != '\n')
+			continue;
+		char *end;
+		long id = strtol(p + 10, &end, 10);
+		if (end != p + 10 && strncmp(end, " [", 2) == 0)
+			ids[n++] = id;
+	}
+	return n;
+}
+
+Test(go, snapshot_matches_runtime_dump)
+{
+	const char *argv[] = {fixture("DIAG_GO_FIXTURE"), NULL};
+	struct target t = target_start(argv, "pid");
+	char dir[256], out[300], pid[16], theirs[300];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(theirs, sizeof(theirs), "%s/theirs.txt", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	char why[256];
+	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
+	/* The target still answers, and dumps its own view. */
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "dump2 %s", theirs);
+	command(&t, cmd);
+
+	char path[400];
+	snprintf(path, sizeof(path), "%s/goroutine.txt", out);
+	char *ours = read_file(path, NULL);
+	char *their = read_file(theirs, NULL);
+	cr_assert(ours && their);
+	long a[4096], b[4096];
+	size_t na = goroutine_ids(ours, a, 4096), nb = goroutine_ids(their, b, 4096);
+	cr_expect_geq(na, 20, "only %zu goroutines in goroutine.txt", na);
+	/* Every goroutine the runtime lists is in ours (ids are stable). */
+	for (size_t i = 0; i < nb; i++) {
+		bool found = false;
+		for (size_t k = 0; k < na && !found; k++)
+			found = a[k] == b[i];
+		cr_expect(found, "goroutine %ld missing from our dump", b[i]);
+	}
+	cr_expect(strstr(ours, "main.main"), "no main.main frames");
+	free(ours);
+	free(their);
+
+	snprintf(path, sizeof(path), "%s/goroutine.pprof", out);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0);
+	cr_expect_str_eq(pprof_str(p, p->sample_type[0]->type), "goroutine");
+	int64_t total = 0;
+	bool labelled = false;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		total += p->sample[i]->value[0];
+		labelled |= p->sample[i]->n_label > 0;
+	}
+	cr_expect_geq(total, (int64_t)na, "pprof counts %lld goroutines, text %zu", (long long)total, na);
+	cr_expect(labelled, "no pprof labels from g.labels");
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	if (have_go()) {
+		static char pout[1 << 20], perr[65536];
+		cr_expect_eq(go_pprof("-raw", path, pout, sizeof(pout), perr, sizeof(perr)), 0, "%s", perr);
+		cr_expect(strstr(perr, "arning") == NULL, "%s", perr);
+	}
+
+	snprintf(path, sizeof(path), "%s/manifest.json", out);
+	char *mt = read_file(path, NULL);
+	cJSON *m = cJSON_Parse(mt);
+	free(mt);
+	cJSON *go = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go");
+	cr_assert(go, "manifest has no target.go");
+	cr_expect(strncmp(cJSON_GetObjectItem(go, "version")->valuestring, "go1.", 4) == 0);
+	cJSON_Delete(m);
+
+	const char *vargs[] = {"verify", out, NULL};
+	tool_run(&r, vargs);
+	cr_expect_eq(r.exit_code, 0, "%s", r.out);
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+Test(go, stripped_thread_stacks_named)
+{
+	const char *argv[] = {fixture("DIAG_GO_FIXTURE_STRIPPED"), NULL};
+	struct target t = target_start(argv, "pid");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/threads.txt", out);
+	char *txt = read_file(path, NULL);
+	cr_assert(txt);
+	cr_expect(strstr(txt, "runtime."), "stripped Go thread stacks not named:\n%s", txt);
+	free(txt);
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+Test(go, timeline_counts_goroutines)
+{
+	const char *argv[] = {fixture("DIAG_GO_FIXTURE"), NULL};
+	struct target t = target_start(argv, "pid");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "-d", "1500ms", "-i", "250ms", "-o", out, "-q", NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/runtime.jsonl", out);
+	char *tl = read_file(path, NULL);
+	cr_assert(tl);
+	const char *g = strstr(tl, "\"goroutines\":");
+	cr_assert(g, "no goroutines counter");
+	cr_expect_gt(atol(g + 13), 10, "goroutines counter %ld", atol(g + 13));
+	free(tl);
+	snprintf(path, sizeof(path), "%s/goroutine.txt", out);
+	char *gt = read_file(path, NULL);
+	cr_expect(gt && strstr(gt, "goroutine 1 ["), "final snapshot has no goroutines");
+	free(gt);
+	target_kill(&t);
+	rm_rf(dir);
+}
