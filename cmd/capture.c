@@ -389,14 +389,18 @@ static int run_snapshot(struct capture_session *s)
 			die_message("cannot capture pid %d: the process exited", (int)s->target.pid);
 			return EXIT_NO_PROCESS;
 		}
-		if (r == -EPERM) {
+		if (r == -EPERM || r == -EACCES) {
 			struct attach_probe pr;
 			attach_target_probe(s->target.pid, &pr);
 			if (pr.refusal != ATTACH_OK)
 				return refuse(s->target.pid, &pr);
 			die_message("cannot attach to pid %d: Operation not permitted", (int)s->target.pid);
-			hint_message("kernel.yama.ptrace_scope=%d; run as root or with CAP_SYS_PTRACE",
-				     pr.yama_scope);
+			if (pr.yama_scope >= 1)
+				hint_message("kernel.yama.ptrace_scope=%d; run as root or with CAP_SYS_PTRACE",
+					     pr.yama_scope);
+			else
+				hint_message("the kernel refused ptrace: the process may belong to another user "
+					     "namespace or be protected (e.g. a container's init)");
 			return EXIT_NOT_PERMITTED;
 		}
 		die_message("cannot capture pid %d: %s", (int)s->target.pid, strerror(-r));

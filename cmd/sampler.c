@@ -363,6 +363,11 @@ int sampler_run(struct capture_session *s)
 				fatal = r;
 				break;
 			}
+			if ((r == -EPERM || r == -EACCES) && !sp.have_last) {
+				/* Never captured anything: we are not allowed to. */
+				fatal = r;
+				break;
+			}
 			if (r < 0)
 				sp.errors++;
 		}
@@ -417,6 +422,11 @@ int sampler_run(struct capture_session *s)
 		if (fatal == -ENOMEM) {
 			die_message("out of memory during the capture");
 			return EXIT_INTERNAL;
+		}
+		if (fatal == -EPERM || fatal == -EACCES) {
+			die_message("cannot attach to pid %d: %s", (int)s->target.pid, strerror(-fatal));
+			hint_message("run as root or with CAP_SYS_PTRACE; check kernel.yama.ptrace_scope");
+			return EXIT_NOT_PERMITTED;
 		}
 		return write_error_exit(bundle_dir(s->bundle), fatal);
 	}
