@@ -16,6 +16,23 @@
  *    process that was stopped stays stopped.
  *  - Every wait has a deadline; a thread that cannot be stopped in time is
  *    reported as late and never holds the others.
+ *  - Threads that die while we hold them are reaped at once by a reaper
+ *    thread of ours (started on the first capture; it blocks all signals and
+ *    waits only for tids we trace). A thread of the target exec'ing while we
+ *    hold others cannot then wedge us in PTRACE_SEIZE (cred_guard_mutex), and
+ *    the target's real parent sees its exit status without waiting for us.
+ *  - One diag-attach per target: attach_target_open takes a lock (an abstract
+ *    unix socket named after the pid and start time) that attach_target_probe
+ *    reports as ATTACH_ALREADY_TRACED, naming the holder.
+ *
+ * Unavoidable effect on the target: every PTRACE_INTERRUPT of a thread
+ * blocked in epoll_wait/epoll_pwait, sigtimedwait/sigwaitinfo, semop/semtimedop
+ * (and a few others that the kernel never restarts after a stop, see
+ * signal(7) "Interruption of system calls ... by a stop signal") makes that
+ * call return EINTR, as strace and gdb do on attach. read, poll, select,
+ * nanosleep, futex, msgrcv and friends restart transparently. Well written
+ * programs retry; options.no_interrupt_blocked avoids stopping blocked
+ * threads at all (they are then sampled from /proc/TID/syscall).
  *
  * Errors are negative errno values; nothing here prints.
  */
@@ -38,6 +55,7 @@ struct attach_target {
 	int pidfd;          /* -1 if the kernel lacks pidfd_open */
 	uint64_t starttime; /* field 22 of /proc/PID/stat, clock ticks since boot */
 	char comm[64];
+	int lock_fd;        /* the one-capture-per-target lock; -1 if none */
 };
 
 /* Why a process cannot be captured; filled by attach_target_probe. */
@@ -53,7 +71,11 @@ enum attach_refusal {
 
 struct attach_probe {
 	enum attach_refusal refusal;
+	/* ATTACH_ALREADY_TRACED: the ptrace tracer (TracerPid), or the
+	 * diag-attach that holds the target's capture lock (then
+	 * capture_locked is true and tracer_comm is its comm). 0 if unknown. */
 	pid_t tracer_pid;
+	bool capture_locked;
 	char tracer_comm[64];
 	uid_t target_uid;
 	int yama_scope;            /* -1 if Yama is absent */
@@ -67,7 +89,10 @@ struct attach_probe {
 int attach_target_probe(pid_t pid, struct attach_probe *ret);
 
 /* Open pid for capturing. Returns 0, -ESRCH if it does not exist or is a
- * zombie, or another -errno. Does not stop or trace the target. */
+ * zombie, -EBUSY if another diag-attach holds its capture lock (a race with
+ * attach_target_probe: probe again for the holder's pid), or another
+ * -errno. Does not stop or trace the target. The lock is released by
+ * attach_target_close or by our exit. */
 int attach_target_open(pid_t pid, struct attach_target *ret);
 void attach_target_close(struct attach_target *t);
 
@@ -86,7 +111,12 @@ struct thread_capture {
 	pid_t tid;
 	enum thread_outcome outcome;
 	char comm[17];
-	char state;             /* R, S, D, T, t, Z... from /proc just before the stop */
+	/* R, S, D, T, t, Z... from /proc just before the stop; except that a
+	 * thread read as R which the stop then found inside an interruptible
+	 * sleep that our previous release had woken (registers say the syscall
+	 * is being restarted: -ERESTART*) is reported as S: it was only
+	 * runnable because we had stopped it. */
+	char state;
 	bool group_stopped;     /* it was (or became) group-stopped: left stopped */
 	int delivered_signal;   /* signal re-injected at detach, 0 if none */
 	struct user_regs_struct regs;
@@ -95,6 +125,11 @@ struct thread_capture {
 	size_t stack_len;
 	size_t stack_cap;       /* allocated size of stack (reused across captures) */
 	uint64_t hold_ns;       /* from PTRACE_INTERRUPT to PTRACE_DETACH */
+	/* Sampled from /proc without stopping it (options.no_interrupt_blocked):
+	 * regs has only rip, rsp and orig_rax (= syscall_nr) from
+	 * /proc/TID/syscall, the stack copy was read while it stayed blocked,
+	 * and hold_ns is 0. */
+	bool not_stopped;
 	uint64_t cpu_ns;        /* on-CPU time from schedstat (0 if unavailable) */
 	char wchan[64];         /* kernel wait channel, "" if none (snapshot only) */
 	long syscall_nr;        /* syscall it is blocked in, -1 if none */
@@ -112,6 +147,7 @@ struct process_capture {
 	uint64_t wall_ns;        /* CLOCK_REALTIME at the capture */
 	uint64_t hold_ns;       /* first PTRACE_INTERRUPT to last PTRACE_DETACH */
 	size_t nlate, ngone;
+	size_t nnot_stopped;    /* threads sampled from /proc (no_interrupt_blocked) */
 	bool target_exited;     /* the process was gone by the end */
 };
 
@@ -126,6 +162,15 @@ struct attach_options {
 	 * pause, so it must only copy memory. NULL: none. */
 	void (*while_held)(void *ctx, const struct process_capture *pc);
 	void *while_held_ctx;
+	/* Do not stop threads that /proc/TID/syscall shows blocked in a system
+	 * call; record that call, its SP and PC and copy their stack without
+	 * stopping them (default off). Avoids the EINTR described at the top,
+	 * at the price of a sample that may be a few microseconds stale. */
+	bool no_interrupt_blocked;
+	/* Test-only: keep threads held this long in every capture, so tests
+	 * can hit the hold window. Initialised from $DIAG_ATTACH_TEST_HOLD_MS
+	 * (default 0). */
+	unsigned test_hold_ms;
 };
 
 void attach_options_init(struct attach_options *o);
@@ -147,5 +192,30 @@ void attach_service_late(void);
 
 /* Read target memory (process_vm_readv). Returns bytes read or -errno. */
 ssize_t attach_read_memory(pid_t pid, uint64_t addr, void *buf, size_t len);
+
+/* Threads that died while we held them and that the reaper thread reaped
+ * (a statistic, since the start of the process). */
+unsigned long attach_reaped_threads(void);
+
+/*
+ * Watchdog. A stopped or hung tool holding target threads freezes the
+ * target for as long as it stays stopped (verified: SIGSTOP of the tool
+ * mid-sample leaves every thread in 't'). attach_watchdog_start forks (twice:
+ * it is not our child, and it leaves our session) a small process that is
+ * not a tracer and never touches the target. attach_capture marks in shared
+ * memory when it starts and ends holding threads; if a hold window stays
+ * open longer than limit_ms, the watchdog SIGKILLs the tool, which makes the
+ * kernel detach and resume every thread (group-stopped ones stay stopped).
+ * It exits by itself when the tool exits. Late threads that trap after the
+ * window closed are not covered (they are detached at the next capture).
+ *
+ * Call it after parsing options and before the first capture; the tool's
+ * file descriptors are not inherited. Returns 0, -EALREADY, -EINVAL
+ * (limit_ms 0), or -errno from fork/mmap/pidfd_open.
+ */
+int attach_watchdog_start(unsigned limit_ms);
+/* Tell the watchdog to exit (it also does when we exit). */
+void attach_watchdog_stop(void);
+bool attach_watchdog_running(void);
 
 #endif

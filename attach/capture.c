@@ -5,6 +5,8 @@
  * work. */
 #include "attach.h"
 #include "procfs.h"
+#include "reaper.h"
+#include "watchdog.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -33,8 +35,30 @@
  * attach_service_late) polls them first. Only the thread that seized a
  * tracee may operate on it; the tool does all ptrace work on one thread. */
 #define MAX_LATE 4096
-static pid_t late_tids[MAX_LATE];
+struct late {
+	pid_t tid, tgid;
+};
+static struct late late_list[MAX_LATE];
 static size_t nlate_tids;
+
+static void late_add(pid_t tid, pid_t tgid)
+{
+	for (size_t i = 0; i < nlate_tids; i++)
+		if (late_list[i].tid == tid)
+			return;
+	if (nlate_tids < MAX_LATE)
+		late_list[nlate_tids++] = (struct late){tid, tgid};
+}
+
+/* Tell the reaper which threads stay traced after a capture: the late ones
+ * (and zombies not yet reported). */
+static void late_publish(void)
+{
+	static pid_t tids[MAX_LATE];
+	for (size_t i = 0; i < nlate_tids; i++)
+		tids[i] = late_list[i].tid;
+	reaper_replace(tids, nlate_tids);
+}
 
 static uint64_t now_ns(clockid_t clk)
 {
@@ -51,6 +75,14 @@ void attach_options_init(struct attach_options *o)
 	o->realtime_window = true;
 	o->while_held = NULL;
 	o->while_held_ctx = NULL;
+	o->no_interrupt_blocked = false;
+	const char *hold = getenv("DIAG_ATTACH_TEST_HOLD_MS");
+	o->test_hold_ms = hold ? (unsigned)strtoul(hold, NULL, 10) : 0;
+}
+
+unsigned long attach_reaped_threads(void)
+{
+	return reaper_reaped_count();
 }
 
 /* While we hold threads, a target thread we have already released (or any
@@ -92,12 +124,21 @@ ssize_t attach_read_memory(pid_t pid, uint64_t addr, void *buf, size_t len)
 
 /* Detach a late thread if it has trapped since. Returns true when it is
  * no longer ours (detached, or gone). */
-static bool service_late_one(pid_t tid)
+static bool service_late_one(const struct late *l)
 {
 	int status;
-	pid_t r = waitpid(tid, &status, __WALL | WNOHANG);
-	if (r < 0)
-		return true; /* ECHILD: gone, or no longer traced by us */
+	pid_t r = waitpid(l->tid, &status, __WALL | WNOHANG);
+	if (r < 0) {
+		/* ECHILD: reaped (by the reaper), or no longer ours. One case
+		 * needs care: a non-leader that was inside execve when we seized
+		 * it comes out of the exec as the leader, under the process's
+		 * pid, still traced by us with our interrupt pending (ptrace(2):
+		 * "the execing thread ... changes its tid"). Keep watching the
+		 * pid; if we do not trace it, waitpid says ECHILD next time. */
+		if (l->tid != l->tgid)
+			late_add(l->tgid, l->tgid);
+		return true;
+	}
 	if (r == 0)
 		return false;
 	if (WIFEXITED(status) || WIFSIGNALED(status))
@@ -105,23 +146,31 @@ static bool service_late_one(pid_t tid)
 	int sig = 0;
 	if (WIFSTOPPED(status) && (status >> 16) == 0)
 		sig = WSTOPSIG(status); /* signal-delivery-stop: hand it on */
-	ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig);
+	if (ptrace(PTRACE_DETACH, l->tid, 0, (void *)(long)sig) < 0 && errno == ESRCH)
+		waitpid(l->tid, &status, __WALL | WNOHANG); /* killed while stopped */
 	return true;
 }
 
 static void service_late(void)
 {
+	if (nlate_tids == 0)
+		return;
+	/* service_late_one may append (the exec case) while we walk: the list
+	 * only grows at its end, and we compact behind the cursor. */
 	size_t kept = 0;
-	for (size_t i = 0; i < nlate_tids; i++)
-		if (!service_late_one(late_tids[i]))
-			late_tids[kept++] = late_tids[i];
+	for (size_t i = 0; i < nlate_tids; i++) {
+		struct late l = late_list[i];
+		if (!service_late_one(&l))
+			late_list[kept++] = l;
+	}
 	nlate_tids = kept;
+	late_publish();
 }
 
 static bool is_late(pid_t tid)
 {
 	for (size_t i = 0; i < nlate_tids; i++)
-		if (late_tids[i] == tid)
+		if (late_list[i].tid == tid)
 			return true;
 	return false;
 }
@@ -267,6 +316,51 @@ static void read_thread_proc(struct capture_run *run, struct thread_capture *tc)
 	}
 }
 
+static void copy_stack(struct capture_run *run, struct thread_capture *tc, uint64_t sp);
+
+/* options.no_interrupt_blocked: a thread that /proc/TID/syscall shows
+ * blocked in a system call ("NR ARG1..ARG6 SP PC") is recorded from there
+ * and not stopped: stopping it would make epoll_wait, sigtimedwait, semop
+ * and friends return EINTR. Its user stack does not move while it is
+ * blocked, so the copy is as good as one taken stopped; if it wakes
+ * meanwhile, the sample shows it just before. "running" or "-1 SP PC" (not
+ * in a syscall) mean: stop it as usual.
+ *
+ * Reading /proc/TID/syscall takes the target's cred_guard_mutex (killably):
+ * an exec in the target waits for us to reap the threads it killed, which
+ * is why the reaper runs on a thread of its own. */
+static void sample_blocked_from_proc(struct capture_run *run, struct thread_capture *tc)
+{
+	if (tc->state != 'S' && tc->state != 'D')
+		return;
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "%d/syscall", (int)tc->tid);
+	if (procfs_read_at(run->t->task_dirfd, path, buf, sizeof(buf)) <= 0)
+		return;
+	if (buf[0] < '0' || buf[0] > '9')
+		return;
+	char *p = buf, *end;
+	long nr = strtol(p, &end, 10);
+	if (end == p)
+		return;
+	unsigned long long v[8];
+	p = end;
+	for (int i = 0; i < 8; i++) {
+		v[i] = strtoull(p, &end, 16);
+		if (end == p)
+			return;
+		p = end;
+	}
+	memset(&tc->regs, 0, sizeof(tc->regs));
+	tc->regs.orig_rax = (unsigned long long)nr;
+	tc->regs.rsp = v[6];
+	tc->regs.rip = v[7];
+	tc->syscall_nr = nr;
+	tc->not_stopped = true;
+	tc->outcome = THREAD_CAPTURED;
+	copy_stack(run, tc, tc->regs.rsp);
+}
+
 /* One pass over /proc/PID/task: seize and interrupt every thread not seen
  * yet. Returns how many new threads were found, or -errno. */
 static int scan_and_seize(struct capture_run *run)
@@ -308,6 +402,8 @@ static int scan_and_seize(struct capture_run *run)
 		if (!tc)
 			return -ENOMEM;
 		read_thread_proc(run, tc);
+		if (run->o->no_interrupt_blocked)
+			sample_blocked_from_proc(run, tc);
 	}
 	if (ensure_holds(run) < 0)
 		return -ENOMEM;
@@ -317,6 +413,8 @@ static int scan_and_seize(struct capture_run *run)
 		struct hold *h = &run->holds[i];
 		memset(h, 0, sizeof(*h));
 		found++;
+		if (tc->not_stopped)
+			continue; /* sampled from /proc: never stopped */
 		/* No options: no EXITKILL (the target must survive our death), no
 		 * TRACECLONE/EXEC (per-capture seize rescans instead). */
 		if (ptrace(PTRACE_SEIZE, tc->tid, 0, 0) < 0) {
@@ -329,9 +427,13 @@ static int scan_and_seize(struct capture_run *run)
 		}
 		h->seized = true;
 		run->nseized++;
+		/* From here until release the reaper may reap it if it dies. */
+		reaper_track(tc->tid);
 		h->interrupted_at = now_ns(CLOCK_MONOTONIC);
-		if (!run->first_interrupt)
+		if (!run->first_interrupt) {
 			run->first_interrupt = h->interrupted_at;
+			watchdog_window(true);
+		}
 		if (ptrace(PTRACE_INTERRUPT, tc->tid, 0, 0) < 0) {
 			/* It died between the two calls; waitpid will say so. */
 		}
@@ -348,8 +450,21 @@ static void capture_stopped_thread(struct capture_run *run, struct thread_captur
 	tc->outcome = THREAD_CAPTURED;
 	/* orig_rax holds the syscall number when the stop interrupted one. */
 	tc->syscall_nr = (long)tc->regs.orig_rax;
+	/* Read as runnable before the stop, yet stopped inside a sleeping
+	 * syscall about to be restarted: our previous release woke it (the
+	 * kernel restarts the call after the stop) and it had not got a CPU
+	 * back yet. It was asleep, not running, as far as the program is
+	 * concerned. -ERESTARTSYS/-ERESTARTNOINTR/-ERESTARTNOHAND/
+	 * -ERESTART_RESTARTBLOCK are kernel-internal and only ever seen here. */
+	long rax = (long)tc->regs.rax;
+	if (tc->state == 'R' && (long)tc->regs.orig_rax >= 0 &&
+	    (rax == -512 || rax == -513 || rax == -514 || rax == -516))
+		tc->state = 'S';
+	copy_stack(run, tc, tc->regs.rsp);
+}
 
-	uint64_t sp = tc->regs.rsp;
+static void copy_stack(struct capture_run *run, struct thread_capture *tc, uint64_t sp)
+{
 	uint64_t end = mapping_end(run->pc->maps_text, sp);
 	size_t want = end > sp ? (size_t)(end - sp) : UNKNOWN_STACK_BYTES;
 	if (want > run->o->stack_bytes_max)
@@ -496,6 +611,22 @@ out:
 	disarm_deadline();
 }
 
+/* Test-only (options.test_hold_ms): keep the threads held, whatever
+ * signals arrive, so tests can hit the hold window. */
+static void test_hold(unsigned ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+		;
+}
+
 static void release_all(struct capture_run *run)
 {
 	struct process_capture *pc = run->pc;
@@ -514,8 +645,7 @@ static void release_all(struct capture_run *run)
 			if (!h->stopped) {
 				/* Late: PTRACE_DETACH needs a stopped tracee. It will
 				 * be detached the moment it traps. */
-				if (nlate_tids < MAX_LATE)
-					late_tids[nlate_tids++] = tc->tid;
+				late_add(tc->tid, pc->pid);
 				tc->outcome = THREAD_LATE;
 				continue;
 			}
@@ -523,9 +653,12 @@ static void release_all(struct capture_run *run)
 			if (ptrace(PTRACE_DETACH, tc->tid, 0, (void *)(long)h->pending_signal) < 0 &&
 			    errno == ESRCH) {
 				/* Died while stopped (SIGKILL): reap it so the real
-				 * parent's wait is not delayed by us. */
+				 * parent's wait is not delayed by us. If its exit is
+				 * not reportable yet, the late list (and the reaper)
+				 * keep it until it is. */
 				int status;
-				waitpid(tc->tid, &status, __WALL | WNOHANG);
+				if (waitpid(tc->tid, &status, __WALL | WNOHANG) == 0)
+					late_add(tc->tid, pc->pid);
 			}
 			h->detached = true;
 			uint64_t t = now_ns(CLOCK_MONOTONIC);
@@ -570,8 +703,10 @@ static int compare_threads(const void *a, const void *b, void *arg)
 static void finish(struct process_capture *pc)
 {
 	size_t kept = 0;
-	pc->nlate = pc->ngone = 0;
+	pc->nlate = pc->ngone = pc->nnot_stopped = 0;
 	for (size_t i = 0; i < pc->nthreads; i++) {
+		if (pc->threads[i].not_stopped)
+			pc->nnot_stopped++;
 		if (pc->threads[i].outcome == THREAD_GONE) {
 			pc->ngone++;
 			continue;
@@ -627,16 +762,20 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 		wait_and_capture(&run);
 	if (run.nseized > 0 && o->while_held)
 		o->while_held(o->while_held_ctx, pc);
+	if (run.nseized > 0 && o->test_hold_ms)
+		test_hold(o->test_hold_ms);
 	release_all(&run);
+	if (run.first_interrupt)
+		watchdog_window(false);
+	late_publish();
 	if (realtime)
 		leave_realtime();
 	free(run.holds);
 
-	if (run.nseized > 0)
-		read_cpu_times(&run);
+	read_cpu_times(&run);
 	finish(pc);
 
-	if (run.nseized == 0) {
+	if (run.nseized == 0 && pc->nnot_stopped == 0) {
 		if (!attach_target_alive(t)) {
 			pc->target_exited = true;
 			return -ESRCH;
@@ -647,8 +786,14 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 		}
 		return run.first_seize_error ? -run.first_seize_error : -ESRCH;
 	}
-	if (pc->nthreads == pc->nlate && !attach_target_alive(t))
+	/* Nothing captured and the process is gone: it was exiting under us
+	 * (exit_group kills the threads we hold). Say so rather than hand back
+	 * a capture without stacks that callers would keep as "the last
+	 * moment the target was alive". */
+	if (pc->nthreads == pc->nlate + pc->nnot_stopped && !attach_target_alive(t)) {
 		pc->target_exited = true;
+		return -ESRCH;
+	}
 	return 0;
 }
 

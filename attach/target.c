@@ -6,11 +6,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define PF_KTHREAD 0x00200000UL
@@ -69,6 +72,66 @@ static bool have_cap_sys_ptrace(void)
 	return (caps >> CAP_SYS_PTRACE_BIT) & 1;
 }
 
+/* The capture lock: an abstract unix socket named after the target's pid
+ * and start time. Two diag-attach on one process would fight over its
+ * threads every sample (a SEIZE of a thread the other holds fails with
+ * EPERM, and each would see the other's stops); the second one refuses
+ * instead. An abstract name needs no file to clean up: the kernel drops it
+ * when the holder exits, however it exits. A listening stream socket lets
+ * the prober learn the holder's pid through SO_PEERCRED. Scope: the
+ * network namespace, so tools in different containers do not see each
+ * other's locks (they still cannot both hold a thread: EPERM). */
+static socklen_t lock_address(pid_t pid, uint64_t starttime, struct sockaddr_un *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	int n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "diag-attach/%d/%llu", (int)pid,
+			 (unsigned long long)starttime);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+/* Who holds pid's capture lock: its pid, 0 if held but unknown (a full
+ * backlog), -1 if nobody. */
+static pid_t lock_holder(pid_t pid, uint64_t starttime)
+{
+	struct sockaddr_un sa;
+	socklen_t len = lock_address(pid, starttime, &sa);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	pid_t holder = -1;
+	if (connect(fd, (struct sockaddr *)&sa, len) == 0) {
+		struct ucred cr;
+		socklen_t crlen = sizeof(cr);
+		holder = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == 0 ? cr.pid : 0;
+	} else if (errno == EAGAIN) {
+		holder = 0;
+	}
+	close(fd);
+	return holder;
+}
+
+static int lock_take(pid_t pid, uint64_t starttime)
+{
+	struct sockaddr_un sa;
+	socklen_t len = lock_address(pid, starttime, &sa);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, len) < 0) {
+		int e = errno;
+		close(fd);
+		return e == EADDRINUSE ? -EBUSY : -e;
+	}
+	/* Never accepted: probes only need the connection to be queued. */
+	if (listen(fd, 64) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
 int attach_target_probe(pid_t pid, struct attach_probe *ret)
 {
 	struct attach_probe pr = {.refusal = ATTACH_OK, .yama_scope = read_yama_scope(),
@@ -97,6 +160,7 @@ int attach_target_probe(pid_t pid, struct attach_probe *ret)
 		*ret = pr;
 		return 0;
 	}
+	pid_t holder = lock_holder(pid, st.starttime);
 	long threads = 1, tracer = 0, uid = 0;
 	procfs_status_field(buf, "Threads", &threads);
 	procfs_status_field(buf, "TracerPid", &tracer);
@@ -118,7 +182,17 @@ int attach_target_probe(pid_t pid, struct attach_probe *ret)
 		pr.refusal = ATTACH_ZOMBIE;
 	else if (in_own_tracer_chain(pid))
 		pr.refusal = ATTACH_SELF;
-	else if (tracer != 0) {
+	else if (holder >= 0 && holder != getpid()) {
+		pr.refusal = ATTACH_ALREADY_TRACED;
+		pr.capture_locked = true;
+		pr.tracer_pid = holder;
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)holder);
+		if (holder > 0 &&
+		    procfs_read_at(AT_FDCWD, path, pr.tracer_comm, sizeof(pr.tracer_comm)) > 0)
+			pr.tracer_comm[strcspn(pr.tracer_comm, "\n")] = '\0';
+		else
+			snprintf(pr.tracer_comm, sizeof(pr.tracer_comm), "diag-attach");
+	} else if (tracer != 0) {
 		pr.refusal = ATTACH_ALREADY_TRACED;
 		pr.tracer_pid = (pid_t)tracer;
 		snprintf(path, sizeof(path), "/proc/%ld/comm", tracer);
@@ -134,7 +208,8 @@ int attach_target_probe(pid_t pid, struct attach_probe *ret)
 
 int attach_target_open(pid_t pid, struct attach_target *ret)
 {
-	struct attach_target t = {.pid = pid, .proc_dirfd = -1, .task_dirfd = -1, .pidfd = -1};
+	struct attach_target t = {
+		.pid = pid, .proc_dirfd = -1, .task_dirfd = -1, .pidfd = -1, .lock_fd = -1};
 	char path[64], buf[4096];
 	struct procfs_stat st;
 
@@ -151,6 +226,12 @@ int attach_target_open(pid_t pid, struct attach_target *ret)
 	}
 	t.starttime = st.starttime;
 	snprintf(t.comm, sizeof(t.comm), "%s", st.comm);
+	t.lock_fd = lock_take(pid, st.starttime);
+	if (t.lock_fd < 0) {
+		int e = t.lock_fd;
+		attach_target_close(&t);
+		return e;
+	}
 	/* pidfd pins identity against pid reuse; absent on kernels < 5.3. */
 	t.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	*ret = t;
@@ -165,7 +246,9 @@ void attach_target_close(struct attach_target *t)
 		close(t->task_dirfd);
 	if (t->pidfd >= 0)
 		close(t->pidfd);
-	t->proc_dirfd = t->task_dirfd = t->pidfd = -1;
+	if (t->lock_fd >= 0)
+		close(t->lock_fd);
+	t->proc_dirfd = t->task_dirfd = t->pidfd = t->lock_fd = -1;
 }
 
 bool attach_target_alive(const struct attach_target *t)

@@ -5,6 +5,8 @@
 
 #include "capture.h"
 #include "exit_codes.h"
+#include "export.h"
+#include "report.h"
 #include "verify.h"
 
 struct subcommand {
@@ -15,6 +17,8 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
 	{"verify", cmd_verify},
 	{"capture", cmd_capture},
+	{"report", cmd_report},
+	{"export", cmd_export},
 };
 
 int main(int argc, char **argv)

@@ -131,6 +131,17 @@ static int grow_stacks(struct unwound_stack **s, size_t *cap, size_t n)
 	return 0;
 }
 
+/* The stop interrupted a sleeping syscall: the kernel leaves orig_rax =
+ * the syscall number and rax = -ERESTART* (512..516) in that case only; a
+ * thread stopped on its way out of a syscall that completed has the real
+ * result in rax. */
+static bool blocked_in_syscall(const struct thread_capture *tc)
+{
+	long nr = (long)tc->regs.orig_rax;
+	long ret = (long)tc->regs.rax;
+	return nr >= 0 && ret <= -512 && ret >= -516;
+}
+
 static bool maps_changed(const struct process_capture *a, const struct process_capture *b)
 {
 	return a->maps_len != b->maps_len || memcmp(a->maps_text, b->maps_text, a->maps_len) != 0;
@@ -167,9 +178,17 @@ static int sample_tick(struct sampler *sp)
 		if (tc->outcome != THREAD_CAPTURED || st->n == 0)
 			continue;
 		sp->samples++;
+		/* /proc said R a moment before the stop, but the registers say the
+		 * stop found it asleep in a syscall: it was only runnable because
+		 * our previous stop woke it and it had not gone back to sleep yet
+		 * (on a busy machine that takes milliseconds). Trust the registers. */
+		char state = tc->state;
+		bool asleep = blocked_in_syscall(tc);
+		if (state == 'R' && asleep)
+			state = 'S';
 		char labels[128];
 		snprintf(labels, sizeof(labels), "tid=%d" LABEL_SEP "thread_comm=%s" LABEL_SEP "state=%c",
-			 (int)tc->tid, tc->comm, tc->state);
+			 (int)tc->tid, tc->comm, state);
 		int64_t wall_values[2] = {1, period};
 		if (stackagg_add(sp->wall, st->pcs, st->n, labels, wall_values) < 0)
 			return -ENOMEM;
@@ -181,7 +200,7 @@ static int sample_tick(struct sampler *sp)
 				tc->cpu_ns > seen->cpu_ns;
 		if (seen)
 			seen->cpu_ns = tc->cpu_ns;
-		if (tc->state == 'R' && advanced) {
+		if (state == 'R' && advanced) {
 			snprintf(labels, sizeof(labels), "tid=%d" LABEL_SEP "thread_comm=%s", (int)tc->tid,
 				 tc->comm);
 			int64_t cpu_values[2] = {1, period};

@@ -73,6 +73,24 @@ void leakwatch_config_init(struct leakwatch_config *cfg)
 	cfg->min_tau = LEAKWATCH_DEFAULT_MIN_TAU;
 }
 
+int leakwatch_config_set_span(struct leakwatch_config *cfg, double interval_s, double span_s)
+{
+	size_t w = cfg->window ? cfg->window : LEAKWATCH_DEFAULT_WINDOW;
+	double want;
+
+	if (!(interval_s > 0) || !(span_s > 0) || !isfinite(span_s / interval_s))
+		return -EINVAL;
+	/* +1: a window of k samples spans k - 1 intervals. */
+	want = ceil(span_s / interval_s) + 1;
+	if (want > 1e7)
+		return -EINVAL; /* a ring of 10 million samples is a typo */
+	if (cfg->max_window < 16 * w)
+		cfg->max_window = 16 * w;
+	if (want > (double)cfg->max_window)
+		cfg->max_window = (size_t)want;
+	return 0;
+}
+
 static int parse_scaled(const char *s, const char *end, double *ret)
 {
 	char buf[64];

@@ -129,6 +129,21 @@ const struct leakwatch_threshold *leakwatch_default_thresholds(size_t *ret_n);
 /* Fill cfg with the defaults above (window 12, max_window 192, no repeat). */
 void leakwatch_config_init(struct leakwatch_config *cfg);
 
+/* How far back the longest window should reach, in seconds, for slow leaks
+ * to be seen (1 fd / 5 s needs 80 s to rise by 16; 4 minutes leaves room
+ * for noise). */
+#define LEAKWATCH_DEFAULT_SPAN_S 240.0
+
+/*
+ * Raise cfg->max_window so the longest window spans at least span_s
+ * seconds at interval_s between samples (never lowering it below 16 *
+ * window). Call after setting cfg->window. At 1 s and the default span this
+ * is 240 samples; at 250 ms, 960 (fitted on 128-point subsets, so the cost
+ * per sample grows with the number of window lengths, not their size).
+ * Returns 0, or -EINVAL if interval_s or span_s is not positive.
+ */
+int leakwatch_config_set_span(struct leakwatch_config *cfg, double interval_s, double span_s);
+
 /*
  * Parse "NAME=SLOPE_PER_S:MIN_DELTA" (the --leak-threshold syntax) into
  * *ret. SLOPE and DELTA are decimal numbers and may carry a binary suffix

@@ -35,6 +35,7 @@ struct proc_sampler {
 	int limits_fd;   /* -1 if unavailable */
 	int fd_dir;      /* -1 if unavailable (other user's process) */
 	int task_dir;    /* -1 if unavailable */
+	int main_children_fd; /* task/PID/children: the single-thread fast path */
 	bool prlimit_ok; /* prlimit worked last time; if EPERM, use limits_fd */
 	double ns_per_tick;
 	char buf[FILE_BUF];
@@ -317,7 +318,7 @@ void proc_sampler_free(struct proc_sampler *ps)
 	if (!ps)
 		return;
 	int fds[] = { ps->proc_fd, ps->stat_fd, ps->status_fd, ps->io_fd,
-		      ps->limits_fd, ps->fd_dir, ps->task_dir };
+		      ps->limits_fd, ps->fd_dir, ps->task_dir, ps->main_children_fd };
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -339,7 +340,7 @@ int proc_sampler_open(pid_t pid, unsigned flags, struct proc_sampler **ret)
 	ps->pid = pid;
 	ps->flags = flags;
 	ps->stat_fd = ps->status_fd = ps->io_fd = ps->limits_fd = -1;
-	ps->fd_dir = ps->task_dir = -1;
+	ps->fd_dir = ps->task_dir = ps->main_children_fd = -1;
 	ps->prlimit_ok = true;
 	tck = sysconf(_SC_CLK_TCK);
 	ps->ns_per_tick = 1e9 / (double)(tck > 0 ? tck : 100);
@@ -366,6 +367,8 @@ int proc_sampler_open(pid_t pid, unsigned flags, struct proc_sampler **ret)
 	ps->fd_dir = open_at(ps->proc_fd, path, O_DIRECTORY);
 	snprintf(path, sizeof(path), "%d/task", (int)pid);
 	ps->task_dir = open_at(ps->proc_fd, path, O_DIRECTORY);
+	snprintf(path, sizeof(path), "%d/task/%d/children", (int)pid, (int)pid);
+	ps->main_children_fd = open_at(ps->proc_fd, path, 0);
 
 	/* A process that died between the opens would leave some of them
 	 * failed for the wrong reason; say so now rather than sample -1s. */
@@ -515,31 +518,20 @@ static void check_child(struct proc_sampler *ps, int64_t pid, struct children *c
 
 /* task/TID/children is a space-separated list of pids that may be longer
  * than one read, so numbers are assembled across reads. */
-static void scan_task_children(struct proc_sampler *ps, const char *tid, void *ctx)
+static void read_children(struct proc_sampler *ps, int fd, struct children *ch)
 {
-	struct children *ch = ctx;
-	char path[48];
 	int64_t cur = 0;
 	bool in_num = false;
-	int fd;
+	off_t off = 0;
 
-	snprintf(path, sizeof(path), "%s/children", tid);
-	fd = open_at(ps->task_dir, path, 0);
-	if (fd < 0) {
-		/* ENOENT: the thread exited since getdents, or the kernel lacks
-		 * CONFIG_PROC_CHILDREN. Only the latter matters, and then every
-		 * thread fails: see sample_children. */
-		if (errno != ENOENT)
-			ch->failed = true;
-		return;
-	}
 	for (;;) {
-		ssize_t n = read(fd, ps->buf, sizeof(ps->buf));
+		ssize_t n = pread(fd, ps->buf, sizeof(ps->buf), off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
+		off += n;
 		for (ssize_t i = 0; i < n; i++) {
 			char c = ps->buf[i];
 
@@ -555,6 +547,25 @@ static void scan_task_children(struct proc_sampler *ps, const char *tid, void *c
 	}
 	if (in_num)
 		check_child(ps, cur, ch);
+}
+
+static void scan_task_children(struct proc_sampler *ps, const char *tid, void *ctx)
+{
+	struct children *ch = ctx;
+	char path[48];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/children", tid);
+	fd = open_at(ps->task_dir, path, 0);
+	if (fd < 0) {
+		/* ENOENT: the thread exited since getdents, or the kernel lacks
+		 * CONFIG_PROC_CHILDREN. Only the latter matters, and then every
+		 * thread fails: see sample_children. */
+		if (errno != ENOENT)
+			ch->failed = true;
+		return;
+	}
+	read_children(ps, fd, ch);
 	close(fd);
 }
 
@@ -563,6 +574,17 @@ static void sample_children(struct proc_sampler *ps, struct timeline_sample *s)
 	struct children ch = { 0 };
 	int64_t n;
 
+	if (s->threads == 1 && ps->main_children_fd >= 0) {
+		/* One thread, the leader, whose file stays valid for the life
+		 * of the process (like stat): skip the directory pass and the
+		 * open/close. Multi-threaded processes take the general path,
+		 * where per-thread files are not cached because a tid can be
+		 * recycled between samples and a stale file would read empty. */
+		read_children(ps, ps->main_children_fd, &ch);
+		s->child_procs = ch.procs;
+		s->zombie_children = ch.zombies;
+		return;
+	}
 	if (ps->task_dir < 0)
 		return;
 	n = scan_dir(ps, ps->task_dir, scan_task_children, &ch);

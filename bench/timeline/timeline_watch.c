@@ -81,9 +81,8 @@ int main(int argc, char **argv)
 	leakwatch_config_init(&cfg);
 	/* Keep the longest window at about 4 minutes whatever the interval,
 	 * so slow leaks stay visible at short intervals. */
-	if (240 / interval > (double)cfg.max_window)
-		cfg.max_window = (size_t)(240 / interval);
-	if ((r = leakwatch_new(&cfg, names, TIMELINE_COUNTER_COUNT, &lw)) < 0 ||
+	if ((r = leakwatch_config_set_span(&cfg, interval, LEAKWATCH_DEFAULT_SPAN_S)) < 0 ||
+	    (r = leakwatch_new(&cfg, names, TIMELINE_COUNTER_COUNT, &lw)) < 0 ||
 	    (r = proc_sampler_open(pid, flags, &ps)) < 0) {
 		fprintf(stderr, "timeline_watch: %s\n", strerror(-r));
 		kill(pid, SIGKILL);

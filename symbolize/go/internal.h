@@ -34,6 +34,18 @@ struct go_layout {
 	int gc_heaplive;  /* runtime.gcControllerState.heapLive (1.18+) */
 };
 
+/* Heap-profile bucket layouts (mprof.go), from DWARF or the 1.19 table;
+ * used by heap.c. -1 = absent. */
+struct go_heap_layout {
+	int bucket_size;            /* sizeof(runtime.bucket): the stack follows it */
+	int b_allnext, b_typ, b_size, b_nstk;
+	int mr_active, mr_future;   /* runtime.memRecord */
+	int cyc_size;               /* sizeof(runtime.memRecordCycle) */
+	/* alloc_bytes/free_bytes are absent in a 2026 development snapshot of
+	 * the runtime (recipe §4.3): bytes = count * bucket.size there */
+	int cyc_allocs, cyc_frees, cyc_alloc_bytes, cyc_free_bytes;
+};
+
 /* A decoded runtime._func (the fields we use). */
 struct go_func {
 	const uint8_t *raw;  /* the _func in the file image */
@@ -74,10 +86,14 @@ struct go_target {
 	/* runtime globals (link addresses, 0 if absent) */
 	uint64_t sym_allglen, sym_allgptr, sym_allgs, sym_allm, sym_fingrunning, sym_fingstatus;
 	uint64_t sym_sched, sym_allp, sym_gccontroller;
+	/* heap profile (heap.c): mProfCycle is 1.19+; 1.18 has mProf.cycle */
+	uint64_t sym_mbuckets, sym_mprofcycle, sym_mprof, sym_memprofilerate, sym_disablememprof;
 	char **waitreasons;
 	size_t nwaitreasons;
 	struct go_layout L;
 	bool have_layout;
+	struct go_heap_layout HL;
+	bool have_heap_layout;
 };
 
 /* File image bytes at a link-time address, or NULL if not backed by the file. */

@@ -157,6 +157,11 @@ static void read_symbols(struct go_target *t, uint64_t *wr_addr, uint64_t *wr_si
 		{"runtime.sched", &t->sym_sched, NULL},
 		{"runtime.allp", &t->sym_allp, NULL},
 		{"runtime.gcController", &t->sym_gccontroller, NULL},
+		{"runtime.mbuckets", &t->sym_mbuckets, NULL},
+		{"runtime.mProfCycle", &t->sym_mprofcycle, NULL},
+		{"runtime.mProf", &t->sym_mprof, NULL},
+		{"runtime.MemProfileRate", &t->sym_memprofilerate, NULL},
+		{"runtime.disableMemoryProfiling", &t->sym_disablememprof, NULL},
 		{"runtime.waitReasonStrings", wr_addr, wr_size},
 		{"runtime.buildVersion", bv_addr, NULL},
 		{"runtime.firstmoduledata", fmd_addr, NULL},
@@ -241,9 +246,10 @@ static bool read_dwarf_layout(struct go_target *t)
 	Dwarf *dw = dwarf_begin_elf(t->elf, DWARF_C_READ, NULL);
 	if (!dw)
 		return false;
-	enum { S_G, S_M, S_MD, S_SCHED, S_P, S_GC, S_N };
+	enum { S_G, S_M, S_MD, S_SCHED, S_P, S_GC, S_BUCKET, S_MEMREC, S_MEMCYC, S_N };
 	static const char *const names[S_N] = {"runtime.g", "runtime.m", "runtime.moduledata", "runtime.schedt",
-					       "runtime.p", "runtime.gcControllerState"};
+					       "runtime.p", "runtime.gcControllerState", "runtime.bucket",
+					       "runtime.memRecord", "runtime.memRecordCycle"};
 	Dwarf_Die found[S_N];
 	bool have[S_N] = {0};
 	int nfound = 0;
@@ -268,6 +274,25 @@ static bool read_dwarf_layout(struct go_target *t)
 			} while (nfound < S_N && dwarf_siblingof(&die, &die) == 0);
 		}
 		off = next;
+	}
+	if (have[S_BUCKET] && have[S_MEMREC] && have[S_MEMCYC]) {
+		struct go_heap_layout *H = &t->HL;
+		Dwarf_Die *b = &found[S_BUCKET], *mr = &found[S_MEMREC], *c = &found[S_MEMCYC];
+		H->bucket_size = dwarf_bytesize(b);
+		H->b_allnext = member_offset(b, "allnext");
+		H->b_typ = member_offset(b, "typ");
+		H->b_size = member_offset(b, "size");
+		H->b_nstk = member_offset(b, "nstk");
+		H->mr_active = member_offset(mr, "active");
+		H->mr_future = member_offset(mr, "future");
+		H->cyc_size = dwarf_bytesize(c);
+		H->cyc_allocs = member_offset(c, "allocs");
+		H->cyc_frees = member_offset(c, "frees");
+		H->cyc_alloc_bytes = member_offset(c, "alloc_bytes");
+		H->cyc_free_bytes = member_offset(c, "free_bytes");
+		t->have_heap_layout = H->bucket_size > 0 && H->b_allnext >= 0 && H->b_size >= 0 && H->b_nstk >= 0 &&
+				      H->mr_active >= 0 && H->mr_future >= 0 && H->cyc_size > 0 &&
+				      H->cyc_allocs >= 0 && H->cyc_frees >= 0;
 	}
 	bool ok = false;
 	if (have[S_G] && have[S_M]) {
@@ -322,6 +347,18 @@ static void layout_go119(struct go_layout *L)
 		.g_gopc = 296, .g_startpc = 312, .g_labels = 360, .g_parentgoid = -1,
 		.m_procid = 72, .m_curg = 192, .m_alllink = 336, .m_vdsosp = 800, .m_vdsopc = 808,
 		.md_gofunc = 304, .md_text = 176, .sched_gfree_n = -1, .sched_ngsys = -1, .p_gfree_n = -1, .gc_heaplive = -1,
+	};
+}
+
+/* mprof.go of go1.19.8 (recipe §4.1): bucket{next, allnext, typ, hash,
+ * size, nstk} then stk[nstk], then memRecord{active, future[3]} of
+ * memRecordCycle{allocs, frees, alloc_bytes, free_bytes}. */
+static void heap_layout_go119(struct go_heap_layout *H)
+{
+	*H = (struct go_heap_layout){
+		.bucket_size = 48, .b_allnext = 8, .b_typ = 16, .b_size = 32, .b_nstk = 40,
+		.mr_active = 0, .mr_future = 32, .cyc_size = 32,
+		.cyc_allocs = 0, .cyc_frees = 8, .cyc_alloc_bytes = 16, .cyc_free_bytes = 24,
 	};
 }
 
@@ -454,6 +491,10 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 	}
 	if (t->have_layout)
 		layout_sizes(&t->L);
+	if (!t->have_heap_layout && t->minor == 19) {
+		heap_layout_go119(&t->HL);
+		t->have_heap_layout = true;
+	}
 
 	/* funcdata base: moduledata.gofunc, else the go.func.* symbol. */
 	int md_gofunc = t->have_layout ? t->L.md_gofunc : -1;

@@ -535,3 +535,39 @@ Test(leakwatch, override_after_defaults_wins)
 	cr_assert_eq(r.fires, 0);
 	leakwatch_free(lw);
 }
+
+Test(leakwatch, set_span)
+{
+	struct leakwatch_config cfg;
+
+	leakwatch_config_init(&cfg);
+	cr_assert_eq(leakwatch_config_set_span(&cfg, 1.0, LEAKWATCH_DEFAULT_SPAN_S), 0);
+	cr_assert_eq(cfg.max_window, 241);
+	leakwatch_config_init(&cfg);
+	cr_assert_eq(leakwatch_config_set_span(&cfg, 0.25, 240), 0);
+	cr_assert_eq(cfg.max_window, 961);
+	leakwatch_config_init(&cfg);
+	cr_assert_eq(leakwatch_config_set_span(&cfg, 10, 240), 0);
+	cr_assert_eq(cfg.max_window, 16 * LEAKWATCH_DEFAULT_WINDOW, "never lowered");
+	cr_assert_eq(leakwatch_config_set_span(&cfg, 0, 240), -EINVAL);
+	cr_assert_eq(leakwatch_config_set_span(&cfg, 1, -1), -EINVAL);
+}
+
+/* With the span set for 250 ms, the slow fd leak is seen at that interval
+ * too, within the same few minutes as at 1 s. */
+Test(leakwatch, slow_leak_at_short_interval_with_span)
+{
+	struct leakwatch_config cfg;
+	struct leakwatch *lw = NULL;
+	struct run r;
+
+	leakwatch_config_init(&cfg);
+	cr_assert_eq(leakwatch_config_set_span(&cfg, 0.25, LEAKWATCH_DEFAULT_SPAN_S), 0);
+	cr_assert_eq(leakwatch_new(&cfg, names, NC, &lw), 0);
+	rng_seed(9);
+	r = drive(lw, FDS, slow_fd_leak_noisy, 0.25, 400);
+	cr_assert_eq(r.fires, 1);
+	cr_assert_leq(r.first_t, 300, "fired at %.0f s", r.first_t);
+	cr_assert_float_eq(r.first.slope_per_s, 0.2, 0.06);
+	leakwatch_free(lw);
+}

@@ -1,0 +1,184 @@
+/* diag-attach export: choose a profile and a format; export_format does
+ * the writing. */
+#include "export.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bundle/reader.h"
+#include "exit_codes.h"
+#include "export_format.h"
+#include "report.h"
+#include "util.h"
+
+static void usage(FILE *out)
+{
+	fputs("Usage:\n"
+	      " diag-attach export [options] DIR\n\n"
+	      "Write a profile of the bundle in DIR in a format other viewers read.\n\n"
+	      "Options:\n"
+	      " -f, --format FORMAT      collapsed (default): folded stacks for FlameGraph\n"
+	      "                          and inferno, one \"root;...;leaf VALUE\" line per stack;\n"
+	      "                          speedscope: speedscope's JSON, one profile per thread\n"
+	      " -p, --profile NAME       cpu (default), wall, threads (the snapshot),\n"
+	      "                          goroutine (Go targets), or any member ending in .pprof\n"
+	      "     --value WHAT         samples (default for collapsed) or time (default for\n"
+	      "                          speedscope; nanoseconds of CPU or wall time)\n"
+	      " -t, --per-thread         collapsed: add \"comm/tid\" as the outermost frame\n"
+	      " -o, --output FILE        write to FILE instead of standard output\n"
+	      " -h, --help               display this help\n\n"
+	      "A bundle without cpu.pprof (a --snapshot capture) exports threads.pprof\n"
+	      "unless --profile says otherwise.\n\n"
+	      "Exit status:\n"
+	      "  0  written\n"
+	      "  1  DIR is not a bundle, or the profile cannot be decoded\n"
+	      "  2  usage error, or the bundle has no such profile\n"
+	      " 10  the output could not be written\n"
+	      " 11  internal error (out of memory)\n\n"
+	      "See diag-attach(1).\n",
+	      out);
+}
+
+int cmd_export(int argc, char **argv)
+{
+	enum { OPT_VALUE = 256 };
+	static const struct option opts[] = {
+		{"format", required_argument, NULL, 'f'},
+		{"profile", required_argument, NULL, 'p'},
+		{"value", required_argument, NULL, OPT_VALUE},
+		{"per-thread", no_argument, NULL, 't'},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *format = "collapsed", *profile = NULL, *value = NULL, *output = NULL;
+	bool per_thread = false;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:p:to:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			format = optarg;
+			break;
+		case 'p':
+			profile = optarg;
+			break;
+		case OPT_VALUE:
+			value = optarg;
+			break;
+		case 't':
+			per_thread = true;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		default:
+			fputs("Try 'diag-attach export --help' for more information.\n", stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		die_message("usage: diag-attach export [--format collapsed|speedscope] [--profile cpu|wall] DIR");
+		return EXIT_USAGE;
+	}
+	bool speedscope = strcmp(format, "speedscope") == 0;
+	if (!speedscope && strcmp(format, "collapsed") != 0) {
+		die_message("unknown format '%s'", format);
+		hint_message("formats: collapsed, speedscope");
+		return EXIT_USAGE;
+	}
+	if (value && strcmp(value, "samples") != 0 && strcmp(value, "time") != 0) {
+		die_message("invalid --value '%s': samples or time", value);
+		return EXIT_USAGE;
+	}
+	const char *dir = argv[optind];
+	struct bundle_reader *r;
+	int rc = report_open_bundle(dir, &r);
+	if (rc != EXIT_OK)
+		return rc;
+
+	char member[256];
+	if (!profile)
+		profile = bundle_reader_has(r, "cpu.pprof") ? "cpu" : "threads";
+	size_t plen = strlen(profile);
+	if (plen > 6 && strcmp(profile + plen - 6, ".pprof") == 0)
+		snprintf(member, sizeof(member), "%s", profile);
+	else
+		snprintf(member, sizeof(member), "%s.pprof", profile);
+	if (!bundle_reader_has(r, member)) {
+		die_message("bundle '%s' has no %s", dir, member);
+		const cJSON *m;
+		char list[512] = "";
+		cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(bundle_reader_manifest(r), "members"))
+		{
+			const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "name");
+			size_t l = cJSON_IsString(n) ? strlen(n->valuestring) : 0;
+			if (l > 6 && strcmp(n->valuestring + l - 6, ".pprof") == 0 && strlen(list) + l + 3 < sizeof(list))
+				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", *list ? ", " : "",
+					 n->valuestring);
+		}
+		hint_message("profiles in this bundle: %s", *list ? list : "none");
+		bundle_reader_free(r);
+		return EXIT_USAGE;
+	}
+	const struct bundle_profile *p;
+	int e = bundle_reader_profile(r, member, &p);
+	if (e < 0) {
+		die_message("cannot decode %s/%s: %s", dir, member, e == -EBADMSG ? "not a gzipped pprof profile" : strerror(-e));
+		hint_message("check the bundle with: diag-attach verify %s", dir);
+		bundle_reader_free(r);
+		return e == -ENOMEM ? EXIT_INTERNAL : EXIT_VERIFY_FAILED;
+	}
+	bool by_time = value ? strcmp(value, "time") == 0 : speedscope;
+	size_t vi = by_time && p->nvalues ? p->nvalues - 1 : 0;
+
+	FILE *out = stdout;
+	char *tmp = NULL;
+	if (output && strcmp(output, "-") != 0) {
+		if (asprintf(&tmp, "%s.tmp", output) < 0 || !(out = fopen(tmp, "w"))) {
+			die_message("cannot write '%s': %s", output, strerror(errno));
+			free(tmp);
+			bundle_reader_free(r);
+			return EXIT_WRITE_FAILED;
+		}
+	}
+	if (speedscope) {
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(bundle_reader_manifest(r), "target");
+		const cJSON *comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
+		const cJSON *pid = cJSON_GetObjectItemCaseSensitive(t, "pid");
+		char name[256];
+		snprintf(name, sizeof(name), "%s (pid %.0f) %s", cJSON_IsString(comm) ? comm->valuestring : "?",
+			 cJSON_IsNumber(pid) ? pid->valuedouble : 0, profile);
+		e = export_speedscope(p, vi, name, out);
+	} else {
+		e = export_collapsed(p, vi, per_thread, out);
+	}
+	if (fflush(out) != 0 && e == 0)
+		e = -EIO;
+	if (tmp) {
+		if (fclose(out) != 0 && e == 0)
+			e = -EIO;
+		if (e == 0 && rename(tmp, output) < 0)
+			e = -errno;
+		if (e < 0)
+			unlink(tmp);
+		free(tmp);
+	}
+	bundle_reader_free(r);
+	if (e == -ENOMEM) {
+		die_message("out of memory");
+		return EXIT_INTERNAL;
+	}
+	if (e < 0) {
+		die_message("cannot write %s: %s", output ? output : "standard output", strerror(-e));
+		return EXIT_WRITE_FAILED;
+	}
+	return EXIT_OK;
+}
