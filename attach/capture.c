@@ -751,11 +751,25 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 	bool realtime = o->realtime_window && enter_realtime();
 	/* Re-scan until a pass finds no thread we have not seen: threads born
 	 * while we seize are caught (gdb and CRIU do the same). */
-	int passes = 0;
+	int passes = 0, eperm_retries = 0;
 	do {
 		r = scan_and_seize(&run);
 		if (r < 0)
 			break;
+		/* Every seize failed with EPERM on a live process: all its threads
+		 * were exiting (an exec in progress kills all but one, and the
+		 * exec'ing thread cannot be seized until it is done). Not a
+		 * permission problem; give it a few milliseconds, then let the
+		 * caller decide. */
+		if (r == 0 && run.nseized == 0 && run.first_seize_error == EPERM &&
+		    eperm_retries < 5 && attach_target_alive(t)) {
+			eperm_retries++;
+			pc->nthreads = 0;
+			run.first_seize_error = 0;
+			struct timespec ts = {0, 2000000};
+			nanosleep(&ts, NULL);
+			r = 1;
+		}
 	} while (r > 0 && ++passes < 64);
 
 	if (run.nseized > 0)

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -253,6 +254,18 @@ void attach_target_close(struct attach_target *t)
 
 bool attach_target_alive(const struct attach_target *t)
 {
+	/* The pidfd is the authority: it becomes readable when the whole
+	 * thread group has exited, and only then. /proc alone misleads in the
+	 * middle of a non-leader exec (the leader is a zombie, the exec'ing
+	 * thread has not yet taken its pid) and after pthread_exit of main. */
+	if (t->pidfd >= 0) {
+		struct pollfd p = {.fd = t->pidfd, .events = POLLIN};
+		int r = poll(&p, 1, 0);
+		if (r == 0)
+			return true;
+		if (r > 0)
+			return false;
+	}
 	char buf[4096];
 	struct procfs_stat st;
 	/* Reads through a dirfd of a reaped process fail with ESRCH even if the

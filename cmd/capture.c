@@ -15,6 +15,7 @@
 
 #include "exit_codes.h"
 #include "go_out.h"
+#include "interp.h"
 #include "snapshot_out.h"
 #include "target_info.h"
 #include "timeline/leakwatch.h"
@@ -409,34 +410,15 @@ static int run_snapshot(struct capture_session *s)
 
 	/* The target runs again from here on: unwinding and symbols cost it
 	 * nothing but the CPU we share with it. */
-	struct unwinder *uw = NULL;
-	struct symbolizer *sym = NULL;
 	int exit_code = EXIT_OK;
-	r = unwinder_new(pc.pid, pc.maps_text, pc.maps_len, &uw);
-	struct unwound_stack *stacks = NULL;
-	if (r == 0) {
-		stacks = calloc(pc.nthreads ? pc.nthreads : 1, sizeof(*stacks));
-		if (!stacks)
-			r = -ENOMEM;
-	}
-	if (r == 0) {
-		snapshot_unwind(&pc, uw, stacks);
-		r = symbolizer_new(pc.pid, pc.maps_text, pc.maps_len, &s->symopt, &sym);
-	}
-	if (r == 0)
-		r = snapshot_write(s->bundle, "", &pc, stacks, sym, s->go);
-	if (r == 0 && s->go)
-		r = go_session_write(s->go, s->bundle, "", sym,
-				     cJSON_GetObjectItem(cJSON_GetObjectItem(s->manifest, "target"), "go"));
+	r = snapshot_finish(s->bundle, "", &pc, NULL, s->interp, s->go,
+			    cJSON_GetObjectItem(s->manifest, "target"));
 	if (r < 0) {
 		exit_code = (r == -ENOMEM) ? EXIT_INTERNAL : write_error_exit(bundle_dir(s->bundle), r);
 		if (r == -ENOMEM)
 			die_message("out of memory while writing the snapshot");
 		goto out;
 	}
-
-	cJSON *target = cJSON_GetObjectItem(s->manifest, "target");
-	cJSON_AddStringToObject(target, "build_id", symbolizer_main_build_id(sym));
 	cJSON_AddStringToObject(s->manifest, "mode", "snapshot");
 
 	uint64_t max = 0, total = 0;
@@ -457,9 +439,6 @@ static int run_snapshot(struct capture_session *s)
 	cJSON_AddNumberToObject(pause, "late_threads", (double)pc.nlate);
 	cJSON_AddNumberToObject(pause, "exited_threads", (double)pc.ngone);
 out:
-	free(stacks);
-	symbolizer_free(sym);
-	unwinder_free(uw);
 	process_capture_release(&pc);
 	return exit_code;
 }
@@ -539,10 +518,19 @@ int cmd_capture(int argc, char **argv)
 	/* A Go target gets its goroutines read too. Parsing its binary happens
 	 * here, before anything is stopped. */
 	s.go = go_session_open(opt.pid);
+	/* Unwinding and symbols run in a sandboxed worker, forked before we
+	 * hold anything. */
+	if (interp_new(opt.pid, &s.symopt, &s.interp) < 0) {
+		die_message("out of memory");
+		go_session_free(s.go);
+		attach_target_close(&s.target);
+		return EXIT_INTERNAL;
+	}
 	/* Create the output before attaching: an unusable directory must fail
 	 * before we pause anything. */
 	r = bundle_create(dir, &s.bundle);
 	if (r < 0) {
+		interp_free(s.interp);
 		go_session_free(s.go);
 		attach_target_close(&s.target);
 		return output_error(dir, r);
@@ -551,12 +539,15 @@ int cmd_capture(int argc, char **argv)
 	if (!s.manifest) {
 		die_message("out of memory");
 		bundle_abandon(s.bundle);
+		interp_free(s.interp);
 		go_session_free(s.go);
 		attach_target_close(&s.target);
 		return EXIT_INTERNAL;
 	}
 
 	int exit_code = opt.snapshot ? run_snapshot(&s) : sampler_run(&s);
+	if (exit_code == EXIT_OK)
+		interp_describe(s.interp, cJSON_AddObjectToObject(s.manifest, "interpretation"));
 
 	if (exit_code == EXIT_OK && capture_stop_requests >= 2) {
 		die_message("interrupted while writing; bundle '%s' abandoned (no manifest)", dir);
@@ -581,6 +572,7 @@ int cmd_capture(int argc, char **argv)
 			rmdir(dir);
 	}
 	cJSON_Delete(s.manifest);
+	interp_free(s.interp);
 	go_session_free(s.go);
 	attach_target_close(&s.target);
 	return exit_code;

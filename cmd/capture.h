@@ -17,6 +17,7 @@
 #include "symbolize/symbolize.h"
 
 struct go_session;
+struct interp;
 
 #define MAX_ANNOTATIONS 64
 #define MAX_LEAK_THRESHOLDS 32
@@ -49,6 +50,7 @@ struct capture_session {
 	uint64_t started_wall_ns;
 	struct symbolize_options symopt;
 	struct go_session *go;     /* NULL unless the target is a Go program */
+	struct interp *interp;     /* unwinding and symbols (sandboxed worker) */
 };
 
 /* Set by SIGINT/SIGTERM/SIGHUP: the number of such signals received. */

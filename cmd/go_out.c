@@ -243,7 +243,7 @@ static int add_go_sample(void *ctx, const struct go_sample *s)
 }
 
 static int write_pprof(struct go_session *g, struct bundle *b, const char *name,
-		       struct symbolizer *sym)
+		       const struct symtab *st)
 {
 	static const struct profile_value_type types[] = {{"goroutine", "count"}};
 	struct pprof_ctx c = {.g = g};
@@ -251,7 +251,7 @@ static int write_pprof(struct go_session *g, struct bundle *b, const char *name,
 	if (!c.pb)
 		return -ENOMEM;
 	profile_builder_set_time(c.pb, (int64_t)realtime_ns(), 0);
-	c.nmodules = symbolizer_modules(sym, &c.modules);
+	c.nmodules = symtab_modules(st, &c.modules);
 	c.mapping_ids = calloc(c.nmodules + 1, sizeof(uint64_t));
 	if (!c.mapping_ids) {
 		profile_builder_free(c.pb);
@@ -280,7 +280,7 @@ static int write_pprof(struct go_session *g, struct bundle *b, const char *name,
 }
 
 int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
-		     struct symbolizer *sym, cJSON *manifest_go)
+		     const struct symtab *st, cJSON *manifest_go)
 {
 	if (!g || !go_target_can_list_goroutines(g->target))
 		return 0;
@@ -291,13 +291,13 @@ int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 			cJSON_AddStringToObject(o, "error", strerror(g->capture_error < 0 ? -g->capture_error : EIO));
 			return 0;
 		}
-		struct go_capture_stats st;
-		go_snapshot_stats(g->snap, &st);
-		cJSON_AddNumberToObject(o, "goroutines", (double)st.goroutines);
+		struct go_capture_stats stats;
+		go_snapshot_stats(g->snap, &stats);
+		cJSON_AddNumberToObject(o, "goroutines", (double)stats.goroutines);
 		cJSON_AddNumberToObject(o, "read_us", (double)g->capture_ns / 1000.0);
-		cJSON_AddNumberToObject(o, "bytes_read", (double)st.bytes_read);
-		cJSON_AddNumberToObject(o, "stacks_truncated", (double)st.stacks_truncated);
-		cJSON_AddNumberToObject(o, "unreadable", (double)st.unreadable);
+		cJSON_AddNumberToObject(o, "bytes_read", (double)stats.bytes_read);
+		cJSON_AddNumberToObject(o, "stacks_truncated", (double)stats.stacks_truncated);
+		cJSON_AddNumberToObject(o, "unreadable", (double)stats.unreadable);
 	}
 	if (!g->snap)
 		return 0;
@@ -319,5 +319,5 @@ int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 	if (r < 0)
 		return r;
 	snprintf(name, sizeof(name), "%sgoroutine.pprof", prefix);
-	return write_pprof(g, b, name, sym);
+	return write_pprof(g, b, name, st);
 }

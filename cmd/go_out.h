@@ -15,6 +15,7 @@
 #include "attach/attach.h"
 #include "bundle/bundle.h"
 #include "symbolize/symbolize.h"
+#include "symtab.h"
 
 struct go_session;
 
@@ -32,7 +33,7 @@ void go_session_arm(struct go_session *g, struct attach_options *opts);
  * the goroutines copied during the last armed capture. 0 when there was
  * nothing to write; -errno on a bundle write error. */
 int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
-		     struct symbolizer *sym, cJSON *manifest_go);
+		     const struct symtab *st, cJSON *manifest_go);
 
 /* Cheap counters for the timeline (-1 when unknown). */
 void go_session_counters(struct go_session *g, int64_t *goroutines, int64_t *heap_live);

@@ -4,8 +4,10 @@
 #include <string.h>
 
 #include "capture.h"
+#include "diff.h"
 #include "exit_codes.h"
 #include "export.h"
+#include "pem.h"
 #include "report.h"
 #include "verify.h"
 
@@ -19,6 +21,9 @@ static const struct subcommand subcommands[] = {
 	{"capture", cmd_capture},
 	{"report", cmd_report},
 	{"export", cmd_export},
+	{"pem", cmd_pem},
+	{"unpem", cmd_unpem},
+	{"diff", cmd_diff},
 };
 
 int main(int argc, char **argv)

@@ -379,7 +379,6 @@ int pem_decode(const char *text, size_t len, const char *want_id, struct pem_bun
 	struct block k = {0};
 	bool in = false, body = false;
 	size_t col = 0;
-	const char *prefix = NULL;
 	int e = 0;
 	for (size_t pos = 0; pos < len && e == 0;) {
 		const char *line = text + pos;
@@ -395,15 +394,13 @@ int pem_decode(const char *text, size_t len, const char *want_id, struct pem_bun
 			block_release(&k);
 			in = true;
 			body = false;
-			prefix = line;
 			col = (size_t)(begin - line);
 			continue;
 		}
 		if (!in)
 			continue;
-		/* Strip the log prefix: the same text as on the BEGIN line, or
-		 * failing that the same width (timestamps change, their width
-		 * does not). */
+		/* Strip the log prefix by width, not by text: timestamps
+		 * change from line to line, their width does not. */
 		const char *s = line;
 		size_t sn = n;
 		if (sn >= col) {
@@ -412,7 +409,6 @@ int pem_decode(const char *text, size_t len, const char *want_id, struct pem_bun
 		} else {
 			sn = 0;
 		}
-		(void)prefix;
 		if (memmem(s, sn, END_LINE, strlen(END_LINE))) {
 			e = block_finish(b, &k, want_id);
 			block_release(&k);

@@ -13,27 +13,32 @@
 struct encode_ctx {
 	struct go_session *go;
 	struct profile_builder *pb;
-	struct symbolizer *sym;
+	const struct symtab *st;
+	struct addrset *set;
 	const struct sym_module *modules;
 	size_t nmodules;
 	uint64_t *mapping_ids; /* per module */
 	int error;
 };
 
-/* Pass 1: symbolize every distinct PC so the modules' has_* flags are final
- * before mappings are written. */
-static int symbolize_stack(void *vctx, const uint64_t *pcs, size_t npcs, const char *labels,
-			   const int64_t *values)
+static int collect_stack(void *vctx, const uint64_t *pcs, size_t npcs, const char *labels,
+			 const int64_t *values)
 {
 	struct encode_ctx *ctx = vctx;
 	for (size_t i = 0; i < npcs; i++) {
-		const struct sym_location *loc;
-		if (symbolizer_lookup(ctx->sym, frame_lookup_address(pcs, i), &loc) < 0) {
+		if (addrset_add(ctx->set, frame_lookup_address(pcs, i)) < 0) {
 			ctx->error = -ENOMEM;
 			return 1;
 		}
 	}
 	return 0;
+}
+
+int profile_out_collect(const struct stackagg *agg, struct addrset *set)
+{
+	struct encode_ctx ctx = {.set = set};
+	stackagg_foreach(agg, collect_stack, &ctx);
+	return ctx.error;
 }
 
 static uint64_t mapping_id_for(struct encode_ctx *ctx, const struct sym_module *m)
@@ -51,9 +56,10 @@ static uint64_t location_for(struct encode_ctx *ctx, uint64_t addr)
 	uint64_t id = profile_builder_find_location(ctx->pb, addr);
 	if (id)
 		return id;
-	const struct sym_location *loc;
-	if (symbolizer_lookup(ctx->sym, addr, &loc) < 0)
-		return 0;
+	const struct sym_location *loc = symtab_lookup(ctx->st, addr);
+	struct sym_location unknown = {.pc = addr};
+	if (!loc)
+		loc = &unknown;
 	struct profile_line lines[64];
 	size_t n = 0;
 	const struct sym_frame *frames = loc->frames;
@@ -127,20 +133,17 @@ static int add_sample(void *vctx, const uint64_t *pcs, size_t npcs, const char *
 	return 0;
 }
 
-int profile_out_encode(const struct stackagg *agg, struct symbolizer *sym,
+int profile_out_encode(const struct stackagg *agg, const struct symtab *st,
 		       const struct profile_spec *spec, uint8_t **ret, size_t *ret_len)
 {
-	struct encode_ctx ctx = {.sym = sym, .go = spec->go};
-	stackagg_foreach(agg, symbolize_stack, &ctx);
-	if (ctx.error)
-		return ctx.error;
+	struct encode_ctx ctx = {.st = st, .go = spec->go};
 
 	ctx.pb = profile_builder_new(spec->sample_types, spec->ntypes, spec->period_type, spec->period);
 	if (!ctx.pb)
 		return -ENOMEM;
 	profile_builder_set_time(ctx.pb, spec->time_nanos, spec->duration_nanos);
 
-	ctx.nmodules = symbolizer_modules(sym, &ctx.modules);
+	ctx.nmodules = symtab_modules(st, &ctx.modules);
 	ctx.mapping_ids = calloc(ctx.nmodules ? ctx.nmodules : 1, sizeof(uint64_t));
 	if (!ctx.mapping_ids) {
 		profile_builder_free(ctx.pb);

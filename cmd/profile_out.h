@@ -14,7 +14,7 @@
 
 #include "bundle/profile.h"
 #include "bundle/stackagg.h"
-#include "symbolize/symbolize.h"
+#include "symtab.h"
 
 #define LABEL_SEP "\x1f"
 
@@ -34,8 +34,13 @@ static inline uint64_t frame_lookup_address(const uint64_t *pcs, size_t i)
 	return i == 0 ? pcs[0] : pcs[i] - 1;
 }
 
-/* Encode agg as a gzipped pprof into *ret (malloc'd). 0 or -errno. */
-int profile_out_encode(const struct stackagg *agg, struct symbolizer *sym,
+/* Add every address agg's stacks will look up to set. 0 or -ENOMEM. */
+int profile_out_collect(const struct stackagg *agg, struct addrset *set);
+
+/* Encode agg as a gzipped pprof into *ret (malloc'd), with symbols from st
+ * (which must hold every address profile_out_collect gathered). 0 or
+ * -errno. */
+int profile_out_encode(const struct stackagg *agg, const struct symtab *st,
 		       const struct profile_spec *spec, uint8_t **ret, size_t *ret_len);
 
 #endif

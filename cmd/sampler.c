@@ -105,8 +105,6 @@ struct sampler {
 	struct process_capture cur, last;
 	struct unwound_stack *stacks, *last_stacks;
 	size_t stacks_cap, last_stacks_cap;
-	struct unwinder *uw;
-	struct symbolizer *sym_early;
 	struct stackagg *cpu, *wall;
 	struct cpu_table cpu_seen;
 	struct pause_stats pause;
@@ -114,7 +112,7 @@ struct sampler {
 	uint64_t period_ns;
 	uint64_t ticks, missed, samples, cpu_samples, errors;
 	size_t last_threads;
-	bool have_last, target_exited;
+	bool have_last, target_exited, prepared_once;
 	int exit_signal_seen;
 };
 
@@ -142,11 +140,6 @@ static bool blocked_in_syscall(const struct thread_capture *tc)
 	return nr >= 0 && ret <= -512 && ret >= -516;
 }
 
-static bool maps_changed(const struct process_capture *a, const struct process_capture *b)
-{
-	return a->maps_len != b->maps_len || memcmp(a->maps_text, b->maps_text, a->maps_len) != 0;
-}
-
 /* One stack tick. Returns 0, -ESRCH when the target is gone, or -errno. */
 static int sample_tick(struct sampler *sp)
 {
@@ -156,20 +149,15 @@ static int sample_tick(struct sampler *sp)
 	pause_add(&sp->pause, sp->cur.hold_ns);
 
 	/* Released: everything below costs the target nothing but shared CPU. */
-	if (!sp->uw) {
-		r = unwinder_new(sp->cur.pid, sp->cur.maps_text, sp->cur.maps_len, &sp->uw);
-		if (r < 0)
-			return r;
+	if (!sp->prepared_once) {
 		/* Load modules while the target is alive, in case it exits before
 		 * the end: after that /proc/PID/root and map_files are gone. */
-		symbolizer_new(sp->cur.pid, sp->cur.maps_text, sp->cur.maps_len, &sp->s->symopt,
-			       &sp->sym_early);
-	} else if (!sp->have_last || maps_changed(&sp->cur, &sp->last)) {
-		unwinder_update_maps(sp->uw, sp->cur.maps_text, sp->cur.maps_len);
+		interp_prepare(sp->s->interp, sp->cur.maps_text, sp->cur.maps_len);
+		sp->prepared_once = true;
 	}
 	if (grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) < 0)
 		return -ENOMEM;
-	snapshot_unwind(&sp->cur, sp->uw, sp->stacks);
+	interp_unwind(sp->s->interp, &sp->cur, sp->stacks);
 
 	int64_t period = (int64_t)sp->period_ns;
 	for (size_t i = 0; i < sp->cur.nthreads; i++) {
@@ -250,63 +238,84 @@ static void sleep_until(uint64_t deadline_ns)
 }
 
 /* Take the final snapshot (with wait channels) if the target still lives;
- * otherwise fall back to the last tick's capture. */
-static int write_final_snapshot(struct sampler *sp, struct symbolizer *sym)
+ * otherwise fall back to the last tick's capture, unwound while it lived.
+ * Adds every address the profiles need to set, and symbolizes everything
+ * in one batch. */
+static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t duration)
 {
+	struct capture_session *s = sp->s;
 	struct attach_options ao = sp->ao;
 	ao.read_wait_details = true;
-	if (sp->s->go)
-		go_session_arm(sp->s->go, &ao);
-	if (!sp->target_exited && attach_capture(&sp->s->target, &ao, &sp->cur) == 0 &&
+	if (s->go)
+		go_session_arm(s->go, &ao);
+	const struct process_capture *final = NULL;
+	const struct unwound_stack *final_stacks = NULL;
+	if (!sp->target_exited && attach_capture(&s->target, &ao, &sp->cur) == 0 &&
 	    grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) == 0) {
 		pause_add(&sp->pause, sp->cur.hold_ns);
-		if (!sp->uw && unwinder_new(sp->cur.pid, sp->cur.maps_text, sp->cur.maps_len, &sp->uw) < 0)
-			return -ENOMEM;
-		unwinder_update_maps(sp->uw, sp->cur.maps_text, sp->cur.maps_len);
-		snapshot_unwind(&sp->cur, sp->uw, sp->stacks);
-		int r = snapshot_write(sp->s->bundle, "", &sp->cur, sp->stacks, sym, sp->s->go);
-		if (r == 0 && sp->s->go)
-			r = go_session_write(sp->s->go, sp->s->bundle, "", sym,
-					     cJSON_GetObjectItem(cJSON_GetObjectItem(sp->s->manifest, "target"),
-								 "go"));
-		return r;
+		interp_unwind(s->interp, &sp->cur, sp->stacks);
+		final = &sp->cur;
+		final_stacks = sp->stacks;
+	} else if (sp->have_last) {
+		final = &sp->last;
+		final_stacks = sp->last_stacks;
 	}
-	if (sp->have_last)
-		return snapshot_write(sp->s->bundle, "", &sp->last, sp->last_stacks, sym, sp->s->go);
-	return 0;
-}
 
-static int write_profiles(struct sampler *sp, struct symbolizer *sym, uint64_t start_wall,
-			  uint64_t duration)
-{
-	static const struct profile_value_type cpu_types[] = {{"samples", "count"},
-							      {"cpu", "nanoseconds"}};
-	static const struct profile_value_type wall_types[] = {{"samples", "count"},
-							       {"wall", "nanoseconds"}};
-	struct profile_spec spec = {
-		.sample_types = cpu_types,
-		.ntypes = 2,
-		.period_type = {"cpu", "nanoseconds"},
-		.period = (int64_t)sp->period_ns,
-		.time_nanos = (int64_t)start_wall,
-		.duration_nanos = (int64_t)duration,
-		.go = sp->s->go,
-	};
-	uint8_t *gz = NULL;
-	size_t len = 0;
-	int r = profile_out_encode(sp->cpu, sym, &spec, &gz, &len);
+	struct addrset *set = addrset_new();
+	int r = set ? 0 : -ENOMEM;
+	if (r == 0 && final)
+		r = snapshot_collect(final, final_stacks, set);
 	if (r == 0)
-		r = bundle_write_member(sp->s->bundle, "cpu.pprof", gz, len);
-	free(gz);
-	if (r < 0 || capture_stop_requests >= 2)
-		return r;
-	spec.sample_types = wall_types;
-	spec.period_type = (struct profile_value_type){"wall", "nanoseconds"};
-	gz = NULL;
-	r = profile_out_encode(sp->wall, sym, &spec, &gz, &len);
+		r = profile_out_collect(sp->cpu, set);
 	if (r == 0)
-		r = bundle_write_member(sp->s->bundle, "wall.pprof", gz, len);
-	free(gz);
+		r = profile_out_collect(sp->wall, set);
+	struct symtab *st = NULL;
+	if (r == 0) {
+		size_t n;
+		const uint64_t *addrs = addrset_items(set, &n);
+		const struct process_capture *maps = final ? final : &sp->last;
+		r = interp_symbolize(s->interp, maps->maps_text ? maps->maps_text : "",
+				     maps->maps_text ? maps->maps_len : 0, addrs, n, &st);
+	}
+	cJSON *target = cJSON_GetObjectItem(s->manifest, "target");
+	if (r == 0 && final)
+		r = snapshot_write(s->bundle, "", final, final_stacks, st, s->go);
+	if (r == 0 && final == &sp->cur && s->go)
+		r = go_session_write(s->go, s->bundle, "", st, cJSON_GetObjectItem(target, "go"));
+	if (r == 0 && capture_stop_requests < 2) {
+		static const struct profile_value_type cpu_types[] = {{"samples", "count"},
+								      {"cpu", "nanoseconds"}};
+		static const struct profile_value_type wall_types[] = {{"samples", "count"},
+								       {"wall", "nanoseconds"}};
+		struct profile_spec spec = {
+			.sample_types = cpu_types,
+			.ntypes = 2,
+			.period_type = {"cpu", "nanoseconds"},
+			.period = (int64_t)sp->period_ns,
+			.time_nanos = (int64_t)start_wall,
+			.duration_nanos = (int64_t)duration,
+			.go = s->go,
+		};
+		uint8_t *gz = NULL;
+		size_t len = 0;
+		r = profile_out_encode(sp->cpu, st, &spec, &gz, &len);
+		if (r == 0)
+			r = bundle_write_member(s->bundle, "cpu.pprof", gz, len);
+		free(gz);
+		if (r == 0 && capture_stop_requests < 2) {
+			spec.sample_types = wall_types;
+			spec.period_type = (struct profile_value_type){"wall", "nanoseconds"};
+			gz = NULL;
+			r = profile_out_encode(sp->wall, st, &spec, &gz, &len);
+			if (r == 0)
+				r = bundle_write_member(s->bundle, "wall.pprof", gz, len);
+			free(gz);
+		}
+	}
+	if (r == 0 && st)
+		cJSON_AddStringToObject(target, "build_id", symtab_main_build_id(st));
+	symtab_free(st);
+	addrset_free(set);
 	return r;
 }
 
@@ -316,8 +325,6 @@ static void sampler_release(struct sampler *sp)
 	process_capture_release(&sp->last);
 	free(sp->stacks);
 	free(sp->last_stacks);
-	unwinder_free(sp->uw);
-	symbolizer_free(sp->sym_early);
 	stackagg_free(sp->cpu);
 	stackagg_free(sp->wall);
 	free(sp->cpu_seen.slots);
@@ -451,31 +458,9 @@ int sampler_run(struct capture_session *s)
 	}
 
 	/* The target is released: from here on only our own work remains. */
-	struct symbolizer *sym = NULL;
-	struct process_capture *maps_src = sp.have_last ? &sp.last : NULL;
-	if (!sp.target_exited && maps_src)
-		symbolizer_new(maps_src->pid, maps_src->maps_text, maps_src->maps_len, &s->symopt, &sym);
-	if (!sym) {
-		sym = sp.sym_early;
-		sp.sym_early = NULL;
-	}
-	if (!sym) {
-		/* Nothing was captured (e.g. -F 0, or the target exited at once):
-		 * an empty symbolizer still lets us write valid profiles. */
-		r = symbolizer_new(s->target.pid, "", 0, &s->symopt, &sym);
-		if (r < 0) {
-			sampler_release(&sp);
-			die_message("out of memory");
-			return EXIT_INTERNAL;
-		}
-	}
-
 	r = 0;
-	if (o->frequency_hz) {
-		r = write_final_snapshot(&sp, sym);
-		if (r == 0 && capture_stop_requests < 2)
-			r = write_profiles(&sp, sym, start_wall, duration);
-	}
+	if (o->frequency_hz)
+		r = write_outputs(&sp, start_wall, duration);
 	if (r == 0 && sp.timeline)
 		r = timeline_run_finish(sp.timeline, s->manifest);
 	if (r < 0) {
@@ -484,8 +469,6 @@ int sampler_run(struct capture_session *s)
 			die_message("out of memory while writing profiles");
 	} else {
 		cJSON *m = s->manifest;
-		cJSON_AddStringToObject(cJSON_GetObjectItem(m, "target"), "build_id",
-					symbolizer_main_build_id(sym));
 		cJSON_AddStringToObject(m, "mode", "sample");
 		cJSON *cap = cJSON_AddObjectToObject(m, "capture");
 		cJSON_AddNumberToObject(cap, "frequency_hz", o->frequency_hz);
@@ -513,7 +496,6 @@ int sampler_run(struct capture_session *s)
 			fprintf(stderr, "diag-attach: target pid %d exited during the capture\n",
 				(int)s->target.pid);
 	}
-	symbolizer_free(sym);
 	sampler_release(&sp);
 	return exit_code;
 }

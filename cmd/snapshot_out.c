@@ -69,21 +69,18 @@ static void print_thread_header(FILE *f, const struct thread_capture *tc)
 	}
 }
 
-void snapshot_unwind(const struct process_capture *pc, struct unwinder *uw,
-		     struct unwound_stack *stacks)
+int snapshot_collect(const struct process_capture *pc, const struct unwound_stack *stacks,
+		     struct addrset *set)
 {
-	for (size_t i = 0; i < pc->nthreads; i++) {
-		struct unwound_stack *st = &stacks[i];
-		st->n = 0;
-		st->truncated = false;
-		if (pc->threads[i].outcome == THREAD_CAPTURED)
-			unwinder_unwind(uw, &pc->threads[i], st->pcs, UNWIND_MAX_FRAMES_DEFAULT, &st->n,
-					&st->truncated);
-	}
+	for (size_t i = 0; i < pc->nthreads; i++)
+		for (size_t k = 0; k < stacks[i].n; k++)
+			if (addrset_add(set, frame_lookup_address(stacks[i].pcs, k)) < 0)
+				return -ENOMEM;
+	return 0;
 }
 
 int snapshot_write(struct bundle *b, const char *prefix, const struct process_capture *pc,
-		   const struct unwound_stack *stacks, struct symbolizer *sym,
+		   const struct unwound_stack *stacks, const struct symtab *st,
 		   struct go_session *go)
 {
 	char *text = NULL;
@@ -121,9 +118,7 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 		unsigned frame_no = 0;
 		for (size_t k = 0; k < n; k++) {
 			uint64_t lookup = frame_lookup_address(pcs, k);
-			const struct sym_location *loc = NULL;
-			if (symbolizer_lookup(sym, lookup, &loc) < 0)
-				loc = NULL;
+			const struct sym_location *loc = symtab_lookup(st, lookup);
 			struct sym_frame go_frames[32];
 			struct sym_location go_loc;
 			if (go && loc && loc->nframes == 0) {
@@ -173,7 +168,7 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 	};
 	uint8_t *gz = NULL;
 	size_t gz_len = 0;
-	r = profile_out_encode(agg, sym, &spec, &gz, &gz_len);
+	r = profile_out_encode(agg, st, &spec, &gz, &gz_len);
 	if (r == 0) {
 		snprintf(name, sizeof(name), "%sthreads.pprof", prefix);
 		r = bundle_write_member(b, name, gz, gz_len);
@@ -184,5 +179,38 @@ out:
 		fclose(f);
 	free(text);
 	stackagg_free(agg);
+	return r;
+}
+
+int snapshot_finish(struct bundle *b, const char *prefix, const struct process_capture *pc,
+		    const struct unwound_stack *stacks, struct interp *in, struct go_session *go,
+		    cJSON *target_json)
+{
+	struct unwound_stack *own = NULL;
+	if (!stacks) {
+		own = calloc(pc->nthreads ? pc->nthreads : 1, sizeof(*own));
+		if (!own)
+			return -ENOMEM;
+		interp_unwind(in, pc, own);
+		stacks = own;
+	}
+	struct addrset *set = addrset_new();
+	struct symtab *st = NULL;
+	int r = set ? snapshot_collect(pc, stacks, set) : -ENOMEM;
+	if (r == 0) {
+		size_t n;
+		const uint64_t *addrs = addrset_items(set, &n);
+		r = interp_symbolize(in, pc->maps_text, pc->maps_len, addrs, n, &st);
+	}
+	if (r == 0)
+		r = snapshot_write(b, prefix, pc, stacks, st, go);
+	if (r == 0 && go)
+		r = go_session_write(go, b, prefix, st,
+				     target_json ? cJSON_GetObjectItem(target_json, "go") : NULL);
+	if (r == 0 && target_json && !cJSON_GetObjectItem(target_json, "build_id"))
+		cJSON_AddStringToObject(target_json, "build_id", symtab_main_build_id(st));
+	symtab_free(st);
+	addrset_free(set);
+	free(own);
 	return r;
 }

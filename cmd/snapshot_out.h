@@ -5,22 +5,12 @@
 #ifndef DIAG_CMD_SNAPSHOT_OUT_H
 #define DIAG_CMD_SNAPSHOT_OUT_H
 
+#include <cjson/cJSON.h>
+
 #include "attach/attach.h"
 #include "bundle/bundle.h"
-#include "symbolize/symbolize.h"
-#include "attach/unwind.h"
-
-/* The unwound stack of one captured thread (parallel to pc->threads). */
-struct unwound_stack {
-	uint64_t pcs[UNWIND_MAX_FRAMES_DEFAULT];
-	size_t n;
-	bool truncated;
-};
-
-/* Unwind every captured thread of pc into stacks[0..pc->nthreads). Must run
- * while the target is alive (unwind tables are read from it). */
-void snapshot_unwind(const struct process_capture *pc, struct unwinder *uw,
-		     struct unwound_stack *stacks);
+#include "interp.h"
+#include "symtab.h"
 
 /* Symbolize the stacks (names the symbolizer lacks come from go, if not
  * NULL) and write <prefix>threads.txt and
@@ -29,7 +19,20 @@ void snapshot_unwind(const struct process_capture *pc, struct unwinder *uw,
  * passed through). */
 struct go_session;
 int snapshot_write(struct bundle *b, const char *prefix, const struct process_capture *pc,
-		   const struct unwound_stack *stacks, struct symbolizer *sym,
+		   const struct unwound_stack *stacks, const struct symtab *st,
 		   struct go_session *go);
+
+/* Everything after a capture: unwind pc (in the worker) unless stacks is
+ * given (already unwound, e.g. while the target was alive), resolve the
+ * symbols, write threads.* (and goroutine.* when go is armed) under prefix.
+ * The main module's build-id goes into target_json when it is not NULL.
+ * Returns 0 or -errno (bundle write errors passed through). */
+int snapshot_finish(struct bundle *b, const char *prefix, const struct process_capture *pc,
+		    const struct unwound_stack *stacks, struct interp *in, struct go_session *go,
+		    cJSON *target_json);
+
+/* Add every address snapshot_write will look up to set. 0 or -ENOMEM. */
+int snapshot_collect(const struct process_capture *pc, const struct unwound_stack *stacks,
+		     struct addrset *set);
 
 #endif

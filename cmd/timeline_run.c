@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "attach/unwind.h"
 #include "go_out.h"
 #include "snapshot_out.h"
 #include "timeline/leakwatch.h"
@@ -136,21 +135,7 @@ static int dump_snapshot(struct timeline_run *t, const char *prefix)
 		process_capture_release(&pc);
 		return r;
 	}
-	struct unwinder *uw = NULL;
-	struct symbolizer *sym = NULL;
-	struct unwound_stack *stacks = calloc(pc.nthreads ? pc.nthreads : 1, sizeof(*stacks));
-	r = stacks ? unwinder_new(pc.pid, pc.maps_text, pc.maps_len, &uw) : -ENOMEM;
-	if (r == 0) {
-		snapshot_unwind(&pc, uw, stacks);
-		r = symbolizer_new(pc.pid, pc.maps_text, pc.maps_len, &t->s->symopt, &sym);
-	}
-	if (r == 0)
-		r = snapshot_write(t->s->bundle, prefix, &pc, stacks, sym, t->s->go);
-	if (r == 0 && t->s->go)
-		r = go_session_write(t->s->go, t->s->bundle, prefix, sym, NULL);
-	symbolizer_free(sym);
-	unwinder_free(uw);
-	free(stacks);
+	r = snapshot_finish(t->s->bundle, prefix, &pc, NULL, t->s->interp, t->s->go, NULL);
 	process_capture_release(&pc);
 	return r;
 }

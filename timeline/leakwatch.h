@@ -22,7 +22,8 @@
  *      Per-second slopes make thresholds independent of the interval.
  *   2. rise: slope * window duration >= min_delta, and the raw range of the
  *      window is >= min_delta too (a cheap pre-check that skips flat
- *      counters without fitting anything).
+ *      counters without fitting anything). Both floors are the seed's
+ *      MinSlope/MinDelta, with the slope per second instead of per sample.
  *   3. consistency: Kendall's tau-a (concordant minus discordant pairs over
  *      all pairs, ties count against) is >= min_tau (default 0.6). A clean
  *      one-off step scores at most about 0.5 whatever the window, which is
@@ -34,6 +35,10 @@
  *      its second and later rises: each rise only climbs back to where the
  *      counter has already been. (A leak riding on top of the pattern fires
  *      once its peaks clear the old peaks by min_delta.)
+ *   5. spread: no single sample-to-sample rise is more than half the
+ *      window's range. A step is one jump; a leak, even a bursty one, is
+ *      many. This backs up rule 3, because noise on the flat sides of a
+ *      step can lift a short window's tau over the floor.
  *
  * Windows are the last N, 2N, 4N, ... samples of the counter's unbroken run,
  * up to max_window (default 16N = 192 samples). A fast leak fires as soon as
@@ -46,8 +51,10 @@
  *  - The longest window is counted in samples, so its span in seconds is
  *    max_window * interval. The effective slope floor is therefore
  *    max(min_slope_per_s, min_delta / span): at 1 s and 192 samples, an fd
- *    leak must be >= 16/191 s ~ 0.084/s to be seen. At 250 ms, raise
- *    max_window (e.g. to cover 4-5 minutes) rather than lower the floors.
+ *    leak must be >= 16/191 s ~ 0.084/s to be seen. Rather than lower the
+ *    floors, give the longest window a span in seconds with
+ *    leakwatch_config_set_span() (4 minutes by default), which matters
+ *    most at short intervals: 192 samples at 250 ms are only 48 s.
  *  - The first rise of a fan-out that clears both floors within the
  *    shortest window is, while it rises, indistinguishable from a fast leak
  *    and will fire: no detector that fires within 12 samples can know the
@@ -98,8 +105,10 @@ struct leakwatch_config {
 	 * means 16 * window. Must be >= window. */
 	size_t max_window;
 	/* Fire again after a finding. Off: each counter fires at most once.
-	 * On: after each finding the counter's run restarts, so it fires again
-	 * only on a fresh window of growth that does not overlap the last. */
+	 * On: it fires again only on a fresh window that starts after the last
+	 * finding's window ended (history is kept, so rule 4 still compares
+	 * against everything seen before): a leak that keeps going fires
+	 * about once per shortest window's worth of further growth. */
 	bool repeat;
 	/* Kendall tau-a floor; 0 means LEAKWATCH_DEFAULT_MIN_TAU. */
 	double min_tau;

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,7 +35,6 @@ struct proc_sampler {
 	int fd_dir;      /* -1 if unavailable (other user's process) */
 	int task_dir;    /* -1 if unavailable */
 	int main_children_fd; /* task/PID/children: the single-thread fast path */
-	bool prlimit_ok; /* prlimit worked last time; if EPERM, use limits_fd */
 	double ns_per_tick;
 	char buf[FILE_BUF];
 	char aux[FILE_BUF];
@@ -45,37 +43,39 @@ struct proc_sampler {
 
 /* ---- counters by name ---- */
 
-#define FIELD(name) { #name, offsetof(struct timeline_sample, name) }
-static const struct {
-	const char *name;
-	size_t off;
-} counters[TIMELINE_COUNTER_COUNT] = {
-	[TIMELINE_RSS_BYTES] = FIELD(rss_bytes),
-	[TIMELINE_RSS_ANON_BYTES] = FIELD(rss_anon_bytes),
-	[TIMELINE_RSS_FILE_BYTES] = FIELD(rss_file_bytes),
-	[TIMELINE_VM_SIZE_BYTES] = FIELD(vm_size_bytes),
-	[TIMELINE_THREADS] = FIELD(threads),
-	[TIMELINE_OPEN_FDS] = FIELD(open_fds),
-	[TIMELINE_FD_LIMIT] = FIELD(fd_limit),
-	[TIMELINE_FDS_SOCKET] = FIELD(fds_socket),
-	[TIMELINE_FDS_PIPE] = FIELD(fds_pipe),
-	[TIMELINE_FDS_FILE] = FIELD(fds_file),
-	[TIMELINE_FDS_ANON_INODE] = FIELD(fds_anon_inode),
-	[TIMELINE_FDS_OTHER] = FIELD(fds_other),
-	[TIMELINE_CHILD_PROCS] = FIELD(child_procs),
-	[TIMELINE_ZOMBIE_CHILDREN] = FIELD(zombie_children),
-	[TIMELINE_CPU_USER_NS] = FIELD(cpu_user_ns),
-	[TIMELINE_CPU_SYS_NS] = FIELD(cpu_sys_ns),
-	[TIMELINE_MINOR_FAULTS] = FIELD(minor_faults),
-	[TIMELINE_MAJOR_FAULTS] = FIELD(major_faults),
-	[TIMELINE_VOLUNTARY_CTXT_SWITCHES] = FIELD(voluntary_ctxt_switches),
-	[TIMELINE_NONVOLUNTARY_CTXT_SWITCHES] = FIELD(nonvoluntary_ctxt_switches),
-	[TIMELINE_IO_READ_BYTES] = FIELD(io_read_bytes),
-	[TIMELINE_IO_WRITE_BYTES] = FIELD(io_write_bytes),
-	[TIMELINE_GOROUTINES] = FIELD(goroutines),
-	[TIMELINE_HEAP_LIVE_BYTES] = FIELD(heap_live_bytes),
-};
-#undef FIELD
+/* One list drives both tables, so names and offsets cannot drift apart. */
+#define COUNTERS(X)                                                        \
+	X(TIMELINE_RSS_BYTES, rss_bytes)                                   \
+	X(TIMELINE_RSS_ANON_BYTES, rss_anon_bytes)                         \
+	X(TIMELINE_RSS_FILE_BYTES, rss_file_bytes)                         \
+	X(TIMELINE_VM_SIZE_BYTES, vm_size_bytes)                           \
+	X(TIMELINE_THREADS, threads)                                       \
+	X(TIMELINE_OPEN_FDS, open_fds)                                     \
+	X(TIMELINE_FD_LIMIT, fd_limit)                                     \
+	X(TIMELINE_FDS_SOCKET, fds_socket)                                 \
+	X(TIMELINE_FDS_PIPE, fds_pipe)                                     \
+	X(TIMELINE_FDS_FILE, fds_file)                                     \
+	X(TIMELINE_FDS_ANON_INODE, fds_anon_inode)                         \
+	X(TIMELINE_FDS_OTHER, fds_other)                                   \
+	X(TIMELINE_CHILD_PROCS, child_procs)                               \
+	X(TIMELINE_ZOMBIE_CHILDREN, zombie_children)                       \
+	X(TIMELINE_CPU_USER_NS, cpu_user_ns)                               \
+	X(TIMELINE_CPU_SYS_NS, cpu_sys_ns)                                 \
+	X(TIMELINE_MINOR_FAULTS, minor_faults)                             \
+	X(TIMELINE_MAJOR_FAULTS, major_faults)                             \
+	X(TIMELINE_VOLUNTARY_CTXT_SWITCHES, voluntary_ctxt_switches)       \
+	X(TIMELINE_NONVOLUNTARY_CTXT_SWITCHES, nonvoluntary_ctxt_switches) \
+	X(TIMELINE_IO_READ_BYTES, io_read_bytes)                           \
+	X(TIMELINE_IO_WRITE_BYTES, io_write_bytes)                         \
+	X(TIMELINE_GOROUTINES, goroutines)                                 \
+	X(TIMELINE_HEAP_LIVE_BYTES, heap_live_bytes)
+
+#define NAME(e, f) [e] = #f,
+static const char *const counter_names[TIMELINE_COUNTER_COUNT] = { COUNTERS(NAME) };
+#undef NAME
+#define OFF(e, f) [e] = offsetof(struct timeline_sample, f),
+static const size_t counter_off[TIMELINE_COUNTER_COUNT] = { COUNTERS(OFF) };
+#undef OFF
 
 void timeline_sample_init(struct timeline_sample *s)
 {
@@ -89,13 +89,18 @@ const char *timeline_counter_name(enum timeline_counter c)
 {
 	if ((unsigned)c >= TIMELINE_COUNTER_COUNT)
 		return NULL;
-	return counters[c].name;
+	return counter_names[c];
+}
+
+const char *const *timeline_counter_names(void)
+{
+	return counter_names;
 }
 
 int timeline_counter_lookup(const char *name)
 {
 	for (int c = 0; c < TIMELINE_COUNTER_COUNT; c++)
-		if (strcmp(counters[c].name, name) == 0)
+		if (strcmp(counter_names[c], name) == 0)
 			return c;
 	return -ENOENT;
 }
@@ -104,14 +109,14 @@ int64_t *timeline_sample_counter(struct timeline_sample *s, enum timeline_counte
 {
 	if ((unsigned)c >= TIMELINE_COUNTER_COUNT)
 		return NULL;
-	return (int64_t *)((char *)s + counters[c].off);
+	return (int64_t *)((char *)s + counter_off[c]);
 }
 
 void timeline_sample_values(const struct timeline_sample *s,
 			    int64_t out[TIMELINE_COUNTER_COUNT])
 {
 	for (int c = 0; c < TIMELINE_COUNTER_COUNT; c++)
-		out[c] = *(const int64_t *)((const char *)s + counters[c].off);
+		out[c] = *(const int64_t *)((const char *)s + counter_off[c]);
 }
 
 /* ---- JSON ---- */
@@ -144,7 +149,7 @@ int timeline_sample_format_json(const struct timeline_sample *s, char *buf, size
 	PUT("{\"t\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"", tm.tm_year + 1900,
 	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 	for (int c = 0; c < TIMELINE_COUNTER_COUNT; c++) {
-		int64_t v = *(const int64_t *)((const char *)s + counters[c].off);
+		int64_t v = *(const int64_t *)((const char *)s + counter_off[c]);
 
 		switch (c) {
 		case TIMELINE_FDS_SOCKET:
@@ -163,7 +168,7 @@ int timeline_sample_format_json(const struct timeline_sample *s, char *buf, size
 			PUT(",\"other\":%" PRId64 "}", v);
 			break;
 		default:
-			PUT(",\"%s\":%" PRId64, counters[c].name, v);
+			PUT(",\"%s\":%" PRId64, counter_names[c], v);
 		}
 	}
 	PUT("}\n");
@@ -216,7 +221,7 @@ static int64_t parse_i64(const char *p, const char **end)
 static char parse_stat(const char *buf, double ns_per_tick, struct timeline_sample *s)
 {
 	const char *p = strrchr(buf, ')');
-	int64_t f[13];
+	int64_t f[12];
 	char state;
 
 	if (!p || p[1] != ' ' || !p[2])
@@ -341,7 +346,6 @@ int proc_sampler_open(pid_t pid, unsigned flags, struct proc_sampler **ret)
 	ps->flags = flags;
 	ps->stat_fd = ps->status_fd = ps->io_fd = ps->limits_fd = -1;
 	ps->fd_dir = ps->task_dir = ps->main_children_fd = -1;
-	ps->prlimit_ok = true;
 	tck = sysconf(_SC_CLK_TCK);
 	ps->ns_per_tick = 1e9 / (double)(tck > 0 ? tck : 100);
 
@@ -544,6 +548,9 @@ static void read_children(struct proc_sampler *ps, int fd, struct children *ch)
 				in_num = false;
 			}
 		}
+		/* No early exit on a short read: seq_file hands out at most
+		 * about a page per read (2000 children come in three reads),
+		 * so only a read of 0 means the end. */
 	}
 	if (in_num)
 		check_child(ps, cur, ch);
@@ -607,7 +614,6 @@ static int64_t ts_ns(clockid_t id)
 int proc_sampler_sample(struct proc_sampler *ps, struct timeline_sample *ret)
 {
 	struct timeline_sample s;
-	struct rlimit rl;
 	ssize_t n;
 	char state;
 
@@ -620,8 +626,12 @@ int proc_sampler_sample(struct proc_sampler *ps, struct timeline_sample *ret)
 		return -ESRCH;
 	if (n > 0) {
 		state = parse_stat(ps->buf, ps->ns_per_tick, &s);
-		/* Z: exited, not yet reaped; X: being torn down. */
-		if (state == 'Z' || state == 'X')
+		/* Z: exited, not yet reaped; X: being torn down. But stat
+		 * shows the leader's state, and a leader that called
+		 * pthread_exit() is a zombie while its other threads run on:
+		 * the process is gone only if no other thread is listed. */
+		if ((state == 'Z' || state == 'X') &&
+		    (ps->task_dir < 0 || scan_dir(ps, ps->task_dir, NULL, NULL) <= 1))
 			return -ESRCH;
 	}
 
@@ -635,17 +645,12 @@ int proc_sampler_sample(struct proc_sampler *ps, struct timeline_sample *ret)
 	if (ps->io_fd >= 0 && pread_all(ps->io_fd, ps->buf, sizeof(ps->buf)) > 0)
 		parse_io(ps->buf, &s);
 
-	if (ps->prlimit_ok && prlimit(ps->pid, RLIMIT_NOFILE, NULL, &rl) == 0) {
-		s.fd_limit = rl.rlim_cur == RLIM_INFINITY ? INT64_MAX : (int64_t)rl.rlim_cur;
-	} else {
-		/* prlimit on another user's process needs CAP_SYS_RESOURCE;
-		 * the world-readable limits file does not. Stop trying prlimit
-		 * after the first refusal. */
-		if (errno == EPERM)
-			ps->prlimit_ok = false;
-		if (ps->limits_fd >= 0 && pread_all(ps->limits_fd, ps->buf, sizeof(ps->buf)) > 0)
-			s.fd_limit = parse_limits_nofile(ps->buf);
-	}
+	/* The limits file rather than prlimit(pid): it is pinned to this
+	 * process like the others (prlimit takes a pid, which may have been
+	 * reused by now), world-readable (prlimit on another user's process
+	 * needs CAP_SYS_RESOURCE), and costs one pread either way. */
+	if (ps->limits_fd >= 0 && pread_all(ps->limits_fd, ps->buf, sizeof(ps->buf)) > 0)
+		s.fd_limit = parse_limits_nofile(ps->buf);
 
 	sample_fds(ps, &s);
 	sample_children(ps, &s);

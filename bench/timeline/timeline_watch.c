@@ -35,7 +35,6 @@ int main(int argc, char **argv)
 	double interval = 1, duration = 30;
 	unsigned flags = 0;
 	int quiet = 0, opt, out[2], findings = 0, r;
-	const char *names[TIMELINE_COUNTER_COUNT];
 	struct leakwatch *lw = NULL;
 	struct proc_sampler *ps = NULL;
 	struct leakwatch_finding found[TIMELINE_COUNTER_COUNT];
@@ -76,13 +75,11 @@ int main(int argc, char **argv)
 	if (!child_out || !fgets(line, sizeof(line), child_out) || strcmp(line, "ready\n") != 0)
 		fprintf(stderr, "timeline_watch: no \"ready\" line from the child; sampling anyway\n");
 
-	for (int c = 0; c < TIMELINE_COUNTER_COUNT; c++)
-		names[c] = timeline_counter_name((enum timeline_counter)c);
 	leakwatch_config_init(&cfg);
 	/* Keep the longest window at about 4 minutes whatever the interval,
 	 * so slow leaks stay visible at short intervals. */
 	if ((r = leakwatch_config_set_span(&cfg, interval, LEAKWATCH_DEFAULT_SPAN_S)) < 0 ||
-	    (r = leakwatch_new(&cfg, names, TIMELINE_COUNTER_COUNT, &lw)) < 0 ||
+	    (r = leakwatch_new(&cfg, timeline_counter_names(), TIMELINE_COUNTER_COUNT, &lw)) < 0 ||
 	    (r = proc_sampler_open(pid, flags, &ps)) < 0) {
 		fprintf(stderr, "timeline_watch: %s\n", strerror(-r));
 		kill(pid, SIGKILL);

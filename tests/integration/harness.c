@@ -1,4 +1,5 @@
 #include "harness.h"
+#include "rel_shared.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -9,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sem.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -274,4 +277,145 @@ int go_pprof(const char *args, const char *file, char *out, size_t out_size, cha
 	close(efd);
 	unlink(errp);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int rel_loops(int default_loops)
+{
+	const char *e = getenv("DIAG_REL_LOOPS");
+	int n = e ? atoi(e) : 0;
+	return n > 0 ? n : default_loops;
+}
+
+void rel_shm_create(struct rel_target *rt)
+{
+	memset(rt, 0, sizeof(*rt));
+	rt->t.stdout_fd = -1;
+	snprintf(rt->shm_path, sizeof(rt->shm_path), "/tmp/diag-rel-shm-XXXXXX");
+	int fd = mkstemp(rt->shm_path);
+	cr_assert(fd >= 0);
+	cr_assert(ftruncate(fd, (off_t)sizeof(struct rel_shared)) == 0);
+	rt->sh = mmap(NULL, sizeof(struct rel_shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert(rt->sh != MAP_FAILED);
+	close(fd);
+	setenv("DIAG_REL_SHM", rt->shm_path, 1);
+}
+
+void rel_start(struct rel_target *rt, const char *const *args)
+{
+	rel_shm_create(rt);
+	const char *argv[32];
+	size_t n = 0;
+	argv[n++] = target_path("reliability/rel_target");
+	for (size_t i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	rt->t = target_start(argv, "ready");
+}
+
+void rel_stop(struct rel_target *rt)
+{
+	if (rt->t.pid > 0 || rt->t.stdout_fd >= 0)
+		target_kill(&rt->t);
+	if (rt->sh) {
+		int sem = atomic_load(&rt->sh->sem_id);
+		if (sem > 0)
+			semctl(sem, 0, IPC_RMID);
+		munmap(rt->sh, sizeof(struct rel_shared));
+		rt->sh = NULL;
+	}
+	if (rt->shm_path[0])
+		unlink(rt->shm_path);
+	rt->shm_path[0] = '\0';
+}
+
+int traced_threads(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char spath[320];
+		snprintf(spath, sizeof(spath), "/proc/%d/task/%s/status", (int)pid, e->d_name);
+		char *st = read_file(spath, NULL);
+		if (!st)
+			continue;
+		const char *state = strstr(st, "\nState:");
+		const char *tracer = strstr(st, "\nTracerPid:");
+		if ((tracer && atoi(tracer + 11) != 0) || (state && state[8] == 't'))
+			n++;
+		free(st);
+	}
+	closedir(d);
+	return n;
+}
+
+static bool all_threads_stopped(pid_t pid, char *why, size_t why_size)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	bool ok = true;
+	struct dirent *e;
+	while ((e = readdir(d)) && ok) {
+		if (e->d_name[0] == '.')
+			continue;
+		char spath[320];
+		snprintf(spath, sizeof(spath), "/proc/%d/task/%s/status", (int)pid, e->d_name);
+		char *st = read_file(spath, NULL);
+		if (!st)
+			continue;
+		const char *state = strstr(st, "\nState:");
+		if (state && state[8] != 'T') {
+			snprintf(why, why_size, "thread %s is in %c, expected T (stopped)", e->d_name,
+				 state[8]);
+			ok = false;
+		}
+		free(st);
+	}
+	closedir(d);
+	return ok;
+}
+
+bool rel_healthy(struct rel_target *rt, const struct health *h, char *why, size_t why_size)
+{
+	pid_t pid = rt->t.pid;
+	if (!target_healthy(pid, h->allow_stopped || h->expect_stopped, why, why_size))
+		return false;
+	if (h->expect_stopped && !all_threads_stopped(pid, why, why_size))
+		return false;
+	for (int sig = 1; sig < REL_NSIG; sig++) {
+		uint64_t n = atomic_load(&rt->sh->signals[sig]);
+		if (n == 0 || (h->sent_mask & (1ull << sig)))
+			continue;
+		if (sig == SIGCHLD && h->allow_sigchld)
+			continue;
+		snprintf(why, why_size, "target received %llu x signal %d (%s) that the test did not send",
+			 (unsigned long long)n, sig, strsignal(sig));
+		return false;
+	}
+	if (h->expect_stopped || h->skip_progress)
+		return true;
+	uint64_t before = atomic_load(&rt->sh->progress);
+	for (uint64_t until = now_ms() + 1000; now_ms() < until;) {
+		if (atomic_load(&rt->sh->progress) != before)
+			return true;
+		usleep(1000);
+	}
+	snprintf(why, why_size, "target made no progress for 1 s after the tool exited");
+	return false;
 }

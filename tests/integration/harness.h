@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct target {
@@ -56,6 +57,52 @@ char *read_file(const char *path, size_t *len);
  * a ptrace-stop ('t'), and none is in 'T' unless allow_stopped. Returns
  * true if healthy; describes the first problem in why. */
 bool target_healthy(pid_t pid, bool allow_stopped, char *why, size_t why_size);
+
+/*
+ * Reliability targets (tests/targets/reliability/rel_target.c) report
+ * through a shared page (rel_shared.h): progress, every signal received,
+ * per-scenario counters; the test writes commands into it.
+ */
+struct rel_shared;
+struct rel_target {
+	struct target t;
+	struct rel_shared *sh;
+	char shm_path[64];
+};
+
+/* Create the shared page, start rel_target with args (without argv[0],
+ * NULL-terminated) and wait for "ready". Asserts on failure. */
+void rel_start(struct rel_target *rt, const char *const *args);
+/* Only the shared page (and $DIAG_REL_SHM), for tests that start the
+ * target in their own way. */
+void rel_shm_create(struct rel_target *rt);
+/* Kill and reap it (if still ours), remove the page and any semaphore. */
+void rel_stop(struct rel_target *rt);
+
+/* The health oracle H of reliability.md section 4, checked after the tool
+ * exited: every thread has TracerPid 0 and is not in 't'; a thread is in
+ * 'T' only if allow_stopped (and every thread is, if expect_stopped); the
+ * target received no signal outside sent_mask (bit n = signal n; SIGCHLD is
+ * also allowed when allow_sigchld); its progress counter advances within
+ * 1 s (unless it is expected stopped, or check_progress is false). */
+struct health {
+	bool allow_stopped;
+	bool expect_stopped;
+	bool allow_sigchld;
+	bool skip_progress;
+	uint64_t sent_mask;
+};
+bool rel_healthy(struct rel_target *rt, const struct health *h, char *why, size_t why_size);
+
+/* Threads of pid in ptrace-stop or traced right now (0 = none). */
+int traced_threads(pid_t pid);
+
+/* How many times to repeat racy tests: $DIAG_REL_LOOPS if set, else
+ * default_loops. */
+int rel_loops(int default_loops);
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+uint64_t now_ms(void);
 
 /* The lines of text that contain needle, in order: returns a pointer to the
  * first line at or after from that contains needle, or NULL. */

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * churn [ROUNDS_PER_SECOND=20]
+ * churn [ROUNDS_PER_SECOND=10]
  *
  * Busy with the same resources the leak targets leak, but gives every one
  * back: each round opens 8 descriptors (files, a pipe, a socketpair) and
  * closes them, starts 4 threads and joins them, forks 2 children and reaps
- * them, maps 16 MiB, touches it and unmaps it. A sample taken mid-round
+ * them, maps 8 MiB, touches it and unmaps it. A sample taken mid-round
  * sees the transient population; the baseline never moves. The leak
  * watchdog must stay silent on it.
  */
@@ -19,7 +19,7 @@
 
 #include "leak_common.h"
 
-#define CHUNK (16UL * 1024 * 1024)
+#define CHUNK (8UL * 1024 * 1024)
 
 static pthread_attr_t attr;
 
@@ -79,7 +79,7 @@ static void tick(unsigned long n)
 
 int main(int argc, char **argv)
 {
-	double rate = leak_arg_rate(argc, argv, 1, 20);
+	double rate = leak_arg_rate(argc, argv, 1, 10, 0);
 
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 64 * 1024);

@@ -36,7 +36,7 @@ static void tick(unsigned long n)
 
 int main(int argc, char **argv)
 {
-	double rate = leak_arg_rate(argc, argv, 1, 1);
+	double rate = leak_arg_rate(argc, argv, 1, 1, 0);
 
 	if (argc > 2) {
 		if (strcmp(argv[2], "sleep") == 0)

@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-static inline double leak_arg_rate(int argc, char **argv, int idx, double def)
+/* argv[idx] as a rate per second, def if absent; exits 2 if malformed.
+ * Zero is accepted only where the caller says it means something. */
+static inline double leak_arg_rate(int argc, char **argv, int idx, double def, int allow_zero)
 {
 	char *end;
 	double r;
@@ -24,7 +26,7 @@ static inline double leak_arg_rate(int argc, char **argv, int idx, double def)
 	if (argc <= idx)
 		return def;
 	r = strtod(argv[idx], &end);
-	if (end == argv[idx] || *end || !(r > 0) || r > 1e6) {
+	if (end == argv[idx] || *end || !(r > 0 || (allow_zero && r == 0)) || r > 1e6) {
 		fprintf(stderr, "%s: bad rate '%s' (a positive number per second)\n",
 			argv[0], argv[idx]);
 		exit(2);

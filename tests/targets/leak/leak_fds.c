@@ -34,7 +34,7 @@ static void tick(unsigned long n)
 
 int main(int argc, char **argv)
 {
-	double rate = leak_arg_rate(argc, argv, 1, 4);
+	double rate = leak_arg_rate(argc, argv, 1, 4, 0);
 
 	if (argc > 2)
 		kind = argv[2];

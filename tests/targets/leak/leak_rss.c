@@ -6,7 +6,8 @@
  * resident, and never unmaps it: rss_bytes and rss_anon_bytes grow by the
  * rate. With SAWTOOTH_MIB > 0 it also holds a working set that grows to that
  * size over 10 s and is released at once, like a garbage collector's cycle,
- * on top of the leak.
+ * on top of the leak. MIB_PER_SECOND 0 with a sawtooth is the GC pattern
+ * alone, which must not fire.
  */
 #include <string.h>
 #include <sys/mman.h>
@@ -67,8 +68,8 @@ static void tick(unsigned long n)
 
 int main(int argc, char **argv)
 {
-	rate = leak_arg_rate(argc, argv, 1, 2);
-	saw_mib = argc > 2 ? strtod(argv[2], NULL) : 0;
+	rate = leak_arg_rate(argc, argv, 1, 2, 1);
+	saw_mib = leak_arg_rate(argc, argv, 2, 0, 1);
 	leak_ready();
 	leak_run(1.0 / TICKS_PER_S, tick);
 }

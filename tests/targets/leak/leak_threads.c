@@ -32,7 +32,7 @@ static void tick(unsigned long n)
 
 int main(int argc, char **argv)
 {
-	double rate = leak_arg_rate(argc, argv, 1, 2);
+	double rate = leak_arg_rate(argc, argv, 1, 2, 0);
 
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 64 * 1024);

@@ -57,6 +57,8 @@ struct rel_shared {
 	_Atomic uint64_t eintr[REL_NBLOCKED];
 	_Atomic uint64_t entered[REL_NBLOCKED];
 	_Atomic int32_t blocked_tid[REL_NBLOCKED];
+	_Atomic uint64_t unexpected_returns; /* a blocked call returned otherwise */
+	_Atomic int32_t sem_id;              /* SysV semaphore to remove (IPC_RMID) */
 
 	/* B4/B5: exec generation (bumped by each new image). */
 	_Atomic uint64_t generation;

@@ -7,6 +7,9 @@
  */
 #include <criterion/criterion.h>
 
+#include <stdbool.h>
+#include <stdio.h>
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <pthread.h>
@@ -357,6 +360,11 @@ Test(proc_sampler, counter_names_round_trip)
 	timeline_sample_values(&s, v);
 	for (int c = 0; c < TIMELINE_COUNTER_COUNT; c++)
 		cr_assert_eq(v[c], 1000 + c);
+	for (int c = 0; c < TIMELINE_COUNTER_COUNT; c++)
+		cr_assert_str_eq(timeline_counter_names()[c],
+				 timeline_counter_name((enum timeline_counter)c));
+	cr_assert_str_eq(timeline_counter_names()[TIMELINE_OPEN_FDS], "open_fds");
+	cr_assert_str_eq(timeline_counter_names()[TIMELINE_FDS_ANON_INODE], "fds_anon_inode");
 	cr_assert_eq(timeline_counter_lookup("nope"), -ENOENT);
 	cr_assert_null(timeline_counter_name(TIMELINE_COUNTER_COUNT));
 	cr_assert_null(timeline_sample_counter(&s, TIMELINE_COUNTER_COUNT));
@@ -417,4 +425,92 @@ Test(proc_sampler, json_of_a_real_sample_parses)
 	cr_assert_not_null(j, "%s", buf);
 	cr_assert_eq((int64_t)cJSON_GetObjectItem(j, "open_fds")->valuedouble, s.open_fds);
 	cJSON_Delete(j);
+}
+
+static void *sleep_forever(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+Test(proc_sampler, leader_exited_but_threads_run_is_not_gone)
+{
+	struct proc_sampler *ps = NULL;
+	struct timeline_sample s;
+	int ready[2];
+	char ch;
+	pid_t pid;
+
+	cr_assert_eq(pipe(ready), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		pthread_t th;
+
+		pthread_create(&th, NULL, sleep_forever, NULL);
+		(void)!write(ready[1], "r", 1);
+		pthread_exit(NULL); /* the leader becomes a zombie */
+	}
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &ch, 1), 1);
+	cr_assert_eq(proc_sampler_open(pid, 0, &ps), 0);
+	/* Wait for the leader to be a zombie (its exit is asynchronous). */
+	bool zombie = false;
+	for (int i = 0; i < 500 && !zombie; i++) {
+		char path[64], buf[512];
+		FILE *f;
+		char *p = NULL;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		f = fopen(path, "r");
+		if (f && fgets(buf, sizeof(buf), f))
+			p = strrchr(buf, ')');
+		if (f)
+			fclose(f);
+		zombie = p && p[2] == 'Z';
+		if (!zombie)
+			usleep(10000);
+	}
+	cr_assert(zombie, "the leader never showed as a zombie");
+	cr_assert_eq(proc_sampler_sample(ps, &s), 0);
+	cr_assert_geq(s.threads, 1);
+
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	cr_assert_eq(proc_sampler_sample(ps, &s), -ESRCH);
+	proc_sampler_free(ps);
+}
+
+Test(proc_sampler, children_list_longer_than_one_read)
+{
+	/* The kernel hands task/TID/children out about a page per read, and
+	 * 1000 pids of 4-7 digits are 5-8 KB: numbers split across reads must
+	 * be put together, and a short read is not the end. */
+	enum { N = 1000 };
+	static pid_t kids[N];
+	struct proc_sampler *ps = NULL;
+	struct timeline_sample s;
+	int made = 0;
+
+	for (; made < N; made++) {
+		siginfo_t si;
+
+		kids[made] = fork();
+		if (kids[made] < 0)
+			break;
+		if (kids[made] == 0)
+			_exit(0);
+		cr_assert_eq(waitid(P_PID, (id_t)kids[made], &si, WEXITED | WNOWAIT), 0);
+	}
+	if (made < N / 2)
+		cr_skip_test("could fork only %d children", made);
+	cr_assert_eq(proc_sampler_open(getpid(), 0, &ps), 0);
+	cr_assert_eq(proc_sampler_sample(ps, &s), 0);
+	cr_assert_eq(s.child_procs, made);
+	cr_assert_eq(s.zombie_children, made);
+	proc_sampler_free(ps);
+	for (int i = 0; i < made; i++)
+		waitpid(kids[i], NULL, 0);
 }

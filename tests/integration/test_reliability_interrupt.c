@@ -1,0 +1,242 @@
+/*
+ * Reliability, part C: the tool interrupted (reliability.md section 4,
+ * C1-C3, C7). SIGINT/SIGTERM/SIGHUP at random moments, also inside a hold
+ * window ($DIAG_ATTACH_TEST_HOLD_MS); SIGKILL mid-sample; a SIGSTOPped
+ * sampler under the watchdog; two diag-attach on one process.
+ * $DIAG_REL_LOOPS repeats the racy ones.
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "rel_shared.h"
+
+static void expect_healthy(struct rel_target *rt, const struct health *h, const char *ctx)
+{
+	char why[512];
+	cr_expect(rel_healthy(rt, h, why, sizeof(why)), "%s: health: %s", ctx, why);
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+/* The output is either absent, a directory without manifest (abandoned:
+ * the tool said so with exit 12), or a bundle that verifies. */
+static void expect_output_sane(const char *out, int code, const char *ctx)
+{
+	char mpath[400];
+	snprintf(mpath, sizeof(mpath), "%s/manifest.json", out);
+	if (!exists(out))
+		return;
+	if (!exists(mpath)) {
+		cr_expect(code != 0, "%s: exit 0 but no manifest in %s", ctx, out);
+		return;
+	}
+	struct tool_result r;
+	const char *args[] = {"verify", out, NULL};
+	tool_run(&r, args);
+	cr_expect_eq(r.exit_code, 0, "%s: bundle does not verify: %s %s", ctx, r.out, r.err);
+}
+
+/* C1: a stop signal at a random moment (half the runs with every capture
+ * holding the target 20 ms, so many land inside a hold window): the tool
+ * exits within 2 s with a bundle (0) or an abandoned directory (12), and
+ * the target is healthy. One target per signal, reused across runs. */
+static void interrupt_loop(int sig, int loops)
+{
+	struct rel_target rt;
+	const char *targs[] = {"spin", "2", NULL};
+	rel_start(&rt, targs);
+	unsigned seed = (unsigned)getpid() ^ (unsigned)now_ms();
+	fprintf(stderr, "c1 signal %d: seed %u, %d runs\n", sig, seed, loops);
+	for (int it = 0; it < loops; it++) {
+		char dir[256], out[300], pid[16], ctx[64];
+		snprintf(ctx, sizeof(ctx), "signal %d run %d", sig, it);
+		make_tmpdir(dir, sizeof(dir));
+		snprintf(out, sizeof(out), "%s/b", dir);
+		snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
+		bool hold = it % 2 == 1;
+		if (hold)
+			setenv("DIAG_ATTACH_TEST_HOLD_MS", "20", 1);
+		const char *args[] = {"-p", pid, "-F", "999", "-o", out, "-q", NULL};
+		pid_t tool = tool_spawn(args, "/dev/null", "/dev/null");
+		unsetenv("DIAG_ATTACH_TEST_HOLD_MS");
+		usleep((useconds_t)(rand_r(&seed) % 800) * 1000u);
+		kill(tool, sig);
+		uint64_t t0 = now_ms();
+		int code = tool_wait(tool, 5000);
+		uint64_t took = now_ms() - t0;
+		cr_expect(code != -2 && took <= 2000, "%s: tool took %llu ms to exit (code %d)", ctx,
+			  (unsigned long long)took, code);
+		cr_expect(code == 0 || code == 12, "%s: exit code %d", ctx, code);
+		expect_output_sane(out, code, ctx);
+		struct health h = {0};
+		expect_healthy(&rt, &h, ctx);
+		rm_rf(dir);
+	}
+	rel_stop(&rt);
+}
+
+Test(reliability_interrupt, c1_sigint_random, .timeout = 600)
+{
+	interrupt_loop(SIGINT, rel_loops(6));
+}
+
+Test(reliability_interrupt, c1_sigterm_random, .timeout = 600)
+{
+	interrupt_loop(SIGTERM, rel_loops(6));
+}
+
+Test(reliability_interrupt, c1_sighup_random, .timeout = 600)
+{
+	interrupt_loop(SIGHUP, rel_loops(6));
+}
+
+/* C2: SIGKILL of the tool mid-capture (each capture holds the target 5 ms,
+ * so most kills land inside a window): within 100 ms no thread is traced
+ * or in a ptrace-stop, and no final bundle lacks its manifest. */
+Test(reliability_interrupt, c2_sigkill_mid_sample, .timeout = 600)
+{
+	struct rel_target rt;
+	const char *targs[] = {"spin", "2", NULL};
+	rel_start(&rt, targs);
+	int loops = rel_loops(10);
+	unsigned seed = (unsigned)getpid() ^ (unsigned)now_ms();
+	fprintf(stderr, "c2: seed %u, %d runs\n", seed, loops);
+	uint64_t worst = 0;
+	for (int it = 0; it < loops; it++) {
+		char dir[256], out[300], pid[16], ctx[64];
+		snprintf(ctx, sizeof(ctx), "run %d", it);
+		make_tmpdir(dir, sizeof(dir));
+		snprintf(out, sizeof(out), "%s/b", dir);
+		snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
+		setenv("DIAG_ATTACH_TEST_HOLD_MS", "5", 1);
+		const char *args[] = {"-p", pid, "-F", "999", "-o", out, "-q", NULL};
+		pid_t tool = tool_spawn(args, "/dev/null", "/dev/null");
+		unsetenv("DIAG_ATTACH_TEST_HOLD_MS");
+		usleep(100000 + (useconds_t)(rand_r(&seed) % 400) * 1000u);
+		kill(tool, SIGKILL);
+		int st;
+		waitpid(tool, &st, 0);
+		uint64_t t0 = now_ms();
+		while (traced_threads(rt.t.pid) && now_ms() - t0 < 1000)
+			usleep(500);
+		uint64_t took = now_ms() - t0;
+		if (took > worst)
+			worst = took;
+		cr_expect(took <= 100, "%s: target still traced %llu ms after SIGKILL", ctx,
+			  (unsigned long long)took);
+		expect_output_sane(out, -1, ctx);
+		struct health h = {0};
+		expect_healthy(&rt, &h, ctx);
+		rm_rf(dir);
+	}
+	fprintf(stderr, "c2: worst release after SIGKILL %llu ms\n", (unsigned long long)worst);
+	rel_stop(&rt);
+}
+
+/* C3: the sampler is SIGSTOPped inside a hold window; the watchdog
+ * (attach_watchdog_start, 500 ms) SIGKILLs it, so the target's threads are
+ * released within about a second, not when someone sends SIGCONT. Driven
+ * through rel_driver because the CLI does not start the watchdog yet. */
+Test(reliability_interrupt, c3_stopped_sampler_watchdog, .timeout = 600)
+{
+	int loops = rel_loops(3);
+	for (int it = 0; it < loops; it++) {
+		struct rel_target rt;
+		const char *targs[] = {"spin", "2", NULL};
+		rel_start(&rt, targs);
+		char pid[16];
+		snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
+		const char *dargv[] = {target_path("reliability/rel_driver"), pid, "20000", "50",
+				       "watchdog=500", "hold=100", NULL};
+		struct target drv = target_start(dargv, "started");
+		usleep(300000 + (useconds_t)(rand() % 300) * 1000u);
+		/* Wait until it holds the target, then stop it there. */
+		for (uint64_t t0 = now_ms(); !traced_threads(rt.t.pid) && now_ms() - t0 < 2000;)
+			usleep(200);
+		kill(drv.pid, SIGSTOP);
+		atomic_store(&rt.sh->max_gap_ns, 0);
+		uint64_t t0 = now_ms();
+		int st = 0;
+		pid_t r;
+		while ((r = waitpid(drv.pid, &st, WNOHANG)) == 0 && now_ms() - t0 < 5000)
+			usleep(1000);
+		uint64_t took = now_ms() - t0;
+		if (r == 0) {
+			kill(drv.pid, SIGKILL);
+			kill(drv.pid, SIGCONT);
+			waitpid(drv.pid, &st, 0);
+		}
+		drv.pid = 0;
+		target_kill(&drv);
+		cr_expect(r != 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+			  "run %d: stopped sampler not killed by the watchdog (status %#x after %llu ms)", it,
+			  st, (unsigned long long)took);
+		cr_expect(took < 1500, "run %d: watchdog took %llu ms", it, (unsigned long long)took);
+		usleep(50000);
+		uint64_t gap = atomic_load(&rt.sh->max_gap_ns);
+		fprintf(stderr, "c3 run %d: sampler killed after %llu ms, target max gap %.0f ms\n", it,
+			(unsigned long long)took, (double)gap / 1e6);
+		cr_expect(gap < 1000000000ull, "target frozen %.0f ms", (double)gap / 1e6);
+		struct health h = {0};
+		expect_healthy(&rt, &h, "c3");
+		rel_stop(&rt);
+	}
+}
+
+/* C7: a second diag-attach on a process that one is capturing is refused
+ * with exit 7 naming the first; the first is unaffected. */
+Test(reliability_interrupt, c7_second_tool_refused, .timeout = 600)
+{
+	struct rel_target rt;
+	const char *targs[] = {"spin", "2", NULL};
+	rel_start(&rt, targs);
+	char dir[256], out[300], out2[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/first", dir);
+	snprintf(out2, sizeof(out2), "%s/second", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
+	const char *args[] = {"-p", pid, "-d", "3s", "-F", "200", "-o", out, "-q", NULL};
+	pid_t first = tool_spawn(args, "/dev/null", "/dev/null");
+	usleep(500000);
+	for (int i = 0; i < rel_loops(3); i++) {
+		struct tool_result r;
+		const char *args2[] = {"-p", pid, "-d", "1s", "-o", out2, "-q", NULL};
+		tool_run(&r, args2);
+		cr_expect_eq(r.exit_code, 7, "second tool exit %d: %s", r.exit_code, r.err);
+		char want[64];
+		snprintf(want, sizeof(want), "already traced by pid %d (diag-attach)", (int)first);
+		cr_expect(strstr(r.err, want), "second tool said: %s", r.err);
+		cr_expect(!exists(out2), "the refused tool left %s behind", out2);
+		const char *args3[] = {"-p", pid, "--snapshot", "-o", out2, "-q", NULL};
+		tool_run(&r, args3);
+		cr_expect_eq(r.exit_code, 7, "second snapshot exit %d: %s", r.exit_code, r.err);
+	}
+	cr_expect_eq(tool_wait(first, 10000), 0);
+	char mpath[400];
+	snprintf(mpath, sizeof(mpath), "%s/manifest.json", out);
+	char *text = read_file(mpath, NULL);
+	cJSON *m = text ? cJSON_Parse(text) : NULL;
+	free(text);
+	cJSON *cap = m ? cJSON_GetObjectItem(m, "capture") : NULL;
+	cr_expect(cap && cJSON_GetObjectItem(cap, "failed_ticks")->valuedouble == 0,
+		  "the first capture lost ticks to the second");
+	cJSON_Delete(m);
+	struct health h = {0};
+	expect_healthy(&rt, &h, "c7");
+	rel_stop(&rt);
+	rm_rf(dir);
+}

@@ -1,0 +1,231 @@
+/*
+ * Reliability, part B: the target's own lifecycle during a capture
+ * (reliability.md section 4, B3-B7): a leader that called pthread_exit,
+ * exec from a non-leader thread, an exec storm (the cred_guard_mutex
+ * deadlock), fork/vfork storms with a vfork parent in D, and exit, SIGKILL
+ * and SIGSEGV mid-capture. $DIAG_REL_LOOPS repeats the racy ones.
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "rel_shared.h"
+
+struct capture {
+	pid_t tool;
+	char dir[256], out[300], errp[300];
+};
+
+static void capture_start(struct capture *c, pid_t pid, const char *dur, const char *hz)
+{
+	make_tmpdir(c->dir, sizeof(c->dir));
+	snprintf(c->out, sizeof(c->out), "%s/b", c->dir);
+	snprintf(c->errp, sizeof(c->errp), "%s/stderr", c->dir);
+	close(open(c->errp, O_CREAT | O_WRONLY, 0600));
+	char p[16];
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	const char *args[] = {"-p", p, "-d", dur, "-F", hz, "-o", c->out, "-q", NULL};
+	c->tool = tool_spawn(args, "/dev/null", c->errp);
+}
+
+/* Returns the tool's stderr (caller frees). */
+static char *capture_finish(struct capture *c, int timeout_ms)
+{
+	int code = tool_wait(c->tool, timeout_ms);
+	char *err = read_file(c->errp, NULL);
+	cr_expect_eq(code, 0, "diag-attach exit %d (-2: still running after %d ms): %s", code,
+		     timeout_ms, err ? err : "");
+	struct tool_result r;
+	const char *args[] = {"verify", c->out, NULL};
+	tool_run(&r, args);
+	cr_expect_eq(r.exit_code, 0, "verify: %s %s", r.out, r.err);
+	return err;
+}
+
+static cJSON *manifest(struct capture *c)
+{
+	char path[400];
+	snprintf(path, sizeof(path), "%s/manifest.json", c->out);
+	char *text = read_file(path, NULL);
+	cJSON *m = text ? cJSON_Parse(text) : NULL;
+	free(text);
+	return m;
+}
+
+static double capture_number(cJSON *m, const char *key)
+{
+	cJSON *cap = m ? cJSON_GetObjectItem(m, "capture") : NULL;
+	cJSON *v = cap ? cJSON_GetObjectItem(cap, key) : NULL;
+	return v ? v->valuedouble : -1;
+}
+
+static void expect_healthy(struct rel_target *rt, const struct health *h)
+{
+	char why[512];
+	cr_expect(rel_healthy(rt, h, why, sizeof(why)), "health: %s", why);
+}
+
+/* B3: main called pthread_exit (zombie leader), 3 workers spin: they are
+ * sampled and nothing says "permission". */
+Test(reliability_lifecycle, b3_leader_pthread_exit, .timeout = 600)
+{
+	struct rel_target rt;
+	const char *args[] = {"leader_exit", "3", NULL};
+	rel_start(&rt, args);
+	usleep(100000);
+	struct capture c;
+	capture_start(&c, rt.t.pid, "2s", "200");
+	char *err = capture_finish(&c, 8000);
+	cr_expect(!err || (!strstr(err, "ermission") && !strstr(err, "not permitted")), "stderr: %s", err);
+	free(err);
+	cJSON *m = manifest(&c);
+	double samples = capture_number(m, "thread_samples");
+	cr_expect(samples > 3 * 200, "only %.0f thread samples of 3 workers at 200 Hz for 2 s", samples);
+	cr_expect_eq(capture_number(m, "failed_ticks"), 0);
+	cJSON_Delete(m);
+	struct health h = {0};
+	expect_healthy(&rt, &h);
+	rel_stop(&rt);
+	rm_rf(c.dir);
+}
+
+/* B4: a non-leader thread execs a new image mid-capture: the tool ends
+ * cleanly within duration + 2 s and the new image runs untraced. */
+Test(reliability_lifecycle, b4_exec_from_non_leader, .timeout = 600)
+{
+	int loops = rel_loops(3);
+	for (int it = 0; it < loops; it++) {
+		struct rel_target rt;
+		const char *args[] = {"exec_once", "400", NULL};
+		rel_start(&rt, args);
+		struct capture c;
+		capture_start(&c, rt.t.pid, "2s", "1000");
+		free(capture_finish(&c, 4000));
+		cr_expect_eq(atomic_load(&rt.sh->generation), 2, "iteration %d: generation %llu", it,
+			     (unsigned long long)atomic_load(&rt.sh->generation));
+		struct health h = {0};
+		expect_healthy(&rt, &h);
+		rel_stop(&rt);
+		rm_rf(c.dir);
+	}
+}
+
+/* B5: an exec storm (a thread execs the program again every 20 ms) under a
+ * 1 kHz capture: the naive tracer deadlocks on cred_guard_mutex; we must
+ * finish within duration + 2 s while the storm goes on. */
+Test(reliability_lifecycle, b5_exec_storm, .timeout = 600)
+{
+	int loops = rel_loops(2);
+	for (int it = 0; it < loops; it++) {
+		struct rel_target rt;
+		const char *args[] = {"exec", "20", NULL};
+		rel_start(&rt, args);
+		uint64_t gen0 = atomic_load(&rt.sh->generation);
+		struct capture c;
+		capture_start(&c, rt.t.pid, "5s", "1000");
+		free(capture_finish(&c, 7000));
+		uint64_t gen1 = atomic_load(&rt.sh->generation);
+		cr_expect(gen1 - gen0 >= 25, "iteration %d: only %llu execs in 5 s", it,
+			  (unsigned long long)(gen1 - gen0));
+		fprintf(stderr, "b5 iteration %d: %llu execs during the capture\n", it,
+			(unsigned long long)(gen1 - gen0));
+		usleep(100000);
+		cr_expect(atomic_load(&rt.sh->generation) > gen1, "exec storm stopped after the capture");
+		struct health h = {0};
+		expect_healthy(&rt, &h);
+		rel_stop(&rt);
+		rm_rf(c.dir);
+	}
+}
+
+/* B6: fork and vfork storms plus a vfork parent sitting in D for 3 s: every
+ * child status is right, the others are never held past the stop deadline
+ * (100 ms by default), and nothing stays traced. */
+Test(reliability_lifecycle, b6_fork_vfork_storm, .timeout = 600)
+{
+	int loops = rel_loops(2);
+	for (int it = 0; it < loops; it++) {
+		struct rel_target rt;
+		const char *args[] = {"fork", NULL};
+		rel_start(&rt, args);
+		usleep(200000);
+		uint64_t ok0 = atomic_load(&rt.sh->children_ok);
+		uint64_t long0 = atomic_load(&rt.sh->vfork_long_done);
+		atomic_store(&rt.sh->max_gap_ns, 0);
+		struct capture c;
+		capture_start(&c, rt.t.pid, "4s", "1000");
+		free(capture_finish(&c, 8000));
+		uint64_t gap = atomic_load(&rt.sh->max_gap_ns);
+		fprintf(stderr, "b6 iteration %d: %llu children, max probe gap %.1f ms\n", it,
+			(unsigned long long)(atomic_load(&rt.sh->children_ok) - ok0), (double)gap / 1e6);
+		cr_expect_eq(atomic_load(&rt.sh->children_bad), 0, "wrong child status seen by the target");
+		cr_expect(atomic_load(&rt.sh->children_ok) - ok0 > 100, "the fork storm stalled");
+		cr_expect(atomic_load(&rt.sh->vfork_long_done) > long0, "the 3 s vfork never completed");
+		cr_expect(gap < 250000000ull, "a thread was held %.1f ms (deadline 100 ms)", (double)gap / 1e6);
+		struct health h = {.allow_sigchld = true};
+		expect_healthy(&rt, &h);
+		rel_stop(&rt);
+		rm_rf(c.dir);
+	}
+}
+
+/* B7: the target exits (42), is SIGKILLed, or crashes (SIGSEGV) mid-capture:
+ * its real parent (us) gets the true status within 1 s, the tool exits 0
+ * with a bundle that says so. */
+static void exit_mid_capture(enum rel_command cmd, int loops)
+{
+	for (int it = 0; it < loops; it++) {
+		struct rel_target rt;
+		const char *args[] = {"spin", "3", NULL};
+		rel_start(&rt, args);
+		struct capture c;
+		capture_start(&c, rt.t.pid, "10s", "1000");
+		usleep(300000 + (useconds_t)(rand() % 500) * 1000);
+		uint64_t t0 = now_ms();
+		atomic_store(&rt.sh->command, cmd);
+		int st = 0;
+		pid_t r;
+		while ((r = waitpid(rt.t.pid, &st, WNOHANG)) == 0 && now_ms() - t0 < 5000)
+			usleep(1000);
+		uint64_t waited = now_ms() - t0;
+		cr_expect_eq(r, rt.t.pid);
+		rt.t.pid = 0;
+		cr_expect(waited < 1000, "iteration %d: real parent waited %llu ms for the status", it,
+			  (unsigned long long)waited);
+		if (cmd == REL_CMD_EXIT42)
+			cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 42, "status %#x", st);
+		else
+			cr_expect(WIFSIGNALED(st) &&
+					  WTERMSIG(st) == (cmd == REL_CMD_SIGKILL ? SIGKILL : SIGSEGV),
+				  "status %#x", st);
+		free(capture_finish(&c, 5000));
+		cJSON *m = manifest(&c);
+		cr_expect(m && cJSON_IsTrue(cJSON_GetObjectItem(m, "target_exited")));
+		cJSON_Delete(m);
+		rel_stop(&rt);
+		rm_rf(c.dir);
+	}
+}
+
+Test(reliability_lifecycle, b7_exit_42_mid_capture, .timeout = 600)
+{
+	exit_mid_capture(REL_CMD_EXIT42, rel_loops(3));
+}
+
+Test(reliability_lifecycle, b7_sigkill_mid_capture, .timeout = 600)
+{
+	exit_mid_capture(REL_CMD_SIGKILL, rel_loops(3));
+}
+
+Test(reliability_lifecycle, b7_sigsegv_mid_capture, .timeout = 600)
+{
+	exit_mid_capture(REL_CMD_SIGSEGV, rel_loops(3));
+}

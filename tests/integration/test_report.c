@@ -1,0 +1,501 @@
+/*
+ * Reading commands on bundles from real captures: report (text, --json,
+ * --html in headless Chromium), export (collapsed, speedscope), pem/unpem,
+ * diff, and their usage errors and exit statuses.
+ *
+ * Targets and what the tests expect of them (see their header comments):
+ *   burner 2   CPU in spin_units <- burn_heavy/burn_light, one thread in
+ *              sleep_forever, one in lock_forever (mutex: futex wait).
+ *   demo       two threads in compute_checksum (one group of 2), one in
+ *              wait_for_job (condvar), one in flush_to_disk (mutex).
+ *   leak/leak_fds RATE   opens RATE descriptors per second, never closes.
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static void capture(const char *target, const char *arg, const char *dur, const char *out,
+		    bool leak_watch)
+{
+	const char *argv[] = {target_path(target), arg, NULL};
+	struct target t = target_start(argv, arg ? "ready" : NULL);
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args_lw[] = {"-p", pid, "-d", dur, "-i", "250ms", "--leak-watch", "--leak-window", "8",
+				 "-o", out, "-q", NULL};
+	const char *args[] = {"-p", pid, "-d", dur, "-o", out, "-q", NULL};
+	tool_run(&r, leak_watch ? args_lw : args);
+	target_kill(&t);
+	cr_assert_eq(r.exit_code, 0, "capture of %s: exit %d: %s", target, r.exit_code, r.err);
+}
+
+static cJSON *report_json(const char *bundle)
+{
+	static struct tool_result r;
+	const char *args[] = {"report", "--json", bundle, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "report --json: exit %d: %s", r.exit_code, r.err);
+	cJSON *d = cJSON_Parse(r.out);
+	cr_assert(d, "report --json output does not parse: %.300s", r.out);
+	return d;
+}
+
+static const cJSON *group_with(const cJSON *groups, const char *fn)
+{
+	const cJSON *g;
+	cJSON_ArrayForEach(g, groups)
+	{
+		const cJSON *f;
+		cJSON_ArrayForEach(f, cJSON_GetObjectItem(g, "stack"))
+		{
+			if (cJSON_IsString(f) && strcmp(f->valuestring, fn) == 0)
+				return g;
+		}
+	}
+	return NULL;
+}
+
+Test(report, burner_text_and_json)
+{
+	char dir[256], b[300];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(b, sizeof(b), "%s/b", dir);
+	capture("burner", "2", "3s", b, false);
+
+	struct tool_result r;
+	const char *args[] = {"report", b, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "report: exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.out, "\033[") == NULL, "colour on a pipe");
+	const char *cpu = find_line(r.out, "CPU");
+	cr_assert(cpu, "no CPU section:\n%s", r.out);
+	/* The hottest leaf comes first in the flat table. */
+	const char *first = find_line(cpu, "%  ");
+	cr_expect(first && strstr(first, "spin_units") && strstr(first, "spin_units") < strchr(first, '\n'),
+		  "spin_units is not the top flat function:\n%s", r.out);
+	cr_expect(find_line(r.out, "WALL"), "no WALL section");
+	cr_expect(find_line(r.out, "lock_forever"), "no lock_forever group:\n%s", r.out);
+	cr_expect(find_line(r.out, "sleep_forever"), "no sleep_forever group");
+	cr_expect(find_line(r.out, "wchan"), "no wait channel shown");
+	cr_expect(find_line(r.out, "TIMELINE"), "no timeline");
+	cr_expect(find_line(r.out, "LEAK FINDINGS"), "no findings section");
+
+	cJSON *d = report_json(b);
+	const cJSON *top = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "profiles"), "cpu"),
+					       "top_flat");
+	cr_assert(cJSON_GetArraySize(top) > 0);
+	cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(top, 0), "function")->valuestring, "spin_units");
+	const cJSON *groups = cJSON_GetObjectItem(d, "thread_groups");
+	const cJSON *lock = group_with(groups, "lock_forever");
+	cr_assert(lock, "no lock_forever thread group");
+	const cJSON *th = cJSON_GetArrayItem(cJSON_GetObjectItem(lock, "threads"), 0);
+	cr_expect_str_eq(cJSON_GetObjectItem(th, "state")->valuestring, "S");
+	cr_expect_str_eq(cJSON_GetObjectItem(th, "comm")->valuestring, "locker");
+	cr_expect(group_with(groups, "sleep_forever"), "no sleep_forever thread group");
+	cr_expect(cJSON_GetArraySize(cJSON_GetObjectItem(d, "counters")) > 5, "counters missing");
+	cJSON_Delete(d);
+	rm_rf(dir);
+}
+
+Test(report, demo_groups_identical_stacks)
+{
+	char dir[256], b[300];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(b, sizeof(b), "%s/b", dir);
+	capture("demo", NULL, "2s", b, false);
+	cJSON *d = report_json(b);
+	const cJSON *groups = cJSON_GetObjectItem(d, "thread_groups");
+	const cJSON *hot = group_with(groups, "compute_checksum");
+	cr_assert(hot, "no compute_checksum group");
+	cr_expect_eq(cJSON_GetObjectItem(hot, "count")->valueint, 2, "the two cpu-workers are not one group");
+	const cJSON *cond = group_with(groups, "wait_for_job");
+	cr_assert(cond, "no wait_for_job group");
+	cr_expect_str_eq(cJSON_GetObjectItem(cond, "syscall")->valuestring, "futex");
+	cr_expect(group_with(groups, "flush_to_disk"), "no flush_to_disk group");
+	cJSON_Delete(d);
+
+	struct tool_result r;
+	const char *args[] = {"report", "--color=always", b, NULL};
+	tool_run(&r, args);
+	cr_expect_eq(r.exit_code, 0);
+	cr_expect(strstr(r.out, "\033["), "--color=always gave no colour");
+	rm_rf(dir);
+}
+
+static long count_lines_sum(const char *text, long *lines)
+{
+	long sum = 0;
+	*lines = 0;
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		const char *sp = memrchr(p, ' ', n);
+		cr_assert(sp, "collapsed line without a count: %.*s", (int)n, p);
+		sum += strtol(sp + 1, NULL, 10);
+		(*lines)++;
+		p += n + (nl ? 1 : 0);
+	}
+	return sum;
+}
+
+Test(report, export_formats)
+{
+	char dir[256], b[300];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(b, sizeof(b), "%s/b", dir);
+	capture("burner", "2", "2s", b, false);
+	cJSON *d = report_json(b);
+	double cpu_samples = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "profiles"), "cpu"),
+						 "samples")->valuedouble;
+	double wall_samples = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "profiles"), "wall"),
+						  "samples")->valuedouble;
+	cJSON_Delete(d);
+
+	struct tool_result r;
+	long lines;
+	const char *a1[] = {"export", "--format", "collapsed", b, NULL};
+	tool_run(&r, a1);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	cr_expect_eq((double)count_lines_sum(r.out, &lines), cpu_samples, "collapsed cpu lines do not sum to the samples");
+	cr_expect(lines > 0 && strstr(r.out, "burn_heavy;spin_units "), "no burn_heavy;spin_units stack:\n%s", r.out);
+
+	const char *a2[] = {"export", "-f", "collapsed", "--profile", "wall", "--per-thread", b, NULL};
+	tool_run(&r, a2);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	cr_expect_eq((double)count_lines_sum(r.out, &lines), wall_samples);
+	cr_expect(strstr(r.out, "locker/"), "per-thread prefix missing");
+
+	const char *a3[] = {"export", "--format", "speedscope", "--profile", "cpu", b, NULL};
+	tool_run(&r, a3);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	cJSON *s = cJSON_Parse(r.out);
+	cr_assert(s, "speedscope output does not parse");
+	cr_expect_str_eq(cJSON_GetObjectItem(s, "$schema")->valuestring,
+			 "https://www.speedscope.app/file-format-schema.json");
+	const cJSON *frames = cJSON_GetObjectItem(cJSON_GetObjectItem(s, "shared"), "frames");
+	cr_assert(cJSON_IsArray(frames) && cJSON_GetArraySize(frames) > 0);
+	const cJSON *profiles = cJSON_GetObjectItem(s, "profiles");
+	cr_assert(cJSON_GetArraySize(profiles) > 0);
+	const cJSON *p;
+	double weight = 0;
+	cJSON_ArrayForEach(p, profiles)
+	{
+		cr_expect_str_eq(cJSON_GetObjectItem(p, "type")->valuestring, "sampled");
+		cr_expect(cJSON_IsString(cJSON_GetObjectItem(p, "name")));
+		cr_expect_str_eq(cJSON_GetObjectItem(p, "unit")->valuestring, "nanoseconds");
+		cr_expect(cJSON_IsNumber(cJSON_GetObjectItem(p, "startValue")));
+		cr_expect(cJSON_IsNumber(cJSON_GetObjectItem(p, "endValue")));
+		const cJSON *samples = cJSON_GetObjectItem(p, "samples"), *weights = cJSON_GetObjectItem(p, "weights");
+		cr_assert_eq(cJSON_GetArraySize(samples), cJSON_GetArraySize(weights));
+		const cJSON *st, *w;
+		cJSON_ArrayForEach(st, samples)
+		{
+			const cJSON *ix;
+			cJSON_ArrayForEach(ix, st) cr_assert(ix->valueint >= 0 && ix->valueint < cJSON_GetArraySize(frames));
+		}
+		cJSON_ArrayForEach(w, weights) weight += w->valuedouble;
+	}
+	cr_expect(weight > 0);
+	cJSON_Delete(s);
+
+	const char *bad[] = {"export", "--format", "svg", b, NULL};
+	tool_run(&r, bad);
+	cr_expect_eq(r.exit_code, 2, "unknown format: exit %d", r.exit_code);
+	const char *nogo[] = {"export", "--profile", "goroutine", b, NULL};
+	tool_run(&r, nogo);
+	cr_expect_eq(r.exit_code, 2, "missing profile: exit %d", r.exit_code);
+	cr_expect(strstr(r.err, "cpu.pprof"), "hint does not list the profiles: %s", r.err);
+	rm_rf(dir);
+}
+
+static void expect_same_tree(const char *a, const char *b, const char *rel)
+{
+	char pa[1024], pb[1024];
+	snprintf(pa, sizeof(pa), "%s%s", a, rel);
+	DIR *d = opendir(pa);
+	cr_assert(d, "cannot open %s", pa);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char sub[512];
+		snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name);
+		snprintf(pa, sizeof(pa), "%s%s", a, sub);
+		snprintf(pb, sizeof(pb), "%s%s", b, sub);
+		struct stat st;
+		cr_assert_eq(stat(pa, &st), 0);
+		if (S_ISDIR(st.st_mode)) {
+			expect_same_tree(a, b, sub);
+			continue;
+		}
+		size_t la, lb;
+		char *xa = read_file(pa, &la), *xb = read_file(pb, &lb);
+		cr_assert(xa && xb, "%s missing after unpem", sub);
+		cr_expect(la == lb && memcmp(xa, xb, la) == 0, "%s differs after unpem", sub);
+		free(xa);
+		free(xb);
+	}
+	closedir(d);
+}
+
+Test(report, pem_round_trip)
+{
+	char dir[256], b[300], pem[300], mangled[300], out1[300], out2[300], out3[300];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(pem, sizeof(pem), "%s/b.pem", dir);
+	snprintf(mangled, sizeof(mangled), "%s/log.txt", dir);
+	snprintf(out1, sizeof(out1), "%s/r1", dir);
+	snprintf(out2, sizeof(out2), "%s/r2", dir);
+	snprintf(out3, sizeof(out3), "%s/r3", dir);
+	/* With leak-watch so there are members in subdirectories too. */
+	const char *argv[] = {target_path("leak/leak_fds"), "20", NULL};
+	struct target t = target_start(argv, "ready");
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *cap[] = {"-p", pid, "-d", "4s", "-i", "200ms", "--leak-watch", "--leak-window", "8",
+			     "-o", b, "-q", NULL};
+	tool_run(&r, cap);
+	target_kill(&t);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+
+	const char *a1[] = {"pem", "-o", pem, b, NULL};
+	tool_run(&r, a1);
+	cr_assert_eq(r.exit_code, 0, "pem: %s", r.err);
+	const char *a2[] = {"unpem", "-o", out1, pem, NULL};
+	tool_run(&r, a2);
+	cr_assert_eq(r.exit_code, 0, "unpem: %s", r.err);
+	expect_same_tree(b, out1, "");
+	expect_same_tree(out1, b, "");
+	const char *v[] = {"verify", out1, NULL};
+	tool_run(&r, v);
+	cr_expect_eq(r.exit_code, 0, "rebuilt bundle does not verify: %s", r.out);
+
+	/* Through a "log pipeline": a timestamp prefix on every line, CRLF,
+	 * unrelated lines before and after. */
+	char *text = read_file(pem, NULL);
+	cr_assert(text);
+	FILE *f = fopen(mangled, "w");
+	cr_assert(f);
+	fputs("2026-01-01T00:00:00Z app starting\n", f);
+	int n = 0;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+		fprintf(f, "2026-01-01T00:00:%02dZ stdout F %s\r\n", n++ % 60, line);
+	fputs("2026-01-01T00:01:00Z app exiting\n", f);
+	fclose(f);
+	free(text);
+	const char *a3[] = {"unpem", "-o", out2, mangled, NULL};
+	tool_run(&r, a3);
+	cr_assert_eq(r.exit_code, 0, "unpem of a prefixed log: %s", r.err);
+	expect_same_tree(b, out2, "");
+
+	/* A changed character is caught, and nothing is presented as a bundle. */
+	text = read_file(pem, NULL);
+	char *body = strstr(text, "\n\n");
+	cr_assert(body);
+	body[5] = body[5] == 'A' ? 'B' : 'A';
+	f = fopen(mangled, "w");
+	fputs(text, f);
+	fclose(f);
+	free(text);
+	const char *a4[] = {"unpem", "-o", out3, mangled, NULL};
+	tool_run(&r, a4);
+	cr_expect_eq(r.exit_code, 1, "damaged pem: exit %d", r.exit_code);
+	char mpath[400];
+	snprintf(mpath, sizeof(mpath), "%s/manifest.json", out3);
+	cr_expect(access(mpath, F_OK) != 0, "a manifest was written from damaged input");
+
+	/* An existing non-empty output directory is refused. */
+	tool_run(&r, a2);
+	cr_expect_eq(r.exit_code, 9, "unpem into a full dir: exit %d", r.exit_code);
+	rm_rf(dir);
+}
+
+Test(report, diff_names_leaking_counter)
+{
+	char dir[256], a[300], b[300];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(a, sizeof(a), "%s/quiet", dir);
+	snprintf(b, sizeof(b), "%s/leaky", dir);
+	capture("leak/leak_fds", "0.01", "3s", a, true);
+	capture("leak/leak_fds", "25", "4s", b, true);
+	struct tool_result r;
+	const char *args[] = {"diff", a, b, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "diff: %s", r.err);
+	const char *l = find_line(r.out, "open_fds");
+	cr_assert(l, "open_fds not in diff:\n%s", r.out);
+	const char *eol = strchr(l, '\n');
+	const char *mark = strstr(l, "in B");
+	cr_expect(mark && (!eol || mark < eol), "open_fds not flagged as growing in B:\n%s", r.out);
+
+	const char *aj[] = {"diff", "--json", a, b, NULL};
+	tool_run(&r, aj);
+	cr_assert_eq(r.exit_code, 0);
+	cJSON *d = cJSON_Parse(r.out);
+	cr_assert(d, "diff --json does not parse");
+	const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "counters"), 0);
+	cr_expect_str_eq(cJSON_GetObjectItem(first, "name")->valuestring, "open_fds");
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(first, "growing_in_b")));
+	const cJSON *c;
+	cJSON_ArrayForEach(c, cJSON_GetObjectItem(d, "counters"))
+	{
+		if (strcmp(cJSON_GetObjectItem(c, "name")->valuestring, "threads") == 0)
+			cr_expect(!cJSON_IsTrue(cJSON_GetObjectItem(c, "growing_in_b")), "threads flagged");
+	}
+	cJSON_Delete(d);
+
+	/* The leaking bundle's own report names the finding. */
+	const char *rep[] = {"report", b, NULL};
+	tool_run(&r, rep);
+	cr_expect(find_line(r.out, "open_fds is leaking"), "report misses the finding:\n%s", r.out);
+	rm_rf(dir);
+}
+
+static const char *find_chromium(void)
+{
+	static char path[512];
+	static const char *const names[] = {"chromium", "chromium-browser", "google-chrome"};
+	const char *envp = getenv("PATH");
+	if (!envp)
+		return NULL;
+	for (size_t i = 0; i < 3; i++) {
+		char *copy = strdup(envp), *save = NULL;
+		for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+			snprintf(path, sizeof(path), "%s/%s", d, names[i]);
+			if (access(path, X_OK) == 0) {
+				free(copy);
+				return path;
+			}
+		}
+		free(copy);
+	}
+	return NULL;
+}
+
+Test(report, html_in_headless_chromium, .timeout = 300)
+{
+	const char *chromium = find_chromium();
+	if (!chromium)
+		cr_skip_test("chromium not installed (Debian package 'chromium')");
+	char dir[256], b[300], html[300];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(html, sizeof(html), "%s/report.html", dir);
+	const char *argv[] = {target_path("leak/leak_fds"), "25", NULL};
+	struct target t = target_start(argv, "ready");
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *cap[] = {"-p", pid, "-d", "4s", "-i", "200ms", "--leak-watch", "--leak-window", "8",
+			     "-o", b, "-q", NULL};
+	tool_run(&r, cap);
+	target_kill(&t);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	const char *args[] = {"report", "--html", html, b, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "report --html: %s", r.err);
+	char *page = read_file(html, NULL);
+	cr_assert(page);
+	/* Self-contained: nothing to fetch. */
+	cr_expect(strstr(page, "src=\"http") == NULL && strstr(page, "href=\"http") == NULL &&
+			  strstr(page, "@import") == NULL,
+		  "the page refers to the network");
+	free(page);
+
+	char cmd[2048], dom[300], errp[300], shot[300];
+	snprintf(dom, sizeof(dom), "%s/dom.html", dir);
+	snprintf(errp, sizeof(errp), "%s/chromium.err", dir);
+	snprintf(shot, sizeof(shot), "%s/shot.png", dir);
+	const char *flags = "--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking "
+			    "--disable-component-update --disable-sync";
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 120 '%s' %s --user-data-dir='%s/profile1' --enable-logging=stderr --v=0 "
+		 "--dump-dom 'file://%s' > '%s' 2> '%s'",
+		 chromium, flags, dir, html, dom, errp);
+	int st = system(cmd);
+	cr_assert_eq(st, 0, "chromium --dump-dom failed (%d)", st);
+	char *d = read_file(dom, NULL), *err = read_file(errp, NULL);
+	cr_assert(d && err);
+	cr_expect(strstr(d, "data-rendered=\"1\""), "the script did not finish rendering");
+	cr_expect(strstr(d, "data-errors") == NULL, "the page reported script errors");
+	const char *flame = strstr(d, "id=\"flame-svg\"");
+	cr_expect(flame, "no flame graph in the DOM");
+	cr_expect(flame && strstr(flame, "<rect"), "the flame graph has no frames");
+	cr_expect(strstr(d, "class=\"chart-svg\""), "no timeline chart in the DOM");
+	cr_expect(strstr(d, "<polyline"), "the charts have no lines");
+	cr_expect(strstr(d, "data-counter=\"open_fds\""), "no open_fds chart");
+	cr_expect(strstr(d, "class=\"finding\""), "the leak finding is not marked on a chart");
+	cr_expect(strstr(d, "id=\"thread-groups\""), "no thread groups table");
+	/* Console errors: Chromium logs them as CONSOLE lines. */
+	for (const char *l = err; (l = strstr(l, "CONSOLE")); l++) {
+		const char *eol = strchr(l, '\n');
+		cr_expect(!(strstr(l, "Uncaught") && (!eol || strstr(l, "Uncaught") < eol)) &&
+				  !(strstr(l, "rror") && (!eol || strstr(l, "rror") < eol)),
+			  "console error: %.200s", l);
+	}
+	free(d);
+	free(err);
+
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 120 '%s' %s --user-data-dir='%s/profile2' --window-size=1280,1600 "
+		 "--screenshot='%s' 'file://%s' > /dev/null 2>&1",
+		 chromium, flags, dir, shot, html);
+	st = system(cmd);
+	cr_assert_eq(st, 0, "chromium --screenshot failed (%d)", st);
+	size_t len = 0;
+	char *png = read_file(shot, &len);
+	cr_assert(png && len > 1000, "no screenshot");
+	cr_expect(memcmp(png, "\x89PNG", 4) == 0, "the screenshot is not a PNG");
+	free(png);
+	rm_rf(dir);
+}
+
+Test(report, usage_and_damage)
+{
+	struct tool_result r;
+	static const char *const cmds[] = {"report", "export", "pem", "unpem", "diff"};
+	for (size_t i = 0; i < 5; i++) {
+		const char *h[] = {cmds[i], "--help", NULL};
+		tool_run(&r, h);
+		cr_expect_eq(r.exit_code, 0, "%s --help: exit %d", cmds[i], r.exit_code);
+		cr_expect(strstr(r.out, "Exit status:"), "%s --help has no exit statuses", cmds[i]);
+		const char *bad[] = {cmds[i], "--no-such-option", NULL};
+		tool_run(&r, bad);
+		cr_expect_eq(r.exit_code, 2, "%s with a bad option: exit %d", cmds[i], r.exit_code);
+	}
+	char dir[256];
+	make_tmpdir(dir, sizeof(dir));
+	const char *nb[] = {"report", dir, NULL};
+	tool_run(&r, nb);
+	cr_expect_eq(r.exit_code, 1, "report of a non-bundle: exit %d", r.exit_code);
+	cr_expect(strstr(r.err, "not a bundle"), "%s", r.err);
+
+	/* A damaged member: the report still prints, with a warning, exit 1. */
+	char b[300], path[400];
+	snprintf(b, sizeof(b), "%s/b", dir);
+	capture("demo", NULL, "1s", b, false);
+	snprintf(path, sizeof(path), "%s/threads.txt", b);
+	FILE *f = fopen(path, "a");
+	cr_assert(f);
+	fputs("tampered\n", f);
+	fclose(f);
+	const char *dm[] = {"report", b, NULL};
+	tool_run(&r, dm);
+	cr_expect_eq(r.exit_code, 1, "report of a damaged bundle: exit %d", r.exit_code);
+	cr_expect(strstr(r.err, "threads.txt"), "the damaged member is not named: %s", r.err);
+	cr_expect(find_line(r.out, "compute_checksum"), "no report printed for a damaged bundle");
+	const char *pm[] = {"pem", b, NULL};
+	tool_run(&r, pm);
+	cr_expect_eq(r.exit_code, 1, "pem of a damaged bundle: exit %d", r.exit_code);
+	rm_rf(dir);
+}
