@@ -178,7 +178,8 @@ void attach_options_init(struct attach_options *o);
 /* Stop every thread of t, copy registers and stacks, release them.
  * Threads that appear during the capture are included; threads that exit are
  * dropped (THREAD_GONE). Returns 0, -ESRCH if the process is gone, -EPERM if
- * no thread could be seized, or another -errno. On every path every thread
+ * no thread could be seized, -EAGAIN if the live process showed no thread
+ * to seize for several milliseconds (mid-exec), or another -errno. On every path every thread
  * we seized has been detached (late threads are detached the moment they
  * trap, or by the kernel when we exit). */
 int attach_capture(struct attach_target *t, const struct attach_options *o,

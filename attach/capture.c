@@ -278,6 +278,7 @@ struct capture_run {
 	size_t holds_cap;
 	int first_seize_error;
 	size_t nseized;
+	size_t nnot_stopped; /* sampled from /proc, never seized */
 	uint64_t first_interrupt;
 };
 
@@ -358,6 +359,7 @@ static void sample_blocked_from_proc(struct capture_run *run, struct thread_capt
 	tc->syscall_nr = nr;
 	tc->not_stopped = true;
 	tc->outcome = THREAD_CAPTURED;
+	run->nnot_stopped++;
 	copy_stack(run, tc, tc->regs.rsp);
 }
 
@@ -758,11 +760,13 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 			break;
 		/* Every seize failed with EPERM on a live process: all its threads
 		 * were exiting (an exec in progress kills all but one, and the
-		 * exec'ing thread cannot be seized until it is done). Not a
-		 * permission problem; give it a few milliseconds, then let the
-		 * caller decide. */
-		if (r == 0 && run.nseized == 0 && run.first_seize_error == EPERM &&
-		    eperm_retries < 5 && attach_target_alive(t)) {
+		 * exec'ing thread cannot be seized until it is done). Or
+		 * /proc/PID/task listed no thread at all: seen in the middle of a
+		 * non-leader exec, while the pid changes hands. Neither is a
+		 * permission problem nor an exit; give it a few milliseconds. */
+		if (r == 0 && run.nseized == 0 && run.nnot_stopped == 0 &&
+		    (run.first_seize_error == EPERM || pc->nthreads == 0) && eperm_retries < 5 &&
+		    attach_target_alive(t)) {
 			eperm_retries++;
 			pc->nthreads = 0;
 			run.first_seize_error = 0;
@@ -798,7 +802,9 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 			pc->target_exited = true;
 			return -ESRCH;
 		}
-		return run.first_seize_error ? -run.first_seize_error : -ESRCH;
+		/* Alive, yet nothing to seize even after retrying: a transient
+		 * state (see above), not an exit. */
+		return run.first_seize_error ? -run.first_seize_error : -EAGAIN;
 	}
 	/* Nothing captured and the process is gone: it was exiting under us
 	 * (exit_group kills the threads we hold). Say so rather than hand back

@@ -331,6 +331,11 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 	if (install_seccomp() < 0)
 		_exit(3);
 	struct worker_state w = {.pid = pid, .opts = *opts};
+	/* Test-only: crash on the Nth unwind request, to prove that a crash
+	 * in interpretation loses only the samples in flight. */
+	const char *crash = getenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT");
+	long crash_at = crash ? atol(crash) : 0;
+	long unwinds = 0;
 	for (;;) {
 		uint8_t kind;
 		uint32_t len;
@@ -341,6 +346,8 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 			_exit(4);
 		struct cursor c = {.p = body, .len = len};
 		struct msg out = {0};
+		if (kind == 'U' && crash_at && ++unwinds == crash_at)
+			raise(SIGSEGV);
 		if (kind == 'U')
 			worker_unwind(&w, &c, &out);
 		else if (kind == 'S')

@@ -210,3 +210,39 @@ Test(sampling, sigint_releases_and_writes)
 	target_kill(&t);
 	rm_rf(dir);
 }
+
+Test(sampling, worker_crash_loses_only_samples_in_flight)
+{
+	const char *argv[] = {target_path("burner"), "1", NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	/* The interpretation worker crashes on its 20th unwind request. */
+	setenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT", "20", 1);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "-d", "1s", "-o", out, "-q", NULL};
+	tool_run(&r, args);
+	unsetenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT");
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	char why[256];
+	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
+	expect_verified(out);
+	cJSON *m = read_manifest(out);
+	cJSON *in = cJSON_GetObjectItem(m, "interpretation");
+	cr_assert(in, "no interpretation section");
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(in, "sandboxed")));
+	cr_expect_geq(cJSON_GetObjectItem(in, "worker_restarts")->valuedouble, 1);
+	cr_expect_gt(cJSON_GetObjectItem(in, "stacks_lost")->valuedouble, 0);
+	cJSON_Delete(m);
+	/* Samples after the crash were unwound by the restarted worker. */
+	Perftools__Profiles__Profile *cpu = load(out, "cpu.pprof");
+	bool heavy = false;
+	for (size_t i = 0; i < cpu->n_sample && !heavy; i++)
+		heavy = frames_have(cpu, cpu->sample[i], "burn_heavy");
+	cr_expect(heavy, "no full stacks after the worker restarted");
+	perftools__profiles__profile__free_unpacked(cpu, NULL);
+	target_kill(&t);
+	rm_rf(dir);
+}
