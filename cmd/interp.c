@@ -168,13 +168,15 @@ static uint64_t take_u64(struct cursor *c)
 /* Deny what an interpreter never needs and an attacker would want: ptrace,
  * writing another process's memory, running programs, the network, signals
  * to others. Everything else is allowed (libdw needs mmap, open, ...). */
-static int install_seccomp(void)
+static int install_seccomp(bool allow_network)
 {
 	static const int denied[] = {
 		SYS_ptrace, SYS_process_vm_writev, SYS_execve, SYS_execveat, SYS_kill,
-		SYS_socket, SYS_connect, SYS_bind, SYS_listen, SYS_mount, SYS_setuid,
-		SYS_setgid, SYS_fork, SYS_vfork,
+		SYS_mount, SYS_setuid, SYS_setgid, SYS_fork, SYS_vfork,
+		/* Last: dropped when --debuginfod lets libdw fetch debug info. */
+		SYS_socket, SYS_connect, SYS_bind, SYS_listen,
 	};
+	size_t ndenied = sizeof(denied) / sizeof(denied[0]) - (allow_network ? 4 : 0);
 	struct sock_filter f[4 + 2 * (sizeof(denied) / sizeof(denied[0])) + 1];
 	size_t n = 0;
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
@@ -183,7 +185,7 @@ static int install_seccomp(void)
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 					      offsetof(struct seccomp_data, nr));
-	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+	for (size_t i = 0; i < ndenied; i++) {
 		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)denied[i], 0, 1);
 		f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
 	}
@@ -328,7 +330,7 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 	signal(SIGINT, SIG_IGN); /* Ctrl-C is for our parent to handle */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_IGN);
-	if (install_seccomp() < 0)
+	if (install_seccomp(opts->allow_debuginfod) < 0)
 		_exit(3);
 	struct worker_state w = {.pid = pid, .opts = *opts};
 	/* Test-only: crash on the Nth unwind request, to prove that a crash

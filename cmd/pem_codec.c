@@ -418,12 +418,14 @@ int pem_decode(const char *text, size_t len, const char *want_id, struct pem_bun
 		size_t tn = sn;
 		while (tn && (s[tn - 1] == '\r' || s[tn - 1] == ' ' || s[tn - 1] == '\t'))
 			tn--;
-		if (!body) {
-			if (tn == 0)
-				body = true;
-			else
-				e = block_header(&k, s, tn);
-		} else {
+		/* Some pipelines drop empty lines, so the blank line after the
+		 * headers is optional: base64 never contains ':', headers do. */
+		if (!body && tn == 0)
+			body = true;
+		else if (!body && memchr(s, ':', tn))
+			e = block_header(&k, s, tn);
+		else if (tn) {
+			body = true;
 			e = block_data(&k, s, tn);
 		}
 	}
