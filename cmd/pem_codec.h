@@ -21,7 +21,8 @@
  *
  * Decoding accepts what log pipelines do to text: a prefix on every line
  * (timestamps, pod names, "stdout F "), as long as it has the same width
- * on every line of a block; CRLF line ends; other log lines between blocks;
+ * on every line of a block; CRLF line ends; dropped empty lines; other log
+ * lines between blocks;
  * the same block repeated (the first good copy wins); blocks of other
  * bundles (only the chosen bundle's are used).
  *

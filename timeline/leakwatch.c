@@ -50,6 +50,7 @@ struct leakwatch {
 	size_t cap;        /* max_window */
 	size_t *windows;   /* ascending window lengths */
 	size_t n_windows;
+	bool *ok;          /* per window: passed window_stats() this sample */
 	bool repeat;
 	double min_tau;
 	uint64_t seq;      /* next sequence number */
@@ -155,6 +156,7 @@ void leakwatch_free(struct leakwatch *lw)
 	}
 	free(lw->c);
 	free(lw->windows);
+	free(lw->ok);
 	free(lw->ft);
 	free(lw->fv);
 	free(lw->pairs);
@@ -197,11 +199,12 @@ int leakwatch_new(const struct leakwatch_config *cfg, const char *const *names,
 	lw->c = calloc(n ? n : 1, sizeof(*lw->c));
 	/* N, 2N, 4N, ... and max_window itself if it is not on that ladder. */
 	lw->windows = calloc(8 * sizeof(size_t) + 1, sizeof(size_t));
+	lw->ok = calloc(8 * sizeof(size_t) + 1, sizeof(bool));
 	lw->ft = malloc(m * sizeof(double));
 	lw->fv = malloc(m * sizeof(double));
 	lw->resid = malloc(m * sizeof(double));
 	lw->pairs = malloc(m * (m - 1) / 2 * sizeof(double));
-	if (!lw->c || !lw->windows || !lw->ft || !lw->fv || !lw->resid || !lw->pairs)
+	if (!lw->c || !lw->windows || !lw->ok || !lw->ft || !lw->fv || !lw->resid || !lw->pairs)
 		goto oom;
 	for (size_t l = w; l <= maxw; l *= 2) {
 		lw->windows[lw->n_windows++] = l;
@@ -321,6 +324,40 @@ static double median(double *a, size_t n)
 	return (lo + hi) / 2;
 }
 
+/*
+ * Rules 2 (raw range) and 5 (spread) for every window length at once, in
+ * one pass from the newest sample back: ok[w] says whether window w passed.
+ * This is all a flat counter ever costs, so it walks the ring directly
+ * rather than through ring_at()'s division.
+ */
+static void window_stats(const struct leakwatch *lw, const struct counter *c, bool *ok)
+{
+	size_t r = (c->head + lw->cap - 1) % lw->cap, len = 1, w = 0;
+	double vmin = c->v[r], vmax = vmin, maxjump = 0, next = vmin;
+
+	for (size_t k = 0; k < lw->n_windows; k++)
+		ok[k] = false;
+	while (w < lw->n_windows && lw->windows[w] <= c->count) {
+		if (len == lw->windows[w]) {
+			double range = vmax - vmin;
+
+			ok[w++] = range > 0 && range >= c->th.min_delta &&
+				  maxjump <= MAX_JUMP_SHARE * range;
+			continue;
+		}
+		r = r ? r - 1 : lw->cap - 1;
+		len++;
+		{
+			double x = c->v[r];
+
+			if (x < vmin) vmin = x;
+			if (x > vmax) vmax = x;
+			if (next - x > maxjump) maxjump = next - x;
+			next = x;
+		}
+	}
+}
+
 struct fit {
 	size_t len;
 	double slope, delta, tau, r2;
@@ -329,33 +366,18 @@ struct fit {
 };
 
 /*
- * Try the last len samples of c. Returns true and fills *f when every rule
- * holds. Rules run cheapest first: range and jump (one pass over the raw
- * window), then tau (one pass over the pairs, which also stores the slopes),
- * then the median slope, the rise, and new ground.
+ * Try the last len samples of c, which have already passed rules 2 (raw
+ * range) and 5 (spread) in window_stats(). Returns true and fills *f when
+ * every other rule holds too. Cheapest first: tau (one pass over the pairs,
+ * which also stores the slopes), then the median slope, the fitted rise,
+ * and new ground.
  */
 static bool try_window(struct leakwatch *lw, struct counter *c, size_t len, struct fit *f)
 {
 	const struct leakwatch_threshold *th = &c->th;
 	size_t first = c->count - len, m, np = 0;
-	double vmin, vmax, maxjump = 0, prev;
 	long conc = 0, disc = 0;
 	double slope, tau, intercept, fitted_end, duration;
-
-	/* Rules 2 (raw range) and 5 (no dominant single jump). */
-	vmin = vmax = prev = c->v[ring_at(lw, c, first)];
-	for (size_t k = first + 1; k < c->count; k++) {
-		double x = c->v[ring_at(lw, c, k)];
-
-		if (x < vmin) vmin = x;
-		if (x > vmax) vmax = x;
-		if (x - prev > maxjump) maxjump = x - prev;
-		prev = x;
-	}
-	if (vmax - vmin < th->min_delta || vmax - vmin <= 0)
-		return false;
-	if (maxjump > MAX_JUMP_SHARE * (vmax - vmin))
-		return false;
 
 	/* Gather the fit points, evenly subsampled past the cap; the first and
 	 * last sample are always included so the duration is exact. */
@@ -469,11 +491,14 @@ int leakwatch_feed(struct leakwatch *lw, double t, const int64_t *values,
 		if (c->count < lw->cap)
 			c->count++;
 
+		window_stats(lw, c, lw->ok);
 		for (size_t w = 0; w < lw->n_windows; w++) {
 			size_t len = lw->windows[w];
 
 			if (len > c->count)
 				break;
+			if (!lw->ok[w])
+				continue;
 			/* Repeat mode: no overlap with the previous finding. */
 			if (c->seq[ring_at(lw, c, c->count - len)] < c->min_start_seq)
 				break;

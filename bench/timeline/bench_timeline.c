@@ -17,7 +17,9 @@
  *
  * Then the leak watchdog: leakwatch_feed() on 6 watched counters, flat
  * (the common case: only the range check runs) and worst case (every
- * window of every counter fitted and rejected at the last rule).
+ * window of every counter fitted and rejected late), with the default
+ * 192-sample longest window and with the 4-minute span at 250 ms that
+ * leakwatch_config_set_span() gives (961 samples, 8 window lengths).
  *
  * Targets are children of this program, so it works under Yama
  * ptrace_scope=1 and needs no privileges; they die with it
@@ -203,7 +205,7 @@ static int lw_feed(void *arg)
 	return leakwatch_feed(b->lw, b->t, b->v, out, 6, &n);
 }
 
-static int bench_leakwatch(const char *label, int64_t step)
+static int bench_leakwatch(const char *label, int64_t step, double interval_s)
 {
 	static const char *const names[6] = { "c0", "c1", "c2", "c3", "c4", "c5" };
 	/* Worst case: a perfect trend clears range, jump and tau, gets its
@@ -219,6 +221,8 @@ static int bench_leakwatch(const char *label, int64_t step)
 		th[i].min_delta = 1;
 	}
 	leakwatch_config_init(&cfg);
+	if (interval_s > 0)
+		leakwatch_config_set_span(&cfg, interval_s, LEAKWATCH_DEFAULT_SPAN_S);
 	cfg.thresholds = th;
 	cfg.n_thresholds = 6;
 	if (leakwatch_new(&cfg, names, 6, &b.lw) < 0)
@@ -255,7 +259,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
 		failed |= bench_row(shapes[i][0], shapes[i][1]) < 0;
 	printf("\nleakwatch_feed, 6 watched counters:\n");
-	failed |= bench_leakwatch("flat (range check only)", 0) < 0;
-	failed |= bench_leakwatch("worst case (every window fitted)", 1) < 0;
+	failed |= bench_leakwatch("flat (range check only)", 0, 0) < 0;
+	failed |= bench_leakwatch("worst case (every window fitted)", 1, 0) < 0;
+	failed |= bench_leakwatch("flat, 4 min span at 250 ms", 0, 0.25) < 0;
+	failed |= bench_leakwatch("worst case, 4 min span at 250 ms", 1, 0.25) < 0;
 	return failed;
 }

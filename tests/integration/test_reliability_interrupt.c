@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -160,7 +161,7 @@ Test(reliability_interrupt, c3_stopped_sampler_watchdog, .timeout = 600)
 		rel_start(&rt, targs);
 		char pid[16];
 		snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
-		const char *dargv[] = {target_path("reliability/rel_driver"), pid, "20000", "50",
+		const char *dargv[] = {target_path("reliability/rel_driver"), pid, "20000", "4",
 				       "watchdog=500", "hold=100", NULL};
 		struct target drv = target_start(dargv, "started");
 		usleep(300000 + (useconds_t)(rand() % 300) * 1000u);
@@ -186,7 +187,14 @@ Test(reliability_interrupt, c3_stopped_sampler_watchdog, .timeout = 600)
 			  "run %d: stopped sampler not killed by the watchdog (status %#x after %llu ms)", it,
 			  st, (unsigned long long)took);
 		cr_expect(took < 1500, "run %d: watchdog took %llu ms", it, (unsigned long long)took);
-		usleep(50000);
+		/* Let the probe thread run once after the kill, so the gap that
+		 * spans it is recorded. */
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		uint64_t killed_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+		for (uint64_t w0 = now_ms(); atomic_load(&rt.sh->probe_last_ns) < killed_ns &&
+					     now_ms() - w0 < 2000;)
+			usleep(1000);
 		uint64_t gap = atomic_load(&rt.sh->max_gap_ns);
 		fprintf(stderr, "c3 run %d: sampler killed after %llu ms, target max gap %.0f ms\n", it,
 			(unsigned long long)took, (double)gap / 1e6);

@@ -602,7 +602,7 @@ Test(go_heap, disabled_without_pprof, .timeout = 60)
 }
 
 /* Stripped (-s -w): no symbols, no layouts. */
-Test(go_heap, stripped_unsupported)
+Test(go_heap, stripped_unsupported, .timeout = 60)
 {
 	struct go_target *t;
 	cr_assert_eq(go_target_open(0, GO_HEAP_FIXTURE_STRIPPED, &t), 0);
@@ -616,7 +616,7 @@ Test(go_heap, stripped_unsupported)
 }
 
 /* Expected values from Go 1.19's scaleHeapSample itself. */
-Test(go_heap, scale_formula)
+Test(go_heap, scale_formula, .timeout = 60)
 {
 	static const int64_t cases[][5] = {
 		{1, 64, 524288, 8192, 524320},

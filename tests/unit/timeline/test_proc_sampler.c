@@ -483,6 +483,18 @@ Test(proc_sampler, leader_exited_but_threads_run_is_not_gone)
 	proc_sampler_free(ps);
 }
 
+/* vfork: a thousand page-table copies of a sanitized test binary are what
+ * made this slow, and the child only exits. Its own function so the
+ * caller's locals are not live across vfork. */
+static pid_t spawn_exiting_child(void)
+{
+	pid_t pid = vfork();
+
+	if (pid == 0)
+		_exit(0);
+	return pid;
+}
+
 Test(proc_sampler, children_list_longer_than_one_read)
 {
 	/* The kernel hands task/TID/children out about a page per read, and
@@ -497,13 +509,9 @@ Test(proc_sampler, children_list_longer_than_one_read)
 	for (; made < N; made++) {
 		siginfo_t si;
 
-		/* vfork: a thousand page-table copies of a sanitized test
-		 * binary are what makes this slow, and the child only exits. */
-		kids[made] = vfork();
+		kids[made] = spawn_exiting_child();
 		if (kids[made] < 0)
 			break;
-		if (kids[made] == 0)
-			_exit(0);
 		cr_assert_eq(waitid(P_PID, (id_t)kids[made], &si, WEXITED | WNOWAIT), 0);
 	}
 	if (made < N / 2)
