@@ -17,9 +17,6 @@
 #include "util.h"
 
 #define TIMELINE_MEMBER "runtime.jsonl"
-/* The longest fit window should cover this much wall time whatever the
- * interval, so slow leaks (one fd every 5 s) are seen at 250 ms too. */
-#define LONGEST_WINDOW_S 300.0
 #define MAX_FINDINGS_PER_TICK TIMELINE_COUNTER_COUNT
 
 struct ring_line {
@@ -62,14 +59,17 @@ static int build_leakwatch(struct timeline_run *t)
 	struct leakwatch_config cfg;
 	leakwatch_config_init(&cfg);
 	cfg.window = o->leak_window;
-	size_t span = (size_t)(LONGEST_WINDOW_S * 1e9 / (double)o->interval_ns) + 1;
-	cfg.max_window = 16 * cfg.window > span ? 16 * cfg.window : span;
+	/* The longest window must cover minutes whatever the interval, or slow
+	 * leaks (one fd every 5 s) are never seen at 250 ms. */
+	int r = leakwatch_config_set_span(&cfg, (double)o->interval_ns / 1e9, LEAKWATCH_DEFAULT_SPAN_S);
+	if (r < 0)
+		return r;
 	cfg.repeat = o->leak_repeat;
 	cfg.thresholds = t->thresholds;
 	cfg.n_thresholds = n;
 	for (size_t i = 0; i < TIMELINE_COUNTER_COUNT; i++)
 		t->names[i] = timeline_counter_name((enum timeline_counter)i);
-	int r = leakwatch_new(&cfg, t->names, TIMELINE_COUNTER_COUNT, &t->lw);
+	r = leakwatch_new(&cfg, t->names, TIMELINE_COUNTER_COUNT, &t->lw);
 	if (r < 0)
 		return r;
 	t->ring_cap = leakwatch_max_window(t->lw);

@@ -501,3 +501,40 @@ Test(report, usage_and_damage)
 	cr_expect_eq(r.exit_code, 1, "pem of a damaged bundle: exit %d", r.exit_code);
 	rm_rf(dir);
 }
+
+/* Go fixture (tests/targets/go/fixture/main.go): five identical goroutines
+ * parked in "<-c7" (main.main.func17) must form one group of 5 with wait
+ * reason "chan receive"; one goroutine sleeps in time.Sleep. */
+Test(report, go_goroutine_groups)
+{
+	const char *fx = getenv("DIAG_GO_FIXTURE");
+	if (!fx || access(fx, X_OK) != 0)
+		cr_skip_test("Go fixture not built (no go on PATH)");
+	const char *argv[] = {fx, NULL};
+	struct target t = target_start(argv, "pid");
+	char dir[256], b[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "-o", b, "-q", NULL};
+	tool_run(&r, args);
+	target_kill(&t);
+	cr_assert_eq(r.exit_code, 0, "capture: %s", r.err);
+	char gtxt[400];
+	snprintf(gtxt, sizeof(gtxt), "%s/goroutine.txt", b);
+	if (access(gtxt, F_OK) != 0)
+		cr_skip_test("this build does not capture goroutines");
+	cJSON *d = report_json(b);
+	const cJSON *groups = cJSON_GetObjectItem(d, "goroutine_groups");
+	cr_assert(cJSON_GetArraySize(groups) > 0, "no goroutine groups");
+	const cJSON *g = cJSON_GetArrayItem(groups, 0);
+	cr_expect_eq(cJSON_GetObjectItem(g, "count")->valueint, 5, "largest group is not the 5 identical goroutines");
+	cr_expect_str_eq(cJSON_GetObjectItem(g, "reason")->valuestring, "chan receive");
+	cr_expect(group_with(groups, "time.Sleep"), "no time.Sleep goroutine");
+	cJSON_Delete(d);
+	const char *rep[] = {"report", b, NULL};
+	tool_run(&r, rep);
+	cr_expect(find_line(r.out, "GOROUTINES"), "no goroutine section:\n%s", r.out);
+	rm_rf(dir);
+}

@@ -52,7 +52,8 @@ struct rec {
 	int64_t v[4];        /* debug=1: inuse objs, inuse bytes, alloc objs, alloc bytes; debug=0: the 4 values */
 	int64_t bytes_label; /* debug=0 only */
 	char *key;           /* "0x.. 0x.." (pcs for debug=1, Location addresses for debug=0) */
-	char *names;         /* debug=0: function names of all Location lines, ";"-separated */
+	char *names;         /* debug=0: function names of all Location lines, ";"-separated;
+			      * Go's debug=1: the record's "#\t..." lines; ours raw: NULL */
 	bool used;
 };
 
@@ -102,7 +103,6 @@ struct theirs1 {
 	int64_t total[4];
 	int64_t period2;
 	struct rec r[MAXREC];
-	char *text[MAXREC]; /* the record's "#\t..." lines */
 	size_t n;
 };
 
@@ -117,11 +117,11 @@ static void parse_debug1(char *s, struct theirs1 *g)
 			continue;
 		}
 		if (line[0] == '#' && g->n > 0) {
-			char *t = g->text[g->n - 1];
+			char *t = g->r[g->n - 1].names; /* the record's "#\t..." lines */
 			size_t l = t ? strlen(t) : 0;
 			t = realloc(t, l + strlen(line) + 2);
 			sprintf(t + l, "%s\n", line);
-			g->text[g->n - 1] = t;
+			g->r[g->n - 1].names = t;
 			continue;
 		}
 		char *at = strstr(line, "] @");
@@ -262,10 +262,14 @@ static void parse_debug0(const char *path, struct theirs0 *g)
 				while ((k = pb_next(&s2, &x, &s3)) != 0) {
 					if (k != 1)
 						continue;
-					for (size_t i = 0; i < nfn; i++)
-						if (fn_id[i] == x && fn_name[i] < g->nstrs)
-							snprintf(l->names + strlen(l->names), sizeof(l->names) - strlen(l->names),
-								 "%s;", g->strs[fn_name[i]]);
+					/* Go numbers functions 1, 2, ... in order */
+					size_t i = x - 1 < nfn && fn_id[x - 1] == x ? x - 1 : 0;
+					for (; i < nfn; i++)
+						if (fn_id[i] == x)
+							break;
+					if (i < nfn && fn_name[i] < g->nstrs)
+						snprintf(l->names + strlen(l->names), sizeof(l->names) - strlen(l->names),
+							 "%s;", g->strs[fn_name[i]]);
 				}
 			}
 		}
@@ -283,12 +287,17 @@ static void parse_debug0(const char *path, struct theirs0 *g)
 			uint64_t ids[1100];
 			if (h == 1) { /* location_id */
 				size_t m = pb_repeated(w, &s2, ids, 1100);
-				for (size_t i = 0; i < m; i++)
-					for (size_t j = 0; j < nloc; j++)
-						if (locs[j].id == ids[i] && na < 1100) {
-							addrs[na++] = locs[j].addr;
-							snprintf(r->names + strlen(r->names), 8192 - strlen(r->names), "%s", locs[j].names);
-						}
+				for (size_t i = 0; i < m; i++) {
+					/* Go numbers Locations 1, 2, ... in order */
+					size_t j = ids[i] - 1 < nloc && locs[ids[i] - 1].id == ids[i] ? ids[i] - 1 : 0;
+					for (; j < nloc; j++)
+						if (locs[j].id == ids[i])
+							break;
+					if (j < nloc && na < 1100) {
+						addrs[na++] = locs[j].addr;
+						snprintf(r->names + strlen(r->names), 8192 - strlen(r->names), "%s", locs[j].names);
+					}
+				}
 			} else if (h == 2) { /* value */
 				size_t m = pb_repeated(w, &s2, ids, 4);
 				for (size_t i = 0; i < m && i < 4; i++)
@@ -319,22 +328,49 @@ static bool zero(const int64_t v[4])
 	return !v[0] && !v[1] && !v[2] && !v[3];
 }
 
-/* Multiset match on (key, values); tol allows |diff| <= tol per value
- * (Go's math.Exp against glibc's exp; 0 when nothing is scaled).
- * Returns how many of ours matched. */
+static int cmp_rec(const void *a, const void *b)
+{
+	return strcmp(((const struct rec *)a)->key, ((const struct rec *)b)->key);
+}
+
+/* First index in sorted theirs whose key is >= key. */
+static size_t lower_bound(const struct rec *theirs, size_t nt, const char *key)
+{
+	size_t lo = 0, hi = nt;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(theirs[mid].key, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Multiset match on (key, values); sorts theirs by key. tol allows
+ * |diff| <= tol per value (Go's math.Exp against glibc's exp; 0 when
+ * nothing is scaled). Returns how many of ours matched. */
 static size_t match(struct rec *ours, size_t no, struct rec *theirs, size_t nt, int64_t tol, bool label)
 {
+	qsort(theirs, nt, sizeof(*theirs), cmp_rec);
 	size_t matched = 0;
 	for (size_t i = 0; i < no; i++) {
 		bool found = false;
-		for (size_t j = 0; j < nt && !found; j++) {
-			if (theirs[j].used || strcmp(ours[i].key, theirs[j].key) != 0)
+		for (size_t j = lower_bound(theirs, nt, ours[i].key); j < nt && !found; j++) {
+			if (strcmp(ours[i].key, theirs[j].key) != 0)
+				break;
+			if (theirs[j].used)
 				continue;
 			bool eq = !label || ours[i].bytes_label == theirs[j].bytes_label;
 			for (int k = 0; k < 4; k++)
 				eq = eq && llabs(ours[i].v[k] - theirs[j].v[k]) <= tol;
-			if (eq)
+			if (eq) {
 				theirs[j].used = found = true;
+				/* the Location lines agree too */
+				if (ours[i].names && theirs[j].names)
+					cr_expect_str_eq(ours[i].names, theirs[j].names, "Location lines differ for %s",
+							 ours[i].key);
+			}
 		}
 		if (!found)
 			cr_log_error("ours not in Go's: [%lld %lld %lld %lld] @ %s %s", (long long)ours[i].v[0],
@@ -387,8 +423,6 @@ static void run_heap(const char *name, const char *exe, char *const envp[], stru
 	cr_assert_eq(go_heap_foreach_record(h, our_rec, res->ours), 0);
 	cr_assert_eq(res->ours->n, res->stats.buckets);
 	go_heap_free(h);
-	cr_log_info("%s: go_heap_capture of %zu buckets: %.3f ms, %zu read calls, %zu bytes", name,
-		    res->stats.buckets, res->stats.pause_ns / 1e6, res->stats.read_calls, res->stats.bytes_read);
 	fprintf(stderr, "%s: go_heap_capture of %zu buckets: %.3f ms, %zu read calls, %zu bytes\n", name,
 		res->stats.buckets, res->stats.pause_ns / 1e6, res->stats.read_calls, res->stats.bytes_read);
 
@@ -421,7 +455,7 @@ static void check_extras1(struct theirs1 *g)
 	for (size_t j = 0; j < g->n; j++) {
 		if (g->r[j].used || zero(g->r[j].v))
 			continue;
-		const char *t = g->text[j] ? g->text[j] : "";
+		const char *t = g->r[j].names ? g->r[j].names : "";
 		cr_expect(strstr(t, "runtime/pprof.") || strstr(t, "compress/"),
 			  "Go's debug=1 record not in ours: %s\n%s", g->r[j].key, t);
 	}
@@ -469,11 +503,6 @@ static void check_against_go(struct heap_run *res, int64_t tol)
 	size_t m0 = match(o->loc, o->n, g0->r, g0->n, tol, true);
 	cr_assert_eq(m0, o->n, "%zu of our %zu records in Go's debug=0", m0, o->n);
 	check_extras0(g0);
-	/* and the Location lines agree: each matched sample's function names */
-	for (size_t i = 0; i < o->n; i++)
-		for (size_t j = 0; j < g0->n; j++)
-			if (!strcmp(o->loc[i].key, g0->r[j].key))
-				cr_expect_str_eq(o->loc[i].names, g0->r[j].names, "Location lines differ for %s", o->loc[i].key);
 }
 
 /* The record of an allocation site: its stack and block size (the same
@@ -495,7 +524,7 @@ static void free_run(struct heap_run *res)
 	}
 	for (size_t i = 0; i < res->t1->n; i++) {
 		free(res->t1->r[i].key);
-		free(res->t1->text[i]);
+		free(res->t1->r[i].names);
 	}
 	for (size_t i = 0; i < res->t0->n; i++) {
 		free(res->t0->r[i].key);
