@@ -137,7 +137,8 @@ int attach_watchdog_start(unsigned limit_ms)
 	}
 	/* Wait (bounded) until it runs, so a capture right after this call is
 	 * already guarded. */
-	for (int i = 0; i < 2000 && !atomic_load(&w->ready); i++) {
+	uint64_t give_up = mono_ns() + 5000000000ull; /* a loaded machine is slow to fork */
+	while (!atomic_load(&w->ready) && mono_ns() < give_up) {
 		struct timespec ts = {0, 500000};
 		nanosleep(&ts, NULL);
 	}

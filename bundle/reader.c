@@ -23,9 +23,9 @@ struct cached_profile {
 	struct bundle_profile pub;
 	struct bundle_sample *samples;
 	struct bundle_frame *frames; /* all samples' frames, one block */
-	char **synth;                /* "0x..." names we had to make */
+	char **synth;		     /* "0x..." names we had to make */
 	size_t nsynth;
-	const char **types;          /* value_type then value_unit */
+	const char **types; /* value_type then value_unit */
 	struct cached_profile *next;
 };
 
@@ -49,7 +49,8 @@ static bool name_is_safe(const char *name)
 	while (*p) {
 		const char *slash = strchr(p, '/');
 		size_t len = slash ? (size_t)(slash - p) : strlen(p);
-		if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+		if (len == 0 || (len == 1 && p[0] == '.') ||
+		    (len == 2 && p[0] == '.' && p[1] == '.'))
 			return false;
 		p += len;
 		if (*p == '/')
@@ -328,11 +329,13 @@ static int flatten(struct cached_profile *c)
 				}
 				c->synth = ns;
 				c->synth[c->nsynth++] = nm;
-				*f++ = (struct bundle_frame){.function = nm, .file = "", .address = l->address};
+				*f++ = (struct bundle_frame){
+					.function = nm, .file = "", .address = l->address};
 				continue;
 			}
 			for (size_t k = 0; k < l->n_line; k++) {
-				const Perftools__Profiles__Function *fn = find_fn(p, l->line[k]->function_id);
+				const Perftools__Profiles__Function *fn =
+					find_fn(p, l->line[k]->function_id);
 				*f++ = (struct bundle_frame){
 					.function = fn ? pstr(p, fn->name) : "?",
 					.file = fn ? pstr(p, fn->filename) : "",
@@ -346,8 +349,9 @@ static int flatten(struct cached_profile *c)
 		for (size_t j = 0; j < s->n_label; j++) {
 			const char *key = pstr(p, s->label[j]->key);
 			if (strcmp(key, "tid") == 0)
-				o->tid = s->label[j]->str ? strtoll(pstr(p, s->label[j]->str), NULL, 10)
-							  : s->label[j]->num;
+				o->tid = s->label[j]->str
+						 ? strtoll(pstr(p, s->label[j]->str), NULL, 10)
+						 : s->label[j]->num;
 			else if (strcmp(key, "thread_comm") == 0)
 				o->thread_comm = pstr(p, s->label[j]->str);
 			else if (strcmp(key, "state") == 0)
@@ -539,7 +543,8 @@ int bundle_reader_timeline(struct bundle_reader *r, const struct bundle_timeline
 		cJSON *o = cJSON_Parse(line);
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "t");
 		double ts;
-		if (!cJSON_IsObject(o) || !cJSON_IsString(t) || bundle_parse_time(t->valuestring, &ts) < 0) {
+		if (!cJSON_IsObject(o) || !cJSON_IsString(t) ||
+		    bundle_parse_time(t->valuestring, &ts) < 0) {
 			r->tl.bad_lines++;
 			cJSON_Delete(o);
 			continue;

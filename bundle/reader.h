@@ -53,18 +53,18 @@ int bundle_reader_read(const struct bundle_reader *r, const char *name, char **r
 struct bundle_frame {
 	const char *function; /* never NULL: "0x<address>" when unsymbolized */
 	const char *file;     /* "" when unknown */
-	int64_t line;         /* 0 when unknown */
+	int64_t line;	      /* 0 when unknown */
 	uint64_t address;
-	bool inlined;         /* an inlined callee (not the location's last Line) */
+	bool inlined; /* an inlined callee (not the location's last Line) */
 };
 
 struct bundle_sample {
 	const struct bundle_frame *frames; /* leaf first, inline chains expanded */
 	size_t nframes;
-	const int64_t *values;             /* bundle_profile.nvalues entries */
-	int64_t tid;                       /* "tid" label, -1 without one */
-	const char *thread_comm;           /* "thread_comm" label or NULL */
-	const char *state;                 /* "state" label ("R", "S", ...) or NULL */
+	const int64_t *values;	 /* bundle_profile.nvalues entries */
+	int64_t tid;		 /* "tid" label, -1 without one */
+	const char *thread_comm; /* "thread_comm" label or NULL */
+	const char *state;	 /* "state" label ("R", "S", ...) or NULL */
 };
 
 struct bundle_profile {
@@ -85,18 +85,18 @@ int bundle_reader_profile(struct bundle_reader *r, const char *name,
 /* ---- timeline ---- */
 
 struct bundle_counter {
-	const char *name;  /* JSONL key; nested objects flattened: "fds_by_type.pipe" */
-	const double *v;   /* npoints values; NAN where absent or negative (-1 is
+	const char *name; /* JSONL key; nested objects flattened: "fds_by_type.pipe" */
+	const double *v;  /* npoints values; NAN where absent or negative (-1 is
 			    * how the sampler writes "not available") */
-	size_t nvalid;     /* how many are not NAN */
+	size_t nvalid;	  /* how many are not NAN */
 };
 
 struct bundle_timeline {
 	size_t npoints;
-	const double *t;   /* seconds since the epoch, one per line */
-	size_t ncounters;  /* counters with at least one value, in first-seen order */
+	const double *t;  /* seconds since the epoch, one per line */
+	size_t ncounters; /* counters with at least one value, in first-seen order */
 	const struct bundle_counter *counters;
-	size_t bad_lines;  /* lines that were not a JSON object with a "t" */
+	size_t bad_lines; /* lines that were not a JSON object with a "t" */
 };
 
 /* Parse the timeline member named by manifest "timeline"."member"

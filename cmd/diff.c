@@ -49,7 +49,7 @@ static double default_floor(const char *name)
 		const char *name;
 		double slope;
 	} floors[] = {
-		{"rss_bytes", 16384}, {"threads", 0.05},   {"open_fds", 0.05},
+		{"rss_bytes", 16384},  {"threads", 0.05},   {"open_fds", 0.05},
 		{"child_procs", 0.01}, {"goroutines", 0.2}, {"heap_live_bytes", 16384},
 	};
 	for (size_t i = 0; i < sizeof(floors) / sizeof(floors[0]); i++)
@@ -63,8 +63,9 @@ static double floor_for(const cJSON *ma, const cJSON *mb, const char *name)
 	const cJSON *ms[] = {mb, ma};
 	for (size_t i = 0; i < 2; i++) {
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ms[i], "leak_watch"),
-							 "thresholds"),
+			cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(ms[i], "leak_watch"),
+				"thresholds"),
 			name);
 		const cJSON *s = cJSON_GetObjectItemCaseSensitive(t, "min_slope_per_s");
 		if (cJSON_IsNumber(s))
@@ -104,7 +105,8 @@ static void add_stat(cJSON *o, const char *key, const struct bundle_timeline *tl
 	cJSON *s = cJSON_AddObjectToObject(o, key);
 	cJSON_AddNumberToObject(s, "first", ret->first);
 	cJSON_AddNumberToObject(s, "last", ret->last);
-	cJSON_AddNumberToObject(s, "slope_per_s", fabs(ret->slope_per_s) < 1e-12 ? 0 : ret->slope_per_s);
+	cJSON_AddNumberToObject(s, "slope_per_s",
+				fabs(ret->slope_per_s) < 1e-12 ? 0 : ret->slope_per_s);
 }
 
 static cJSON *diff_counters(struct bundle_reader *a, struct bundle_reader *b)
@@ -124,22 +126,27 @@ static cJSON *diff_counters(struct bundle_reader *a, struct bundle_reader *b)
 			const char *name = tl->counters[i].name;
 			if (pass == 1 && find_counter(tb, name))
 				continue;
-			const struct bundle_counter *ca = find_counter(ta, name), *cb = find_counter(tb, name);
+			const struct bundle_counter *ca = find_counter(ta, name),
+						    *cb = find_counter(tb, name);
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddStringToObject(o, "name", name);
 			struct counter_stat sa = {0}, sb = {0};
 			add_stat(o, "a", ta, ca, &sa);
 			add_stat(o, "b", tb, cb, &sb);
 			double fl = floor_for(ma, mb, name);
-			bool grows_b = cb && !isnan(fl) && sb.slope_per_s > fl && sb.last > sb.first;
-			bool grows_a = ca && !isnan(fl) && sa.slope_per_s > fl && sa.last > sa.first;
+			bool grows_b =
+				cb && !isnan(fl) && sb.slope_per_s > fl && sb.last > sb.first;
+			bool grows_a =
+				ca && !isnan(fl) && sa.slope_per_s > fl && sa.last > sa.first;
 			bool leak_b = has_finding(mb, name) || (grows_b && !grows_a);
 			bool leak_a = has_finding(ma, name);
 			/* A counter only one side has (a snapshot has none) is
 			 * news only if it moved there. */
-			bool changed = ca && cb ? sa.first != sb.first || sa.last != sb.last ||
-							  fabs(sa.slope_per_s - sb.slope_per_s) > 1e-9
-					 : ca ? sa.first != sa.last : sb.first != sb.last;
+			bool changed =
+				ca && cb ? sa.first != sb.first || sa.last != sb.last ||
+						   fabs(sa.slope_per_s - sb.slope_per_s) > 1e-9
+				: ca ? sa.first != sa.last
+				     : sb.first != sb.last;
 			cJSON_AddBoolToObject(o, "growing_in_b", leak_b);
 			cJSON_AddBoolToObject(o, "finding_in_a", leak_a);
 			cJSON_AddBoolToObject(o, "finding_in_b", has_finding(mb, name));
@@ -156,7 +163,8 @@ static cJSON *diff_counters(struct bundle_reader *a, struct bundle_reader *b)
 		const cJSON *o;
 		cJSON_ArrayForEach(o, arr)
 		{
-			if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "growing_in_b")) == want)
+			if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "growing_in_b")) ==
+			    want)
 				cJSON_AddItemToArray(sorted, cJSON_Duplicate(o, true));
 		}
 	}
@@ -198,19 +206,22 @@ static cJSON *diff_functions(struct bundle_reader *a, struct bundle_reader *b, c
 	}
 	/* With no samples on one side every share "moves" by 100 points;
 	 * that says nothing, so list nothing. */
-	struct moved *mv = ta.samples && tb.samples ? calloc(ta.nfns + tb.nfns + 1, sizeof(*mv)) : NULL;
+	struct moved *mv =
+		ta.samples && tb.samples ? calloc(ta.nfns + tb.nfns + 1, sizeof(*mv)) : NULL;
 	size_t n = 0;
 	cJSON *arr = cJSON_CreateArray();
 	if (mv) {
 		for (size_t i = 0; i < tb.nfns; i++) {
 			const struct fn_share *x = fn_table_find(&ta, tb.fns[i].name);
 			mv[n++] = (struct moved){tb.fns[i].name, x ? pct(x->flat, ta.total) : 0,
-						 pct(tb.fns[i].flat, tb.total), x ? pct(x->cum, ta.total) : 0,
+						 pct(tb.fns[i].flat, tb.total),
+						 x ? pct(x->cum, ta.total) : 0,
 						 pct(tb.fns[i].cum, tb.total)};
 		}
 		for (size_t i = 0; i < ta.nfns; i++)
 			if (!fn_table_find(&tb, ta.fns[i].name))
-				mv[n++] = (struct moved){ta.fns[i].name, pct(ta.fns[i].flat, ta.total), 0,
+				mv[n++] = (struct moved){ta.fns[i].name,
+							 pct(ta.fns[i].flat, ta.total), 0,
 							 pct(ta.fns[i].cum, ta.total), 0};
 		qsort(mv, n, sizeof(*mv), cmp_moved);
 		for (size_t i = 0; i < n && i < top; i++) {
@@ -288,7 +299,8 @@ static int load_goroutines(struct bundle_reader *r, struct goroutine_group **g, 
 	size_t len;
 	*g = NULL;
 	*n = 0;
-	if (!bundle_reader_has(r, "goroutine.txt") || bundle_reader_read(r, "goroutine.txt", &txt, &len) < 0)
+	if (!bundle_reader_has(r, "goroutine.txt") ||
+	    bundle_reader_read(r, "goroutine.txt", &txt, &len) < 0)
 		return -ENOENT;
 	int e = goroutine_groups_parse(txt, g, n);
 	free(txt);
@@ -341,7 +353,8 @@ static cJSON *side(const struct bundle_reader *r)
 
 static const char *tstr(const cJSON *side_obj, const char *k)
 {
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(side_obj, "target"), k);
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(side_obj, "target"), k);
 	return cJSON_IsString(t) ? t->valuestring : NULL;
 }
 
@@ -363,17 +376,23 @@ static void print_text(const cJSON *d, FILE *out, bool color)
 {
 	const char *bold = color ? "\033[1m" : "", *red = color ? "\033[31m" : "",
 		   *green = color ? "\033[32m" : "", *off = color ? "\033[0m" : "";
-	const cJSON *a = cJSON_GetObjectItemCaseSensitive(d, "a"), *b = cJSON_GetObjectItemCaseSensitive(d, "b");
-	const cJSON *sa = cJSON_GetObjectItemCaseSensitive(a, "started_at"), *sb = cJSON_GetObjectItemCaseSensitive(b, "started_at");
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(d, "a"),
+		    *b = cJSON_GetObjectItemCaseSensitive(d, "b");
+	const cJSON *sa = cJSON_GetObjectItemCaseSensitive(a, "started_at"),
+		    *sb = cJSON_GetObjectItemCaseSensitive(b, "started_at");
 	fprintf(out, "%sdiag-attach diff%s\n  A  %s  %s (%s)\n  B  %s  %s (%s)\n", bold, off,
-		cJSON_GetObjectItemCaseSensitive(a, "bundle")->valuestring, tstr(a, "comm") ? tstr(a, "comm") : "?",
-		cJSON_IsString(sa) ? sa->valuestring : "?", cJSON_GetObjectItemCaseSensitive(b, "bundle")->valuestring,
-		tstr(b, "comm") ? tstr(b, "comm") : "?", cJSON_IsString(sb) ? sb->valuestring : "?");
+		cJSON_GetObjectItemCaseSensitive(a, "bundle")->valuestring,
+		tstr(a, "comm") ? tstr(a, "comm") : "?", cJSON_IsString(sa) ? sa->valuestring : "?",
+		cJSON_GetObjectItemCaseSensitive(b, "bundle")->valuestring,
+		tstr(b, "comm") ? tstr(b, "comm") : "?",
+		cJSON_IsString(sb) ? sb->valuestring : "?");
 	const char *ba = tstr(a, "build_id"), *bb = tstr(b, "build_id");
 	if (ba && bb && strcmp(ba, bb) != 0)
-		fprintf(out, "  %snote:%s different builds (build-id %.12s vs %.12s)\n", red, off, ba, bb);
+		fprintf(out, "  %snote:%s different builds (build-id %.12s vs %.12s)\n", red, off,
+			ba, bb);
 
-	fprintf(out, "\n%sCOUNTERS%s  (level A first -> last | B first -> last | slope A -> B)\n", bold, off);
+	fprintf(out, "\n%sCOUNTERS%s  (level A first -> last | B first -> last | slope A -> B)\n",
+		bold, off);
 	const cJSON *c;
 	size_t shown = 0;
 	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(d, "counters"))
@@ -382,22 +401,40 @@ static void print_text(const cJSON *d, FILE *out, bool color)
 		bool grow = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "growing_in_b"));
 		if (!grow && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "changed")))
 			continue;
-		const cJSON *xa = cJSON_GetObjectItemCaseSensitive(c, "a"), *xb = cJSON_GetObjectItemCaseSensitive(c, "b");
-		char a1[32] = "-", a2[32] = "-", b1[32] = "-", b2[32] = "-", s1[32] = "-", s2[32] = "-";
+		const cJSON *xa = cJSON_GetObjectItemCaseSensitive(c, "a"),
+			    *xb = cJSON_GetObjectItemCaseSensitive(c, "b");
+		char a1[32] = "-", a2[32] = "-", b1[32] = "-", b2[32] = "-", s1[32] = "-",
+		     s2[32] = "-";
 		if (xa) {
-			format_counter_value(name, cJSON_GetObjectItemCaseSensitive(xa, "first")->valuedouble, a1, sizeof(a1));
-			format_counter_value(name, cJSON_GetObjectItemCaseSensitive(xa, "last")->valuedouble, a2, sizeof(a2));
-			format_counter_value(name, cJSON_GetObjectItemCaseSensitive(xa, "slope_per_s")->valuedouble, s1, sizeof(s1));
+			format_counter_value(
+				name, cJSON_GetObjectItemCaseSensitive(xa, "first")->valuedouble,
+				a1, sizeof(a1));
+			format_counter_value(
+				name, cJSON_GetObjectItemCaseSensitive(xa, "last")->valuedouble, a2,
+				sizeof(a2));
+			format_counter_value(
+				name,
+				cJSON_GetObjectItemCaseSensitive(xa, "slope_per_s")->valuedouble,
+				s1, sizeof(s1));
 		}
 		if (xb) {
-			format_counter_value(name, cJSON_GetObjectItemCaseSensitive(xb, "first")->valuedouble, b1, sizeof(b1));
-			format_counter_value(name, cJSON_GetObjectItemCaseSensitive(xb, "last")->valuedouble, b2, sizeof(b2));
-			format_counter_value(name, cJSON_GetObjectItemCaseSensitive(xb, "slope_per_s")->valuedouble, s2, sizeof(s2));
+			format_counter_value(
+				name, cJSON_GetObjectItemCaseSensitive(xb, "first")->valuedouble,
+				b1, sizeof(b1));
+			format_counter_value(
+				name, cJSON_GetObjectItemCaseSensitive(xb, "last")->valuedouble, b2,
+				sizeof(b2));
+			format_counter_value(
+				name,
+				cJSON_GetObjectItemCaseSensitive(xb, "slope_per_s")->valuedouble,
+				s2, sizeof(s2));
 		}
-		fprintf(out, "  %s%-28s%s %10s -> %-10s | %10s -> %-10s | %s/s -> %s/s%s%s%s\n", grow ? red : "",
-			name, grow ? off : "", a1, a2, b1, b2, s1, s2, grow ? red : "",
-			grow ? (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "finding_in_b")) ? "  LEAKING in B (finding)"
-												  : "  GROWING in B")
+		fprintf(out, "  %s%-28s%s %10s -> %-10s | %10s -> %-10s | %s/s -> %s/s%s%s%s\n",
+			grow ? red : "", name, grow ? off : "", a1, a2, b1, b2, s1, s2,
+			grow ? red : "",
+			grow ? (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "finding_in_b"))
+					? "  LEAKING in B (finding)"
+					: "  GROWING in B")
 			     : "",
 			grow ? off : "");
 		shown++;
@@ -407,10 +444,12 @@ static void print_text(const cJSON *d, FILE *out, bool color)
 
 	static const char *const kinds[] = {"cpu", "wall"};
 	for (size_t k = 0; k < 2; k++) {
-		const cJSON *f = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d, "functions"), kinds[k]);
+		const cJSON *f = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(d, "functions"), kinds[k]);
 		if (!f)
 			continue;
-		fprintf(out, "\n%s%s%s share moved (flat%% A -> B, cum%% A -> B)\n", bold, k ? "WALL" : "CPU", off);
+		fprintf(out, "\n%s%s%s share moved (flat%% A -> B, cum%% A -> B)\n", bold,
+			k ? "WALL" : "CPU", off);
 		const cJSON *m;
 		size_t n = 0;
 		cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(f, "moved"))
@@ -420,7 +459,8 @@ static void print_text(const cJSON *d, FILE *out, bool color)
 			double ca = cJSON_GetObjectItemCaseSensitive(m, "cum_pct_a")->valuedouble;
 			double cb = cJSON_GetObjectItemCaseSensitive(m, "cum_pct_b")->valuedouble;
 			const char *col = fmax(fb - fa, cb - ca) > 0 ? red : green;
-			fprintf(out, "  %s%5.1f%% -> %5.1f%%   %5.1f%% -> %5.1f%%%s  %s\n", col, fa, fb, ca, cb, off,
+			fprintf(out, "  %s%5.1f%% -> %5.1f%%   %5.1f%% -> %5.1f%%%s  %s\n", col, fa,
+				fb, ca, cb, off,
 				cJSON_GetObjectItemCaseSensitive(m, "function")->valuestring);
 			n++;
 		}
@@ -443,10 +483,12 @@ static void print_text(const cJSON *d, FILE *out, bool color)
 		cJSON_ArrayForEach(g, arr)
 		{
 			const cJSON *reason = cJSON_GetObjectItemCaseSensitive(g, "reason");
-			fprintf(out, "  %-8s %3.0f -> %-3.0f %s%s%s", cJSON_GetObjectItemCaseSensitive(g, "change")->valuestring,
+			fprintf(out, "  %-8s %3.0f -> %-3.0f %s%s%s",
+				cJSON_GetObjectItemCaseSensitive(g, "change")->valuestring,
 				cJSON_GetObjectItemCaseSensitive(g, "a")->valuedouble,
-				cJSON_GetObjectItemCaseSensitive(g, "b")->valuedouble, reason ? "[" : "",
-				reason ? reason->valuestring : "", reason ? "] " : "");
+				cJSON_GetObjectItemCaseSensitive(g, "b")->valuedouble,
+				reason ? "[" : "", reason ? reason->valuestring : "",
+				reason ? "] " : "");
 			print_stack(cJSON_GetObjectItemCaseSensitive(g, "stack"), out);
 			fputc('\n', out);
 			n++;
@@ -539,7 +581,9 @@ int cmd_diff(int argc, char **argv)
 	} else if (json) {
 		puts(s);
 	} else {
-		print_text(d, stdout, color == 1 || (color == -1 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR")));
+		print_text(d, stdout,
+			   color == 1 ||
+				   (color == -1 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR")));
 	}
 	free(s);
 	cJSON_Delete(d);

@@ -85,7 +85,8 @@ int cmd_export(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		die_message("usage: diag-attach export [--format collapsed|speedscope] [--profile cpu|wall] DIR");
+		die_message("usage: diag-attach export [--format collapsed|speedscope] [--profile "
+			    "cpu|wall] DIR");
 		return EXIT_USAGE;
 	}
 	bool speedscope = strcmp(format, "speedscope") == 0;
@@ -116,13 +117,15 @@ int cmd_export(int argc, char **argv)
 		die_message("bundle '%s' has no %s", dir, member);
 		const cJSON *m;
 		char list[512] = "";
-		cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(bundle_reader_manifest(r), "members"))
+		cJSON_ArrayForEach(
+			m, cJSON_GetObjectItemCaseSensitive(bundle_reader_manifest(r), "members"))
 		{
 			const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "name");
 			size_t l = cJSON_IsString(n) ? strlen(n->valuestring) : 0;
-			if (l > 6 && strcmp(n->valuestring + l - 6, ".pprof") == 0 && strlen(list) + l + 3 < sizeof(list))
-				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", *list ? ", " : "",
-					 n->valuestring);
+			if (l > 6 && strcmp(n->valuestring + l - 6, ".pprof") == 0 &&
+			    strlen(list) + l + 3 < sizeof(list))
+				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+					 *list ? ", " : "", n->valuestring);
 		}
 		hint_message("profiles in this bundle: %s", *list ? list : "none");
 		bundle_reader_free(r);
@@ -131,7 +134,8 @@ int cmd_export(int argc, char **argv)
 	const struct bundle_profile *p;
 	int e = bundle_reader_profile(r, member, &p);
 	if (e < 0) {
-		die_message("cannot decode %s/%s: %s", dir, member, e == -EBADMSG ? "not a gzipped pprof profile" : strerror(-e));
+		die_message("cannot decode %s/%s: %s", dir, member,
+			    e == -EBADMSG ? "not a gzipped pprof profile" : strerror(-e));
 		hint_message("check the bundle with: diag-attach verify %s", dir);
 		bundle_reader_free(r);
 		return e == -ENOMEM ? EXIT_INTERNAL : EXIT_VERIFY_FAILED;
@@ -150,11 +154,13 @@ int cmd_export(int argc, char **argv)
 		}
 	}
 	if (speedscope) {
-		const cJSON *t = cJSON_GetObjectItemCaseSensitive(bundle_reader_manifest(r), "target");
+		const cJSON *t =
+			cJSON_GetObjectItemCaseSensitive(bundle_reader_manifest(r), "target");
 		const cJSON *comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
 		const cJSON *pid = cJSON_GetObjectItemCaseSensitive(t, "pid");
 		char name[256];
-		snprintf(name, sizeof(name), "%s (pid %.0f) %s", cJSON_IsString(comm) ? comm->valuestring : "?",
+		snprintf(name, sizeof(name), "%s (pid %.0f) %s",
+			 cJSON_IsString(comm) ? comm->valuestring : "?",
 			 cJSON_IsNumber(pid) ? pid->valuedouble : 0, profile);
 		e = export_speedscope(p, vi, name, out);
 	} else {
@@ -177,7 +183,8 @@ int cmd_export(int argc, char **argv)
 		return EXIT_INTERNAL;
 	}
 	if (e < 0) {
-		die_message("cannot write %s: %s", output ? output : "standard output", strerror(-e));
+		die_message("cannot write %s: %s", output ? output : "standard output",
+			    strerror(-e));
 		return EXIT_WRITE_FAILED;
 	}
 	return EXIT_OK;

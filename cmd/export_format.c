@@ -25,8 +25,7 @@ static void put_frame(FILE *f, const char *name)
 		fputc(*name == ';' ? ':' : (*name == '\n' || *name == '\r') ? ' ' : *name, f);
 }
 
-int export_collapsed(const struct bundle_profile *p, size_t value_index, bool per_thread,
-		     FILE *out)
+int export_collapsed(const struct bundle_profile *p, size_t value_index, bool per_thread, FILE *out)
 {
 	if (value_index >= p->nvalues)
 		return -EINVAL;
@@ -141,7 +140,8 @@ int export_speedscope(const struct bundle_profile *p, size_t value_index, const 
 		free(tids);
 		return -ENOMEM;
 	}
-	cJSON_AddStringToObject(doc, "$schema", "https://www.speedscope.app/file-format-schema.json");
+	cJSON_AddStringToObject(doc, "$schema",
+				"https://www.speedscope.app/file-format-schema.json");
 	cJSON *shared = cJSON_AddObjectToObject(doc, "shared");
 	cJSON *frames = cJSON_AddArrayToObject(shared, "frames");
 	cJSON *profiles = cJSON_AddArrayToObject(doc, "profiles");
@@ -182,12 +182,14 @@ int export_speedscope(const struct bundle_profile *p, size_t value_index, const 
 				cJSON_AddItemToArray(stack, cJSON_CreateNumber((double)id));
 			}
 			cJSON_AddItemToArray(samples, stack);
-			cJSON_AddItemToArray(weights, cJSON_CreateNumber((double)s->values[value_index]));
+			cJSON_AddItemToArray(weights,
+					     cJSON_CreateNumber((double)s->values[value_index]));
 			total += s->values[value_index];
 		}
 		char pname[128];
 		if (tids[t] >= 0)
-			snprintf(pname, sizeof(pname), "%s (tid %lld)", comm ? comm : "?", (long long)tids[t]);
+			snprintf(pname, sizeof(pname), "%s (tid %lld)", comm ? comm : "?",
+				 (long long)tids[t]);
 		else
 			snprintf(pname, sizeof(pname), "%s", name);
 		cJSON_AddStringToObject(prof, "name", pname);

@@ -12,11 +12,20 @@ static void put_escaped(const char *s, FILE *out)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '&': fputs("&amp;", out); break;
-		case '"': fputs("&quot;", out); break;
-		default: fputc(*s, out);
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		default:
+			fputc(*s, out);
 		}
 	}
 }
@@ -44,7 +53,8 @@ int html_write(const cJSON *doc, FILE *out)
 	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(t, "pid");
 	char title[256];
 	snprintf(title, sizeof(title), "diag-attach report: %s (pid %.0f)",
-		 cJSON_IsString(comm) ? comm->valuestring : "?", cJSON_IsNumber(pid) ? pid->valuedouble : 0);
+		 cJSON_IsString(comm) ? comm->valuestring : "?",
+		 cJSON_IsNumber(pid) ? pid->valuedouble : 0);
 
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      /* Inline style and script only; nothing may be fetched. */
@@ -61,12 +71,15 @@ int html_write(const cJSON *doc, FILE *out)
 	      "<div class=\"controls\">\n"
 	      "<label>profile <select id=\"flame-profile\"></select></label>\n"
 	      "<label>thread <select id=\"flame-thread\"></select></label>\n"
-	      "<label>search <input id=\"flame-search\" type=\"search\" placeholder=\"regexp\"></label>\n"
+	      "<label>search <input id=\"flame-search\" type=\"search\" "
+	      "placeholder=\"regexp\"></label>\n"
 	      "<button id=\"flame-reset\" type=\"button\">Reset zoom</button>\n"
 	      "<span id=\"flame-match\"></span>\n</div>\n"
 	      "<div id=\"flame-info\"></div>\n<div id=\"flame\"></div>\n</section>\n"
-	      "<section id=\"timeline-section\">\n<h2>Timeline</h2>\n<div id=\"charts\"></div>\n</section>\n"
-	      "<section id=\"findings-section\">\n<h2>Leak findings</h2>\n<div id=\"findings\"></div>\n</section>\n"
+	      "<section id=\"timeline-section\">\n<h2>Timeline</h2>\n<div "
+	      "id=\"charts\"></div>\n</section>\n"
+	      "<section id=\"findings-section\">\n<h2>Leak findings</h2>\n<div "
+	      "id=\"findings\"></div>\n</section>\n"
 	      "<section id=\"threads-section\">\n<h2>Threads grouped by identical stack</h2>\n"
 	      "<table id=\"thread-groups\"></table>\n</section>\n"
 	      "<section id=\"goroutines-section\"></section>\n"

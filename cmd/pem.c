@@ -123,7 +123,8 @@ int cmd_pem(int argc, char **argv)
 		return EXIT_INTERNAL;
 	}
 	if (e == -EIO) {
-		die_message("cannot write %s: %s", output ? output : "standard output", strerror(EIO));
+		die_message("cannot write %s: %s", output ? output : "standard output",
+			    strerror(EIO));
 		return EXIT_WRITE_FAILED;
 	}
 	if (e < 0) {
@@ -240,16 +241,18 @@ int cmd_unpem(int argc, char **argv)
 	for (size_t i = 0; i < b->parts; i++)
 		if (!b->have[i]) {
 			missing++;
-			die_message("block %zu of %zu of bundle %s is missing or damaged", i + 1, b->parts,
-				    b->bundle_id);
+			die_message("block %zu of %zu of bundle %s is missing or damaged", i + 1,
+				    b->parts, b->bundle_id);
 		}
 	if (missing) {
 		if (b->bad_blocks)
-			hint_message("%zu block(s) failed their size or sha256 check: the log pipeline "
-				     "changed or cut lines (a prefix of varying width is not supported)",
-				     b->bad_blocks);
+			hint_message(
+				"%zu block(s) failed their size or sha256 check: the log pipeline "
+				"changed or cut lines (a prefix of varying width is not supported)",
+				b->bad_blocks);
 		else
-			hint_message("the log was truncated or lines were dropped; print it again with 'diag-attach pem'");
+			hint_message("the log was truncated or lines were dropped; print it again "
+				     "with 'diag-attach pem'");
 		pem_bundle_free(b);
 		return EXIT_VERIFY_FAILED;
 	}
@@ -276,6 +279,7 @@ int cmd_unpem(int argc, char **argv)
 		die_message("rebuilt bundle '%s' does not verify", output);
 		return EXIT_VERIFY_FAILED;
 	}
-	fprintf(stderr, "diag-attach: rebuilt bundle %s in %s (%zu files), verified\n", id, output, parts);
+	fprintf(stderr, "diag-attach: rebuilt bundle %s in %s (%zu files), verified\n", id, output,
+		parts);
 	return EXIT_OK;
 }

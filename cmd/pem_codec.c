@@ -13,8 +13,8 @@
 #include "bundle/bundle.h"
 
 #define BEGIN_LINE "-----BEGIN " PEM_LABEL "-----"
-#define END_LINE "-----END " PEM_LABEL "-----"
-#define COLUMNS 64
+#define END_LINE   "-----END " PEM_LABEL "-----"
+#define COLUMNS	   64
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -151,7 +151,9 @@ static int encode_one(const char *bundle_id, size_t part, size_t parts, const ch
 	size_t zlen = 0;
 	if (gz && gzip_buf(data, len, &z, &zlen) < 0)
 		return -ENOMEM;
-	fprintf(out, "%s\nBundle: %s\nPart: %zu/%zu\nMember: %s\nSize: %zu\nSha256: %s\nEncoding: %s\n\n",
+	fprintf(out,
+		"%s\nBundle: %s\nPart: %zu/%zu\nMember: %s\nSize: %zu\nSha256: %s\nEncoding: "
+		"%s\n\n",
 		BEGIN_LINE, bundle_id, part, parts, name, len, sha, gz ? "gzip+base64" : "base64");
 	put_base64(gz ? z : data, gz ? zlen : len, out);
 	fprintf(out, "%s\n", END_LINE);
@@ -547,7 +549,8 @@ int pem_bundle_write(const struct pem_bundle *b, const char *dir)
 	if (e == 0 && manifest < 0)
 		e = -ENODATA;
 	if (e == 0)
-		e = write_file(dfd, "manifest.json", b->files[manifest].data, b->files[manifest].len);
+		e = write_file(dfd, "manifest.json", b->files[manifest].data,
+			       b->files[manifest].len);
 	if (e == 0 && fsync(dfd) < 0)
 		e = -errno;
 	close(dfd);

@@ -53,11 +53,11 @@ struct pem_file {
 
 struct pem_bundle {
 	char *bundle_id;
-	size_t parts;            /* N of "Part: i/N" */
-	struct pem_file *files;  /* decoded and checked (size, sha256); index = part - 1 */
-	bool *have;              /* parts entries: was part i+1 found intact */
-	size_t other_bundles;    /* blocks of other bundle ids that were skipped */
-	size_t bad_blocks;       /* blocks of this bundle that failed their checks */
+	size_t parts;		/* N of "Part: i/N" */
+	struct pem_file *files; /* decoded and checked (size, sha256); index = part - 1 */
+	bool *have;		/* parts entries: was part i+1 found intact */
+	size_t other_bundles;	/* blocks of other bundle ids that were skipped */
+	size_t bad_blocks;	/* blocks of this bundle that failed their checks */
 };
 
 /* Decode all blocks of one bundle found in text. want_id NULL: the first

@@ -173,7 +173,8 @@ int cmd_report(int argc, char **argv)
 			fprintf(stderr, "diag-attach: wrote %s\n", html);
 		}
 	} else {
-		bool use_color = color == 1 || (color == -1 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
+		bool use_color =
+			color == 1 || (color == -1 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
 		report_print_text(doc, stdout, use_color, (size_t)top);
 	}
 	if (fflush(stdout) != 0 && rc == EXIT_OK)

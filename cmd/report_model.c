@@ -234,7 +234,8 @@ int thread_groups_build(struct bundle_reader *r, const char *prefix, struct thre
 			if (strcmp(g[gi].key, key) == 0)
 				break;
 		if (gi == ng) {
-			g[ng] = (struct thread_group){.frames = s->frames, .nframes = s->nframes, .key = key};
+			g[ng] = (struct thread_group){
+				.frames = s->frames, .nframes = s->nframes, .key = key};
 			g[ng].threads = calloc(p->nsamples, sizeof(*g[ng].threads));
 			ng++;
 			if (!g[gi].threads) {
@@ -245,7 +246,8 @@ int thread_groups_build(struct bundle_reader *r, const char *prefix, struct thre
 			free(key);
 		}
 		struct thread_member *m = &g[gi].threads[g[gi].nthreads++];
-		*m = (struct thread_member){.tid = s->tid, .comm = s->thread_comm, .state = s->state};
+		*m = (struct thread_member){
+			.tid = s->tid, .comm = s->thread_comm, .state = s->state};
 		if (txt && s->tid >= 0)
 			find_wait(txt, s->tid, &m->syscall, &m->wchan);
 	}
@@ -303,7 +305,8 @@ static char *clean_reason(const char *s, size_t n)
 	}
 	c = strstr(r, ", locked to thread");
 	if (c)
-		memmove(c, c + strlen(", locked to thread"), strlen(c + strlen(", locked to thread")) + 1);
+		memmove(c, c + strlen(", locked to thread"),
+			strlen(c + strlen(", locked to thread")) + 1);
 	return r;
 }
 
@@ -364,8 +367,10 @@ int goroutine_groups_parse(const char *text, struct goroutine_group **ret, size_
 			if (in)
 				e = add_goroutine(&gs, &n, &cap, &cur);
 			memset(&cur, 0, sizeof(cur));
-			const char *lb = memchr(p, '[', len), *rb = lb ? memchr(lb, ']', len - (size_t)(lb - p)) : NULL;
-			cur.reason = lb && rb ? clean_reason(lb + 1, (size_t)(rb - lb - 1)) : strdup("?");
+			const char *lb = memchr(p, '[', len),
+				   *rb = lb ? memchr(lb, ']', len - (size_t)(lb - p)) : NULL;
+			cur.reason = lb && rb ? clean_reason(lb + 1, (size_t)(rb - lb - 1))
+					      : strdup("?");
 			if (!cur.reason)
 				e = -ENOMEM;
 			in = true;
@@ -430,8 +435,13 @@ void goroutine_groups_free(struct goroutine_group *g, size_t n)
 static bool is_cumulative(const char *name)
 {
 	static const char *const totals[] = {
-		"cpu_user_ns", "cpu_sys_ns", "minor_faults", "major_faults",
-		"voluntary_ctxt_switches", "nonvoluntary_ctxt_switches", "io_read_bytes",
+		"cpu_user_ns",
+		"cpu_sys_ns",
+		"minor_faults",
+		"major_faults",
+		"voluntary_ctxt_switches",
+		"nonvoluntary_ctxt_switches",
+		"io_read_bytes",
 		"io_write_bytes",
 	};
 	for (size_t i = 0; i < sizeof(totals) / sizeof(totals[0]); i++)
@@ -600,9 +610,11 @@ static cJSON *fn_table_json(const struct fn_table *t, size_t top)
 		cJSON *e = cJSON_CreateObject();
 		cJSON_AddStringToObject(e, "function", f->name);
 		cJSON_AddNumberToObject(e, "flat", (double)f->flat);
-		cJSON_AddNumberToObject(e, "flat_pct", t->total ? 100.0 * (double)f->flat / (double)t->total : 0);
+		cJSON_AddNumberToObject(e, "flat_pct",
+					t->total ? 100.0 * (double)f->flat / (double)t->total : 0);
 		cJSON_AddNumberToObject(e, "cum", (double)f->cum);
-		cJSON_AddNumberToObject(e, "cum_pct", t->total ? 100.0 * (double)f->cum / (double)t->total : 0);
+		cJSON_AddNumberToObject(e, "cum_pct",
+					t->total ? 100.0 * (double)f->cum / (double)t->total : 0);
 		cJSON_AddItemToArray(flat, e);
 	}
 	/* By cum: sort a copy of the indices. */
@@ -624,9 +636,13 @@ static cJSON *fn_table_json(const struct fn_table *t, size_t top)
 			cJSON *e = cJSON_CreateObject();
 			cJSON_AddStringToObject(e, "function", f->name);
 			cJSON_AddNumberToObject(e, "flat", (double)f->flat);
-			cJSON_AddNumberToObject(e, "flat_pct", t->total ? 100.0 * (double)f->flat / (double)t->total : 0);
+			cJSON_AddNumberToObject(
+				e, "flat_pct",
+				t->total ? 100.0 * (double)f->flat / (double)t->total : 0);
 			cJSON_AddNumberToObject(e, "cum", (double)f->cum);
-			cJSON_AddNumberToObject(e, "cum_pct", t->total ? 100.0 * (double)f->cum / (double)t->total : 0);
+			cJSON_AddNumberToObject(e, "cum_pct",
+						t->total ? 100.0 * (double)f->cum / (double)t->total
+							 : 0);
 			cJSON_AddItemToArray(cum, e);
 		}
 		free(idx);
@@ -663,7 +679,8 @@ static cJSON *flame_json(const struct bundle_profile *p)
 			if (!found) {
 				m.keys[slot] = s->frames[k].function;
 				m.vals[slot] = nnames++;
-				cJSON_AddItemToArray(names, cJSON_CreateString(s->frames[k].function));
+				cJSON_AddItemToArray(names,
+						     cJSON_CreateString(s->frames[k].function));
 			}
 			cJSON_AddItemToArray(stack, cJSON_CreateNumber((double)m.vals[slot]));
 		}
@@ -751,7 +768,9 @@ static cJSON *thread_groups_json(struct thread_group *g, size_t ng)
 static void add_threads(struct bundle_reader *r, cJSON *doc, cJSON *warnings)
 {
 	if (!bundle_reader_has(r, "threads.pprof")) {
-		cJSON_AddItemToArray(warnings, cJSON_CreateString("no threads.pprof: no thread snapshot in this bundle"));
+		cJSON_AddItemToArray(
+			warnings,
+			cJSON_CreateString("no threads.pprof: no thread snapshot in this bundle"));
 		return;
 	}
 	struct thread_group *g;
@@ -809,8 +828,7 @@ static double json_num(double v)
 	return fabs(v) < 1e-12 ? 0 : v;
 }
 
-static void add_timeline(struct bundle_reader *r, cJSON *doc,
-			 cJSON *warnings)
+static void add_timeline(struct bundle_reader *r, cJSON *doc, cJSON *warnings)
 {
 	const struct bundle_timeline *tl;
 	int e = bundle_reader_timeline(r, &tl);
@@ -822,7 +840,8 @@ static void add_timeline(struct bundle_reader *r, cJSON *doc,
 	}
 	if (tl->bad_lines) {
 		char buf[128];
-		snprintf(buf, sizeof(buf), "timeline: %zu malformed line(s) skipped", tl->bad_lines);
+		snprintf(buf, sizeof(buf), "timeline: %zu malformed line(s) skipped",
+			 tl->bad_lines);
 		cJSON_AddItemToArray(warnings, cJSON_CreateString(buf));
 	}
 	cJSON *a = cJSON_AddArrayToObject(doc, "counters");
@@ -852,7 +871,9 @@ static void add_timeline(struct bundle_reader *r, cJSON *doc,
 		{
 			cJSON *v = cJSON_AddArrayToObject(series, c->name);
 			for (size_t k = 0; k < tl->npoints; k++)
-				cJSON_AddItemToArray(v, isnan(c->v[k]) ? cJSON_CreateNull() : cJSON_CreateNumber(c->v[k]));
+				cJSON_AddItemToArray(v, isnan(c->v[k])
+								? cJSON_CreateNull()
+								: cJSON_CreateNumber(c->v[k]));
 		}
 	}
 }
@@ -864,9 +885,9 @@ int report_build_json(struct bundle_reader *r, const struct report_options *opt,
 	if (!doc)
 		return -ENOMEM;
 	cJSON_AddStringToObject(doc, "bundle", bundle_reader_dir(r));
-	static const char *const copy[] = {"bundle_id", "mode", "target", "host", "started_at",
-					   "ended_at", "capture", "pause", "annotations", "leak_watch",
-					   "target_exited", "go"};
+	static const char *const copy[] = {"bundle_id",	  "mode",	"target",	 "host",
+					   "started_at",  "ended_at",	"capture",	 "pause",
+					   "annotations", "leak_watch", "target_exited", "go"};
 	for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
 		cJSON *it = dup_item(m, copy[i]);
 		if (it)

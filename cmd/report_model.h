@@ -32,10 +32,10 @@ struct fn_share {
 struct fn_table {
 	size_t value_index; /* which sample value is summed (the last one: time) */
 	const char *unit;   /* its unit, e.g. "nanoseconds" */
-	int64_t total;      /* sum of that value over all samples */
+	int64_t total;	    /* sum of that value over all samples */
 	int64_t samples;    /* sum of value[0] (sample counts) */
 	struct fn_share *fns;
-	size_t nfns;        /* sorted by flat, then cum, then name */
+	size_t nfns; /* sorted by flat, then cum, then name */
 };
 
 /* Build from p, counting only samples of thread tid (tid < 0: all).
@@ -49,10 +49,10 @@ const struct fn_share *fn_table_find(const struct fn_table *t, const char *name)
 
 struct thread_member {
 	int64_t tid;
-	const char *comm;    /* may be NULL */
-	const char *state;   /* may be NULL */
-	char *syscall;       /* from threads.txt, owned; NULL if not in a syscall */
-	char *wchan;         /* from threads.txt, owned; NULL if unknown */
+	const char *comm;  /* may be NULL */
+	const char *state; /* may be NULL */
+	char *syscall;	   /* from threads.txt, owned; NULL if not in a syscall */
+	char *wchan;	   /* from threads.txt, owned; NULL if unknown */
 };
 
 struct thread_group {
@@ -60,7 +60,7 @@ struct thread_group {
 	size_t nframes;
 	struct thread_member *threads;
 	size_t nthreads;
-	char *key;           /* function names joined by ';' root first, owned */
+	char *key; /* function names joined by ';' root first, owned */
 };
 
 /* Group the threads of a snapshot profile (prefix + "threads.pprof", with
@@ -74,11 +74,11 @@ void thread_groups_free(struct thread_group *g, size_t n);
 /* ---- goroutines (Go targets: goroutine.txt, pprof debug=2 format) ---- */
 
 struct goroutine_group {
-	char *reason;   /* "chan receive", "select", "syscall" ... (durations dropped) */
-	char **frames;  /* function names, leaf first */
+	char *reason;  /* "chan receive", "select", "syscall" ... (durations dropped) */
+	char **frames; /* function names, leaf first */
 	size_t nframes;
 	size_t count;
-	char *key;      /* reason + stack, for matching across bundles */
+	char *key; /* reason + stack, for matching across bundles */
 };
 
 /* Parse a debug=2 goroutine dump and group it. Strings are owned by the
@@ -91,7 +91,7 @@ void goroutine_groups_free(struct goroutine_group *g, size_t n);
 struct counter_stat {
 	double first, last, min, max;
 	double slope_per_s; /* least squares over the valid points */
-	double span_s;      /* time from first to last valid point */
+	double span_s;	    /* time from first to last valid point */
 	bool cumulative;    /* a running total (CPU time, faults...): its rate is what matters */
 };
 
@@ -111,8 +111,8 @@ void format_counter_value(const char *name, double v, char *out, size_t out_size
 /* ---- the report document ---- */
 
 struct report_options {
-	size_t top;          /* functions per table (0: 15) */
-	bool with_flame;     /* add "flame": every sample's stack (for HTML) */
+	size_t top;	 /* functions per table (0: 15) */
+	bool with_flame; /* add "flame": every sample's stack (for HTML) */
 };
 
 /* The report as JSON (layout in doc/diag-attach.1 and report.c's --help).

@@ -49,24 +49,27 @@ static void print_header(const cJSON *doc, FILE *out, const struct style *st)
 	const cJSON *t = get(doc, "target");
 	fprintf(out, "%sdiag-attach report%s %s\n", st->bold, st->off, str(doc, "bundle", ""));
 	if (t) {
-		fprintf(out, "target    %s%s%s (pid %.0f) %s\n", st->bold, str(t, "comm", "?"), st->off,
-			num(t, "pid", 0), str(t, "exe", ""));
+		fprintf(out, "target    %s%s%s (pid %.0f) %s\n", st->bold, str(t, "comm", "?"),
+			st->off, num(t, "pid", 0), str(t, "exe", ""));
 		if (get(t, "build_id"))
 			fprintf(out, "          build-id %s\n", str(t, "build_id", ""));
 	}
 	if (get(doc, "target_exited") && cJSON_IsTrue(get(doc, "target_exited")))
-		fprintf(out, "          %sthe target exited during the capture%s\n", st->yellow, st->off);
+		fprintf(out, "          %sthe target exited during the capture%s\n", st->yellow,
+			st->off);
 	const cJSON *c = get(doc, "capture");
 	fprintf(out, "capture   %s .. %s", str(doc, "started_at", "?"), str(doc, "ended_at", "?"));
 	if (c) {
-		fprintf(out, " (%.1f s), %s mode, %.0f Hz asked, %.1f Hz achieved", num(c, "duration_s", 0),
-			str(doc, "mode", "?"), num(c, "frequency_hz", 0), num(c, "achieved_hz", 0));
+		fprintf(out, " (%.1f s), %s mode, %.0f Hz asked, %.1f Hz achieved",
+			num(c, "duration_s", 0), str(doc, "mode", "?"), num(c, "frequency_hz", 0),
+			num(c, "achieved_hz", 0));
 		if (get(c, "ended_by"))
 			fprintf(out, ", ended by %s", str(c, "ended_by", ""));
 		fputc('\n', out);
 		if (num(c, "missed_ticks", 0) || num(c, "failed_ticks", 0))
-			fprintf(out, "          %.0f ticks, %.0f missed, %.0f failed\n", num(c, "ticks", 0),
-				num(c, "missed_ticks", 0), num(c, "failed_ticks", 0));
+			fprintf(out, "          %.0f ticks, %.0f missed, %.0f failed\n",
+				num(c, "ticks", 0), num(c, "missed_ticks", 0),
+				num(c, "failed_ticks", 0));
 	} else {
 		fprintf(out, ", %s mode\n", str(doc, "mode", "?"));
 	}
@@ -77,8 +80,11 @@ static void print_header(const cJSON *doc, FILE *out, const struct style *st)
 			num(p, "stops", 0), num(p, "p50_us", 0), p99 > 10000 ? st->yellow : "", p99,
 			p99 > 10000 ? st->off : "", mx);
 	} else if (p && get(p, "process_hold_us")) {
-		fprintf(out, "pause     %.0f threads held together for %.0f us (longest thread %.0f us)\n",
-			num(p, "threads", 0), num(p, "process_hold_us", 0), num(p, "thread_hold_max_us", 0));
+		fprintf(out,
+			"pause     %.0f threads held together for %.0f us (longest thread %.0f "
+			"us)\n",
+			num(p, "threads", 0), num(p, "process_hold_us", 0),
+			num(p, "thread_hold_max_us", 0));
 	}
 }
 
@@ -88,7 +94,8 @@ static void print_table(const char *title, const cJSON *pj, FILE *out, const str
 	const char *unit = str(pj, "unit", "");
 	char tot[32];
 	format_profile_value(num(pj, "total", 0), unit, tot, sizeof(tot));
-	fprintf(out, "\n%s%s%s  %.0f samples, %s\n", st->bold, title, st->off, num(pj, "samples", 0), tot);
+	fprintf(out, "\n%s%s%s  %.0f samples, %s\n", st->bold, title, st->off,
+		num(pj, "samples", 0), tot);
 	static const char *const lists[] = {"top_flat", "top_cum"};
 	static const char *const heads[] = {"by flat (self)", "by cumulative (self + callees)"};
 	for (size_t l = 0; l < 2; l++) {
@@ -138,21 +145,24 @@ static void print_threads(const cJSON *doc, FILE *out, const struct style *st)
 	const cJSON *groups = get(doc, "thread_groups");
 	if (!groups)
 		return;
-	fprintf(out, "\n%sTHREADS%s  %.0f in %d group(s) with identical stacks\n", st->bold, st->off,
-		num(doc, "threads", 0), cJSON_GetArraySize(groups));
+	fprintf(out, "\n%sTHREADS%s  %.0f in %d group(s) with identical stacks\n", st->bold,
+		st->off, num(doc, "threads", 0), cJSON_GetArraySize(groups));
 	const cJSON *g;
 	cJSON_ArrayForEach(g, groups)
 	{
 		double n = num(g, "count", 0);
-		fprintf(out, "  %s%3.0f %s%s", st->bold, n, n == 1 ? "thread " : "threads", st->off);
+		fprintf(out, "  %s%3.0f %s%s", st->bold, n, n == 1 ? "thread " : "threads",
+			st->off);
 		const cJSON *s;
 		fputs("  [", out);
 		int first = 1;
 		cJSON_ArrayForEach(s, get(g, "states"))
 		{
-			const char *col = strcmp(s->string, "R") == 0 ? st->green
-					  : strcmp(s->string, "D") == 0 ? st->red : "";
-			fprintf(out, "%s%s%s%s", first ? "" : " ", col, s->string, *col ? st->off : "");
+			const char *col = strcmp(s->string, "R") == 0	? st->green
+					  : strcmp(s->string, "D") == 0 ? st->red
+									: "";
+			fprintf(out, "%s%s%s%s", first ? "" : " ", col, s->string,
+				*col ? st->off : "");
 			if (s->valuedouble != n)
 				fprintf(out, "x%.0f", s->valuedouble);
 			first = 0;
@@ -170,10 +180,12 @@ static void print_threads(const cJSON *doc, FILE *out, const struct style *st)
 		cJSON_ArrayForEach(t, get(g, "threads"))
 		{
 			if (i == 8) {
-				fprintf(out, " ... (%d more)", cJSON_GetArraySize(get(g, "threads")) - 8);
+				fprintf(out, " ... (%d more)",
+					cJSON_GetArraySize(get(g, "threads")) - 8);
 				break;
 			}
-			fprintf(out, "%s%s/%.0f", i ? ", " : "", str(t, "comm", ""), num(t, "tid", 0));
+			fprintf(out, "%s%s/%.0f", i ? ", " : "", str(t, "comm", ""),
+				num(t, "tid", 0));
 			i++;
 		}
 		fprintf(out, "%s\n", st->off);
@@ -190,8 +202,8 @@ static void print_goroutines(const cJSON *doc, FILE *out, const struct style *st
 	const cJSON *g;
 	cJSON_ArrayForEach(g, groups)
 	{
-		fprintf(out, "  %s%4.0f%s [%s%s%s] ", st->bold, num(g, "count", 0), st->off, st->cyan,
-			str(g, "reason", "?"), st->off);
+		fprintf(out, "  %s%4.0f%s [%s%s%s] ", st->bold, num(g, "count", 0), st->off,
+			st->cyan, str(g, "reason", "?"), st->off);
 		print_stack(get(g, "stack"), out, 6);
 		fputc('\n', out);
 	}
@@ -233,14 +245,16 @@ static void print_counters(const cJSON *doc, FILE *out, const struct style *st)
 		format_counter_value(name, num(c, "last", NAN), last, sizeof(last));
 		double sl = num(c, "slope_per_s", 0);
 		format_counter_value(name, sl, slope, sizeof(slope));
-		const char *col = !cum && sl > 0 && num(c, "last", 0) > num(c, "first", 0) ? st->yellow : "";
+		const char *col =
+			!cum && sl > 0 && num(c, "last", 0) > num(c, "first", 0) ? st->yellow : "";
 		/* printf pads by bytes; a block character is three. */
 		size_t cells = 0;
 		for (const char *q = spark; *q; q++)
 			cells += ((unsigned char)*q & 0xC0) != 0x80;
 		fprintf(out, "  %-28s %s%s%s%*s  %10s -> %-10s %s%s%s/s%s%s\n", name, col, spark,
-			*col ? st->off : "", (int)(cells < 24 ? 24 - cells : 0), "", first, last, col,
-			sl > 0 ? "+" : "", slope, *col ? st->off : "", cum ? "  (sparkline: rate)" : "");
+			*col ? st->off : "", (int)(cells < 24 ? 24 - cells : 0), "", first, last,
+			col, sl > 0 ? "+" : "", slope, *col ? st->off : "",
+			cum ? "  (sparkline: rate)" : "");
 	}
 	free(t);
 	free(v);
@@ -253,7 +267,8 @@ static void print_findings(const cJSON *doc, FILE *out, const struct style *st)
 	bool on = lw && cJSON_IsTrue(get(lw, "enabled"));
 	fprintf(out, "\n%sLEAK FINDINGS%s", st->bold, st->off);
 	if (!cJSON_GetArraySize(f)) {
-		fprintf(out, "  none%s\n", on ? " (leak watch was on)" : " (leak watch was off: --leak-watch)");
+		fprintf(out, "  none%s\n",
+			on ? " (leak watch was on)" : " (leak watch was off: --leak-watch)");
 		return;
 	}
 	fputc('\n', out);
@@ -265,14 +280,16 @@ static void print_findings(const cJSON *doc, FILE *out, const struct style *st)
 		format_counter_value(name, num(e, "first", NAN), a, sizeof(a));
 		format_counter_value(name, num(e, "last", NAN), b, sizeof(b));
 		format_counter_value(name, num(e, "slope_per_s", NAN), sl, sizeof(sl));
-		fprintf(out, "  %s%s is leaking%s: +%s/s, %s -> %s over %.0f samples (r2 %.3f)\n", st->red,
-			name, st->off, sl, a, b, num(e, "samples", 0), num(e, "r2", NAN));
-		fprintf(out, "        window %s .. %s\n", str(e, "window_start", "?"), str(e, "window_end", "?"));
+		fprintf(out, "  %s%s is leaking%s: +%s/s, %s -> %s over %.0f samples (r2 %.3f)\n",
+			st->red, name, st->off, sl, a, b, num(e, "samples", 0), num(e, "r2", NAN));
+		fprintf(out, "        window %s .. %s\n", str(e, "window_start", "?"),
+			str(e, "window_end", "?"));
 		const cJSON *d = get(e, "dumps");
 		if (cJSON_GetArraySize(d)) {
 			fputs("        evidence:", out);
 			const cJSON *x;
-			cJSON_ArrayForEach(x, d) fprintf(out, " %s", cJSON_IsString(x) ? x->valuestring : "?");
+			cJSON_ArrayForEach(x, d)
+				fprintf(out, " %s", cJSON_IsString(x) ? x->valuestring : "?");
 			fputc('\n', out);
 		}
 	}
@@ -281,7 +298,7 @@ static void print_findings(const cJSON *doc, FILE *out, const struct style *st)
 void report_print_text(const cJSON *doc, FILE *out, bool color, size_t top)
 {
 	static const struct style plain = {"", "", "", "", "", "", ""};
-	static const struct style ansi = {"\033[1m", "\033[2m", "\033[31m", "\033[33m",
+	static const struct style ansi = {"\033[1m",  "\033[2m",  "\033[31m", "\033[33m",
 					  "\033[32m", "\033[36m", "\033[0m"};
 	const struct style *st = color ? &ansi : &plain;
 	print_header(doc, out, st);

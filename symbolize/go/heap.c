@@ -254,7 +254,8 @@ int go_heap_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, st
 		b->size = go_u64(p + H->b_size);
 		b->stk_off = h->npcs;
 		b->nstk = (size_t)nstk;
-		memcpy(h->pcs + h->npcs, p + hdr, 8 * (size_t)nstk);
+		if (nstk)
+			memcpy(h->pcs + h->npcs, p + hdr, 8 * (size_t)nstk);
 		h->npcs += (size_t)nstk;
 		const uint8_t *mr = p + hdr + 8 * (size_t)nstk;
 		for (int c = 0; c < 4; c++) {

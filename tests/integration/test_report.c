@@ -29,8 +29,9 @@ static void capture(const char *target, const char *arg, const char *dur, const 
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
 	struct tool_result r;
-	const char *args_lw[] = {"-p", pid, "-d", dur, "-i", "250ms", "--leak-watch", "--leak-window", "8",
-				 "-o", out, "-q", NULL};
+	const char *args_lw[] = {
+		"-p", pid,  "-d", dur,	"-i", "250ms", "--leak-watch", "--leak-window",
+		"8",  "-o", out,  "-q", NULL};
 	const char *args[] = {"-p", pid, "-d", dur, "-o", out, "-q", NULL};
 	tool_run(&r, leak_watch ? args_lw : args);
 	target_kill(&t);
@@ -81,7 +82,8 @@ Test(report, burner_text_and_json)
 	const char *hdr = find_line(cpu, "function");
 	cr_assert(hdr);
 	const char *first = strchr(hdr, '\n') + 1;
-	cr_expect(first && strstr(first, "spin_units") && strstr(first, "spin_units") < strchr(first, '\n'),
+	cr_expect(first && strstr(first, "spin_units") &&
+			  strstr(first, "spin_units") < strchr(first, '\n'),
 		  "spin_units is not the top flat function:\n%s", r.out);
 	cr_expect(find_line(r.out, "WALL"), "no WALL section");
 	cr_expect(find_line(r.out, "lock_forever"), "no lock_forever group:\n%s", r.out);
@@ -91,10 +93,11 @@ Test(report, burner_text_and_json)
 	cr_expect(find_line(r.out, "LEAK FINDINGS"), "no findings section");
 
 	cJSON *d = report_json(b);
-	const cJSON *top = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "profiles"), "cpu"),
-					       "top_flat");
+	const cJSON *top = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(d, "profiles"), "cpu"), "top_flat");
 	cr_assert(cJSON_GetArraySize(top) > 0);
-	cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(top, 0), "function")->valuestring, "spin_units");
+	cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(top, 0), "function")->valuestring,
+			 "spin_units");
 	const cJSON *groups = cJSON_GetObjectItem(d, "thread_groups");
 	const cJSON *lock = group_with(groups, "lock_forever");
 	cr_assert(lock, "no lock_forever thread group");
@@ -117,7 +120,8 @@ Test(report, demo_groups_identical_stacks)
 	const cJSON *groups = cJSON_GetObjectItem(d, "thread_groups");
 	const cJSON *hot = group_with(groups, "compute_checksum");
 	cr_assert(hot, "no compute_checksum group");
-	cr_expect_eq(cJSON_GetObjectItem(hot, "count")->valueint, 2, "the two cpu-workers are not one group");
+	cr_expect_eq(cJSON_GetObjectItem(hot, "count")->valueint, 2,
+		     "the two cpu-workers are not one group");
 	const cJSON *cond = group_with(groups, "wait_for_job");
 	cr_assert(cond, "no wait_for_job group");
 	cr_expect_str_eq(cJSON_GetObjectItem(cond, "syscall")->valuestring, "futex");
@@ -155,10 +159,14 @@ Test(report, export_formats)
 	snprintf(b, sizeof(b), "%s/b", dir);
 	capture("burner", "2", "2s", b, false);
 	cJSON *d = report_json(b);
-	double cpu_samples = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "profiles"), "cpu"),
-						 "samples")->valuedouble;
-	double wall_samples = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "profiles"), "wall"),
-						  "samples")->valuedouble;
+	double cpu_samples =
+		cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "profiles"), "cpu"),
+				    "samples")
+			->valuedouble;
+	double wall_samples =
+		cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "profiles"), "wall"),
+				    "samples")
+			->valuedouble;
 	cJSON_Delete(d);
 
 	struct tool_result r;
@@ -166,10 +174,13 @@ Test(report, export_formats)
 	const char *a1[] = {"export", "--format", "collapsed", b, NULL};
 	tool_run(&r, a1);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
-	cr_expect_eq((double)count_lines_sum(r.out, &lines), cpu_samples, "collapsed cpu lines do not sum to the samples");
-	cr_expect(lines > 0 && strstr(r.out, "burn_heavy;spin_units "), "no burn_heavy;spin_units stack:\n%s", r.out);
+	cr_expect_eq((double)count_lines_sum(r.out, &lines), cpu_samples,
+		     "collapsed cpu lines do not sum to the samples");
+	cr_expect(lines > 0 && strstr(r.out, "burn_heavy;spin_units "),
+		  "no burn_heavy;spin_units stack:\n%s", r.out);
 
-	const char *a2[] = {"export", "-f", "collapsed", "--profile", "wall", "--per-thread", b, NULL};
+	const char *a2[] = {"export", "-f",	      "collapsed", "--profile",
+			    "wall",   "--per-thread", b,	   NULL};
 	tool_run(&r, a2);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
 	cr_expect_eq((double)count_lines_sum(r.out, &lines), wall_samples);
@@ -195,13 +206,15 @@ Test(report, export_formats)
 		cr_expect_str_eq(cJSON_GetObjectItem(p, "unit")->valuestring, "nanoseconds");
 		cr_expect(cJSON_IsNumber(cJSON_GetObjectItem(p, "startValue")));
 		cr_expect(cJSON_IsNumber(cJSON_GetObjectItem(p, "endValue")));
-		const cJSON *samples = cJSON_GetObjectItem(p, "samples"), *weights = cJSON_GetObjectItem(p, "weights");
+		const cJSON *samples = cJSON_GetObjectItem(p, "samples"),
+			    *weights = cJSON_GetObjectItem(p, "weights");
 		cr_assert_eq(cJSON_GetArraySize(samples), cJSON_GetArraySize(weights));
 		const cJSON *st, *w;
 		cJSON_ArrayForEach(st, samples)
 		{
 			const cJSON *ix;
-			cJSON_ArrayForEach(ix, st) cr_assert(ix->valueint >= 0 && ix->valueint < cJSON_GetArraySize(frames));
+			cJSON_ArrayForEach(ix, st) cr_assert(
+				ix->valueint >= 0 && ix->valueint < cJSON_GetArraySize(frames));
 		}
 		cJSON_ArrayForEach(w, weights) weight += w->valuedouble;
 	}
@@ -264,8 +277,8 @@ Test(report, pem_round_trip)
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
 	struct tool_result r;
-	const char *cap[] = {"-p", pid, "-d", "4s", "-i", "200ms", "--leak-watch", "--leak-window", "8",
-			     "-o", b, "-q", NULL};
+	const char *cap[] = {"-p", pid,	 "-d", "4s", "-i", "200ms", "--leak-watch", "--leak-window",
+			     "8",  "-o", b,    "-q", NULL};
 	tool_run(&r, cap);
 	target_kill(&t);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
@@ -352,7 +365,8 @@ Test(report, diff_names_leaking_counter)
 	cJSON_ArrayForEach(c, cJSON_GetObjectItem(d, "counters"))
 	{
 		if (strcmp(cJSON_GetObjectItem(c, "name")->valuestring, "threads") == 0)
-			cr_expect(!cJSON_IsTrue(cJSON_GetObjectItem(c, "growing_in_b")), "threads flagged");
+			cr_expect(!cJSON_IsTrue(cJSON_GetObjectItem(c, "growing_in_b")),
+				  "threads flagged");
 	}
 	cJSON_Delete(d);
 
@@ -398,8 +412,8 @@ Test(report, html_in_headless_chromium, .timeout = 300)
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
 	struct tool_result r;
-	const char *cap[] = {"-p", pid, "-d", "4s", "-i", "200ms", "--leak-watch", "--leak-window", "8",
-			     "-o", b, "-q", NULL};
+	const char *cap[] = {"-p", pid,	 "-d", "4s", "-i", "200ms", "--leak-watch", "--leak-window",
+			     "8",  "-o", b,    "-q", NULL};
 	tool_run(&r, cap);
 	target_kill(&t);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
@@ -418,7 +432,8 @@ Test(report, html_in_headless_chromium, .timeout = 300)
 	snprintf(dom, sizeof(dom), "%s/dom.html", dir);
 	snprintf(errp, sizeof(errp), "%s/chromium.err", dir);
 	snprintf(shot, sizeof(shot), "%s/shot.png", dir);
-	const char *flags = "--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking "
+	const char *flags = "--headless --no-sandbox --disable-gpu --no-first-run "
+			    "--disable-background-networking "
 			    "--disable-component-update --disable-sync";
 	snprintf(cmd, sizeof(cmd),
 		 "timeout 120 '%s' %s --user-data-dir='%s/profile1' --enable-logging=stderr --v=0 "
@@ -529,7 +544,8 @@ Test(report, go_goroutine_groups)
 	const cJSON *groups = cJSON_GetObjectItem(d, "goroutine_groups");
 	cr_assert(cJSON_GetArraySize(groups) > 0, "no goroutine groups");
 	const cJSON *g = cJSON_GetArrayItem(groups, 0);
-	cr_expect_eq(cJSON_GetObjectItem(g, "count")->valueint, 5, "largest group is not the 5 identical goroutines");
+	cr_expect_eq(cJSON_GetObjectItem(g, "count")->valueint, 5,
+		     "largest group is not the 5 identical goroutines");
 	cr_expect_str_eq(cJSON_GetObjectItem(g, "reason")->valuestring, "chan receive");
 	cr_expect(group_with(groups, "time.Sleep"), "no time.Sleep goroutine");
 	cJSON_Delete(d);

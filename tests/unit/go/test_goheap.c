@@ -592,8 +592,11 @@ Test(go_heap, scaled_sampling_rate, .timeout = 60)
 	free_run(&res);
 }
 
-/* Many buckets: timing of the pause (tests do not assert on time). */
-Test(go_heap, many_buckets, .timeout = 120)
+/* Many buckets: timing of the pause (tests do not assert on time). Its own
+ * suite, run by a separate meson test: libcriterion 2.4.1 leaks 48 bytes in
+ * its runner (seen under LeakSanitizer) when this long test overlaps the
+ * others. */
+Test(go_heap_many, many_buckets, .timeout = 120)
 {
 	struct heap_run res;
 	char *envp[] = {"BUCKETS=5000", NULL};
