@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include "bundle/profile.h"
+#include "symbolize/go/goheap.h"
 #include "symbolize/go/goroutines.h"
 #include "util.h"
 
@@ -17,6 +18,8 @@ struct go_session {
 	pid_t pid;
 	struct go_target *target;
 	struct go_snapshot *snap; /* from the last armed capture */
+	struct go_heap *heap;     /* heap-profile buckets from the same stop */
+	int heap_error;
 	int capture_error;
 	uint64_t capture_ns;
 	/* Interned strings handed out by go_session_frames. */
@@ -75,6 +78,7 @@ void go_session_free(struct go_session *g)
 {
 	if (!g)
 		return;
+	go_heap_free(g->heap);
 	go_snapshot_free(g->snap);
 	go_target_free(g->target);
 	for (size_t i = 0; i < g->nstrings; i++)
@@ -111,6 +115,12 @@ static void while_held(void *ctx, const struct process_capture *pc)
 	g->snap = NULL;
 	uint64_t t0 = monotonic_ns();
 	g->capture_error = go_capture(g->target, read_ranges, g, regs, n, NULL, &g->snap);
+	/* The heap buckets too, in the same stop, so both describe one moment. */
+	go_heap_free(g->heap);
+	g->heap = NULL;
+	g->heap_error = go_heap_supported(g->target)
+				? go_heap_capture(g->target, read_ranges, g, &g->heap)
+				: -ENOTSUP;
 	g->capture_ns = monotonic_ns() - t0;
 }
 
@@ -202,28 +212,34 @@ static uint64_t mapping_for(struct pprof_ctx *c, uint64_t addr)
 	return 0;
 }
 
+/* A Location for a Go address, its lines from pclntab (inlined frames
+ * grouped in one Location, as Go does). 0 on ENOMEM. */
+static uint64_t location_for_go(struct pprof_ctx *c, uint64_t addr)
+{
+	uint64_t id = profile_builder_find_location(c->pb, addr);
+	if (id)
+		return id;
+	struct sym_frame frames[MAX_GO_FRAMES];
+	size_t nf = go_session_frames(c->g, addr, frames, MAX_GO_FRAMES);
+	struct profile_line lines[MAX_GO_FRAMES];
+	for (size_t k = 0; k < nf; k++)
+		lines[k] = (struct profile_line){
+			.function = frames[k].function,
+			.system_name = frames[k].function,
+			.filename = frames[k].file,
+			.start_line = frames[k].function_start_line,
+			.line = frames[k].line,
+		};
+	return profile_builder_add_location(c->pb, addr, mapping_for(c, addr), lines, nf);
+}
+
 static int add_go_sample(void *ctx, const struct go_sample *s)
 {
 	struct pprof_ctx *c = ctx;
 	uint64_t ids[512];
 	size_t nids = 0;
 	for (size_t i = 0; i < s->nlocs && nids < 512; i++) {
-		uint64_t addr = s->locs[i];
-		uint64_t id = profile_builder_find_location(c->pb, addr);
-		if (!id) {
-			struct sym_frame frames[MAX_GO_FRAMES];
-			size_t nf = go_session_frames(c->g, addr, frames, MAX_GO_FRAMES);
-			struct profile_line lines[MAX_GO_FRAMES];
-			for (size_t k = 0; k < nf; k++)
-				lines[k] = (struct profile_line){
-					.function = frames[k].function,
-					.system_name = frames[k].function,
-					.filename = frames[k].file,
-					.start_line = frames[k].function_start_line,
-					.line = frames[k].line,
-				};
-			id = profile_builder_add_location(c->pb, addr, mapping_for(c, addr), lines, nf);
-		}
+		uint64_t id = location_for_go(c, s->locs[i]);
 		if (!id) {
 			c->error = -ENOMEM;
 			return 1;
@@ -279,6 +295,111 @@ static int write_pprof(struct go_session *g, struct bundle *b, const char *name,
 	return r;
 }
 
+struct heap_ctx {
+	struct go_session *g;
+	struct profile_builder *pb;
+	const struct sym_module *modules;
+	size_t nmodules;
+	uint64_t *mapping_ids;
+	int error;
+};
+
+static int add_heap_record(void *ctx, const struct go_heap_record *rec)
+{
+	struct heap_ctx *c = ctx;
+	struct pprof_ctx pc = {.g = c->g, .pb = c->pb, .modules = c->modules,
+			       .nmodules = c->nmodules, .mapping_ids = c->mapping_ids};
+	uint64_t ids[1024];
+	size_t nids = 0;
+	for (size_t i = 0; i < rec->nlocs && nids < 1024; i++) {
+		uint64_t id = location_for_go(&pc, rec->locs[i]);
+		if (!id) {
+			c->error = -ENOMEM;
+			return 1;
+		}
+		ids[nids++] = id;
+	}
+	int64_t values[4] = {rec->alloc_objects, rec->alloc_space, rec->inuse_objects,
+			     rec->inuse_space};
+	struct profile_label label = {.key = "bytes", .num = rec->block_size};
+	if (profile_builder_add_sample(c->pb, ids, nids, values, &label, rec->block_size ? 1 : 0) < 0) {
+		c->error = -ENOMEM;
+		return 1;
+	}
+	return 0;
+}
+
+/* heap.pprof shaped like Go's own (runtime/pprof writeHeapProto). */
+static int write_heap(struct go_session *g, struct bundle *b, const char *name,
+		      const struct symtab *st)
+{
+	static const struct profile_value_type types[] = {
+		{"alloc_objects", "count"},
+		{"alloc_space", "bytes"},
+		{"inuse_objects", "count"},
+		{"inuse_space", "bytes"},
+	};
+	struct heap_ctx c = {.g = g};
+	c.pb = profile_builder_new(types, 4, (struct profile_value_type){"space", "bytes"},
+				   go_heap_rate(g->heap));
+	if (!c.pb)
+		return -ENOMEM;
+	profile_builder_set_time(c.pb, (int64_t)realtime_ns(), 0);
+	c.nmodules = symtab_modules(st, &c.modules);
+	c.mapping_ids = calloc(c.nmodules + 1, sizeof(uint64_t));
+	if (!c.mapping_ids) {
+		profile_builder_free(c.pb);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c.nmodules; i++) {
+		const struct sym_module *m = &c.modules[i];
+		c.mapping_ids[i] = profile_builder_add_mapping(c.pb, m->start, m->limit, m->offset,
+							       m->path, m->build_id, true, true, true);
+	}
+	int r = go_heap_foreach_record(g->heap, add_heap_record, &c);
+	if (c.error)
+		r = c.error;
+	uint8_t *gz = NULL;
+	size_t len = 0;
+	if (r == 0)
+		r = profile_builder_encode_gz(c.pb, &gz, &len);
+	if (r == 0)
+		r = bundle_write_member(b, name, gz, len);
+	free(gz);
+	free(c.mapping_ids);
+	profile_builder_free(c.pb);
+	return r;
+}
+
+static void describe_heap(struct go_session *g, cJSON *manifest_go)
+{
+	cJSON_DeleteItemFromObject(manifest_go, "heap_profile");
+	cJSON *o = cJSON_AddObjectToObject(manifest_go, "heap_profile");
+	if (g->heap) {
+		struct go_heap_stats st;
+		go_heap_stats(g->heap, &st);
+		cJSON_AddBoolToObject(o, "enabled", true);
+		cJSON_AddNumberToObject(o, "rate", (double)go_heap_rate(g->heap));
+		cJSON_AddNumberToObject(o, "buckets", (double)st.buckets);
+		cJSON_AddBoolToObject(o, "truncated", st.truncated);
+		return;
+	}
+	cJSON_AddBoolToObject(o, "enabled", false);
+	if (g->heap_error == -ENODATA) {
+		struct go_heap_config cfg = {0};
+		bool by_linker = go_heap_read_config(g->target, read_ranges, g, &cfg) == 0 &&
+				 cfg.disabled_by_linker;
+		cJSON_AddStringToObject(o, "reason",
+					by_linker ? "heap profiling disabled in target (MemProfileRate=0): "
+						    "program does not link runtime/pprof"
+						  : "heap profiling disabled in target (MemProfileRate=0)");
+	} else {
+		cJSON_AddStringToObject(o, "reason", g->heap_error == -ENOTSUP
+							     ? "heap buckets not readable in this binary"
+							     : strerror(-g->heap_error));
+	}
+}
+
 int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 		     const struct symtab *st, cJSON *manifest_go)
 {
@@ -319,5 +440,13 @@ int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 	if (r < 0)
 		return r;
 	snprintf(name, sizeof(name), "%sgoroutine.pprof", prefix);
-	return write_pprof(g, b, name, st);
+	r = write_pprof(g, b, name, st);
+	if (r < 0)
+		return r;
+	if (manifest_go)
+		describe_heap(g, manifest_go);
+	if (!g->heap)
+		return 0; /* disabled: said so in the manifest, no empty profile */
+	snprintf(name, sizeof(name), "%sheap.pprof", prefix);
+	return write_heap(g, b, name, st);
 }

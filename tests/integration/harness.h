@@ -84,7 +84,7 @@ void rel_stop(struct rel_target *rt);
  * 'T' only if allow_stopped (and every thread is, if expect_stopped); the
  * target received no signal outside sent_mask (bit n = signal n; SIGCHLD is
  * also allowed when allow_sigchld); its progress counter advances within
- * 1 s (unless it is expected stopped, or check_progress is false). */
+ * 2 s (unless it is expected stopped, or skip_progress is set). */
 struct health {
 	bool allow_stopped;
 	bool expect_stopped;

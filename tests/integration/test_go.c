@@ -183,3 +183,79 @@ Test(go, timeline_counts_goroutines)
 	target_kill(&t);
 	rm_rf(dir);
 }
+
+static cJSON *manifest_go(const char *bundle)
+{
+	char path[400];
+	snprintf(path, sizeof(path), "%s/manifest.json", bundle);
+	char *mt = read_file(path, NULL);
+	cr_assert(mt);
+	cJSON *m = cJSON_Parse(mt);
+	free(mt);
+	cr_assert(m);
+	return m;
+}
+
+Test(go, heap_profile_like_go)
+{
+	const char *argv[] = {fixture("DIAG_GO_FIXTURE"), NULL};
+	struct target t = target_start(argv, "pid");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/heap.pprof", out);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0, "no heap.pprof");
+	const char *want[] = {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"};
+	cr_assert_eq(p->n_sample_type, 4);
+	for (int i = 0; i < 4; i++)
+		cr_expect_str_eq(pprof_str(p, p->sample_type[i]->type), want[i]);
+	cr_expect_str_eq(pprof_str(p, p->period_type->type), "space");
+	cr_expect_gt(p->period, 0);
+	cr_expect_gt(p->n_sample, 0);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	if (have_go()) {
+		static char pout[1 << 20], perr[65536];
+		cr_expect_eq(go_pprof("-raw", path, pout, sizeof(pout), perr, sizeof(perr)), 0, "%s", perr);
+	}
+	cJSON *m = manifest_go(out);
+	cJSON *heap = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go"),
+					  "heap_profile");
+	cr_expect(heap && cJSON_IsTrue(cJSON_GetObjectItem(heap, "enabled")));
+	cJSON_Delete(m);
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+Test(go, heap_disabled_is_said_not_written)
+{
+	const char *argv[] = {fixture("DIAG_GO_NOPPROF_FIXTURE"), NULL};
+	struct target t = target_start(argv, "pid");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/heap.pprof", out);
+	cr_expect(access(path, F_OK) != 0, "an empty heap.pprof was written for a disabled profile");
+	cJSON *m = manifest_go(out);
+	cJSON *heap = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go"),
+					  "heap_profile");
+	cr_assert(heap, "manifest does not mention the heap profile");
+	cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(heap, "enabled")));
+	cJSON *reason = cJSON_GetObjectItem(heap, "reason");
+	cr_expect(reason && strstr(reason->valuestring, "disabled"), "no reason given");
+	cJSON_Delete(m);
+	target_kill(&t);
+	rm_rf(dir);
+}
