@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "binaries.h"
 #include "exit_codes.h"
 #include "go_out.h"
 #include "interp.h"
@@ -85,6 +86,9 @@ static void usage(FILE *f)
 	      "     --stack-bytes N      cap on each thread's stack copy (default 524288)\n"
 	      "     --stop-timeout MS    deadline for all threads to stop (default 100)\n"
 	      "     --debuginfod         allow DEBUGINFOD_URLS lookups (can stall for minutes)\n"
+	      "     --with-binaries[=CAP] copy debug files (or the ELF) of every module into\n"
+	      "                          binaries/<build-id>/, at most CAP bytes (default 1G), so\n"
+	      "                          PPROF_BINARY_PATH=DIR/binaries works on another host\n"
 	      " -q, --quiet              no progress line\n"
 	      " -h, --help               display this help\n"
 	      " -V, --version            display version\n"
@@ -118,6 +122,7 @@ enum {
 	OPT_STACK_BYTES,
 	OPT_STOP_TIMEOUT,
 	OPT_DEBUGINFOD,
+	OPT_WITH_BINARIES,
 };
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
@@ -128,6 +133,30 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
 	if (end == s || *end || errno || v > max || s[0] == '-')
 		return -EINVAL;
 	*ret = v;
+	return 0;
+}
+
+static int parse_size(const char *s, uint64_t *ret)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (end == s || errno || s[0] == '-')
+		return -EINVAL;
+	unsigned shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	else if (*end)
+		return -EINVAL;
+	if (shift && end[1])
+		return -EINVAL;
+	if (v > (UINT64_MAX >> shift) || v == 0)
+		return -EINVAL;
+	*ret = (uint64_t)v << shift;
 	return 0;
 }
 
@@ -149,6 +178,7 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 		{"stack-bytes", required_argument, NULL, OPT_STACK_BYTES},
 		{"stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT},
 		{"debuginfod", no_argument, NULL, OPT_DEBUGINFOD},
+		{"with-binaries", optional_argument, NULL, OPT_WITH_BINARIES},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -255,6 +285,14 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 			break;
 		case OPT_DEBUGINFOD:
 			o->debuginfod = true;
+			break;
+		case OPT_WITH_BINARIES:
+			o->with_binaries_cap = BINARIES_DEFAULT_CAP;
+			if (optarg && parse_size(optarg, &o->with_binaries_cap) < 0) {
+				die_message("invalid size '%s' for --with-binaries", optarg);
+				hint_message("bytes, or with a suffix: 512M, 2G");
+				return -1;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -415,8 +453,13 @@ static int run_snapshot(struct capture_session *s)
 	/* The target runs again from here on: unwinding and symbols cost it
 	 * nothing but the CPU we share with it. */
 	int exit_code = EXIT_OK;
+	struct symtab *st = NULL;
 	r = snapshot_finish(s->bundle, "", &pc, NULL, s->interp, s->go,
-			    cJSON_GetObjectItem(s->manifest, "target"));
+			    cJSON_GetObjectItem(s->manifest, "target"), &st);
+	if (r == 0 && s->opt->with_binaries_cap)
+		r = binaries_copy(s->bundle, s->target.pid, st, s->opt->with_binaries_cap,
+				  cJSON_AddObjectToObject(s->manifest, "binaries"));
+	symtab_free(st);
 	if (r < 0) {
 		exit_code = (r == -ENOMEM) ? EXIT_INTERNAL : write_error_exit(bundle_dir(s->bundle), r);
 		if (r == -ENOMEM)

@@ -31,6 +31,7 @@ struct capture_options {
 	uint64_t interval_ns;      /* timeline interval */
 	bool quiet;
 	bool debuginfod;
+	uint64_t with_binaries_cap; /* 0: do not copy binaries into the bundle */
 	const char *annotations[MAX_ANNOTATIONS];
 	size_t nannotations;
 	bool leak_watch;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "binaries.h"
 #include "exit_codes.h"
 #include "go_out.h"
 #include "profile_out.h"
@@ -314,6 +315,9 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 	}
 	if (r == 0 && st)
 		cJSON_AddStringToObject(target, "build_id", symtab_main_build_id(st));
+	if (r == 0 && st && s->opt->with_binaries_cap)
+		r = binaries_copy(s->bundle, s->target.pid, st, s->opt->with_binaries_cap,
+				  cJSON_AddObjectToObject(s->manifest, "binaries"));
 	symtab_free(st);
 	addrset_free(set);
 	return r;

@@ -184,7 +184,7 @@ out:
 
 int snapshot_finish(struct bundle *b, const char *prefix, const struct process_capture *pc,
 		    const struct unwound_stack *stacks, struct interp *in, struct go_session *go,
-		    cJSON *target_json)
+		    cJSON *target_json, struct symtab **ret_st)
 {
 	struct unwound_stack *own = NULL;
 	if (!stacks) {
@@ -209,6 +209,10 @@ int snapshot_finish(struct bundle *b, const char *prefix, const struct process_c
 				     target_json ? cJSON_GetObjectItem(target_json, "go") : NULL);
 	if (r == 0 && target_json && !cJSON_GetObjectItem(target_json, "build_id"))
 		cJSON_AddStringToObject(target_json, "build_id", symtab_main_build_id(st));
+	if (ret_st && r == 0) {
+		*ret_st = st;
+		st = NULL;
+	}
 	symtab_free(st);
 	addrset_free(set);
 	free(own);

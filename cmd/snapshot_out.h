@@ -26,10 +26,11 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
  * given (already unwound, e.g. while the target was alive), resolve the
  * symbols, write threads.* (and goroutine.* when go is armed) under prefix.
  * The main module's build-id goes into target_json when it is not NULL.
+ * With ret_st, the symbol table is handed to the caller (who frees it).
  * Returns 0 or -errno (bundle write errors passed through). */
 int snapshot_finish(struct bundle *b, const char *prefix, const struct process_capture *pc,
 		    const struct unwound_stack *stacks, struct interp *in, struct go_session *go,
-		    cJSON *target_json);
+		    cJSON *target_json, struct symtab **ret_st);
 
 /* Add every address snapshot_write will look up to set. 0 or -ENOMEM. */
 int snapshot_collect(const struct process_capture *pc, const struct unwound_stack *stacks,

@@ -396,8 +396,15 @@ bool rel_healthy(struct rel_target *rt, const struct health *h, char *why, size_
 	pid_t pid = rt->t.pid;
 	if (!target_healthy(pid, h->allow_stopped || h->expect_stopped, why, why_size))
 		return false;
-	if (h->expect_stopped && !all_threads_stopped(pid, why, why_size))
-		return false;
+	/* A thread we just detached re-enters the group-stop when it next
+	 * runs; on a loaded machine that takes a moment. */
+	if (h->expect_stopped) {
+		bool stopped = false;
+		for (uint64_t until = now_ms() + 2000; !stopped && now_ms() < until; usleep(2000))
+			stopped = all_threads_stopped(pid, why, why_size);
+		if (!stopped)
+			return false;
+	}
 	for (int sig = 1; sig < REL_NSIG; sig++) {
 		uint64_t n = atomic_load(&rt->sh->signals[sig]);
 		if (n == 0 || (h->sent_mask & (1ull << sig)))

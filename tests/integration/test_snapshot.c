@@ -195,3 +195,47 @@ Test(snapshot, stopped_target_stays_stopped)
 	target_kill(&t);
 	rm_rf(dir);
 }
+
+Test(snapshot, with_binaries_copies_modules_by_build_id)
+{
+	const char *argv[] = {target_path("chains_stripped"), NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "--with-binaries=64M", "-o", out, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/manifest.json", out);
+	char *m = read_file(path, NULL);
+	cr_assert(m);
+	/* The stripped ELF that ran, and its debuglink file next to it. */
+	const char *bid = strstr(m, "\"build_id\":\t\"");
+	cr_assert(bid, "no build id in manifest");
+	char build_id[41] = {0};
+	memcpy(build_id, bid + 13, 40);
+	free(m);
+	snprintf(path, sizeof(path), "%s/binaries/%s/chains_stripped", out, build_id);
+	cr_expect(access(path, R_OK) == 0, "%s missing", path);
+	snprintf(path, sizeof(path), "%s/binaries/%s/chains_stripped.debug", out, build_id);
+	cr_expect(access(path, R_OK) == 0, "%s missing", path);
+	/* Every copied file is a hashed member. */
+	const char *vargs[] = {"verify", out, NULL};
+	tool_run(&r, vargs);
+	cr_expect_eq(r.exit_code, 0, "verify: %s", r.out);
+	/* A cap too small for anything copies nothing, and says why. */
+	char out2[300];
+	snprintf(out2, sizeof(out2), "%s/c", dir);
+	const char *args2[] = {"-p", pid, "--snapshot", "--with-binaries=1K", "-o", out2, NULL};
+	tool_run(&r, args2);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	snprintf(path, sizeof(path), "%s/manifest.json", out2);
+	m = read_file(path, NULL);
+	cr_expect(m && strstr(m, "over --with-binaries cap"), "cap not reported");
+	free(m);
+	target_kill(&t);
+	rm_rf(dir);
+}
