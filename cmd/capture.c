@@ -318,7 +318,7 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 }
 
 /* Say why we cannot capture, in git's style: the failure, then what to do. */
-static int refuse(pid_t pid, const struct attach_probe *pr)
+int capture_refuse(pid_t pid, const struct attach_probe *pr)
 {
 	switch (pr->refusal) {
 	case ATTACH_OK:
@@ -436,7 +436,7 @@ static int run_snapshot(struct capture_session *s)
 			struct attach_probe pr;
 			attach_target_probe(s->target.pid, &pr);
 			if (pr.refusal != ATTACH_OK)
-				return refuse(s->target.pid, &pr);
+				return capture_refuse(s->target.pid, &pr);
 			die_message("cannot attach to pid %d: Operation not permitted", (int)s->target.pid);
 			if (pr.yama_scope >= 1)
 				hint_message("kernel.yama.ptrace_scope=%d; run as root or with CAP_SYS_PTRACE",
@@ -540,7 +540,7 @@ int cmd_capture(int argc, char **argv)
 		return EXIT_INTERNAL;
 	}
 	if (pr.refusal != ATTACH_OK)
-		return refuse(opt.pid, &pr);
+		return capture_refuse(opt.pid, &pr);
 
 	char default_dir[64];
 	const char *dir = opt.output;

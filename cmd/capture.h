@@ -63,6 +63,10 @@ int cmd_capture(int argc, char **argv);
  * and the manifest. Returns an exit code. */
 int sampler_run(struct capture_session *s);
 
+/* Explain why pid cannot be captured (one line + a hint) and return the
+ * matching exit status. */
+int capture_refuse(pid_t pid, const struct attach_probe *pr);
+
 /* Report a bundle write failure; returns EXIT_WRITE_FAILED. */
 int write_error_exit(const char *dir, int err);
 

@@ -9,6 +9,7 @@
 #include "export.h"
 #include "pem.h"
 #include "report.h"
+#include "top.h"
 #include "verify.h"
 
 struct subcommand {
@@ -24,6 +25,7 @@ static const struct subcommand subcommands[] = {
 	{"pem", cmd_pem},
 	{"unpem", cmd_unpem},
 	{"diff", cmd_diff},
+	{"top", cmd_top},
 };
 
 int main(int argc, char **argv)

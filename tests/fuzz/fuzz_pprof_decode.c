@@ -1,0 +1,121 @@
+/*
+ * fuzz_pprof_decode: the bundle reader's pprof decoding (gunzip, protobuf-c
+ * unpack, flattening into samples of frames) on a hostile profile member.
+ *
+ * Input: a gzipped pprof (a real cpu.pprof is a seed) or, if it does not
+ * start with the gzip magic, a raw serialized Profile that the harness
+ * gzips itself, so mutations reach the protobuf decoder and the id/index
+ * resolution instead of dying in the gzip CRC. The bytes become member
+ * "cpu.pprof" of a bundle whose manifest lists it.
+ * Invariants:
+ *  - no crash, no leak, no undefined behaviour;
+ *  - failure is -EBADMSG or -ENOMEM only;
+ *  - on success every string the reader hands out is readable and non-NULL
+ *    where documented (function, file, value types), every sample's values
+ *    array has nvalues entries, and a second call returns the cached result.
+ */
+#include <zlib.h>
+
+#include "tests/fuzz/fuzz_common.h"
+
+#include "bundle/reader.h"
+
+static const char manifest[] =
+	"{\"format\":\"diag-attach-bundle\",\"members\":[{\"name\":\"cpu.pprof\","
+	"\"bytes\":0,\"sha256\":\"\"}]}";
+
+static char bundle_dir[300];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	char path[400];
+
+	(void)argc;
+	(void)argv;
+	snprintf(bundle_dir, sizeof(bundle_dir), "%s/bundle", fz_dir());
+	if (mkdir(bundle_dir, 0700) < 0)
+		abort();
+	snprintf(path, sizeof(path), "%s/manifest.json", bundle_dir);
+	fz_write_file(path, manifest, strlen(manifest));
+	return 0;
+}
+
+static void write_gzipped(const char *path, const uint8_t *data, size_t size)
+{
+	z_stream zs;
+	size_t cap = deflateBound(NULL, (uLong)size) + 64;
+	uint8_t *out = malloc(cap);
+
+	FUZZ_CHECK(out != NULL);
+	memset(&zs, 0, sizeof(zs));
+	FUZZ_CHECK(deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+	zs.next_in = (Bytef *)data;
+	zs.avail_in = (uInt)size;
+	zs.next_out = out;
+	zs.avail_out = (uInt)cap;
+	FUZZ_CHECK(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+	fz_write_file(path, out, cap - zs.avail_out);
+	deflateEnd(&zs);
+	free(out);
+}
+
+static volatile size_t sink;
+
+static void touch(const char *s)
+{
+	sink += strlen(s);
+}
+
+static void check_profile(const struct bundle_profile *p)
+{
+	for (size_t i = 0; i < p->nvalues; i++) {
+		FUZZ_CHECK(p->value_type[i] && p->value_unit[i]);
+		touch(p->value_type[i]);
+		touch(p->value_unit[i]);
+	}
+	FUZZ_CHECK(p->period_type != NULL);
+	touch(p->period_type);
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct bundle_sample *s = &p->samples[i];
+
+		for (size_t v = 0; v < p->nvalues; v++)
+			sink += (size_t)s->values[v];
+		for (size_t k = 0; k < s->nframes; k++) {
+			const struct bundle_frame *f = &s->frames[k];
+
+			FUZZ_CHECK(f->function && f->file);
+			touch(f->function);
+			touch(f->file);
+		}
+		if (s->thread_comm)
+			touch(s->thread_comm);
+		if (s->state)
+			touch(s->state);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct bundle_reader *r;
+	const struct bundle_profile *p, *again;
+	char path[400];
+	int e;
+
+	snprintf(path, sizeof(path), "%s/cpu.pprof", bundle_dir);
+	if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b)
+		fz_write_file(path, data, size);
+	else
+		write_gzipped(path, data, size);
+
+	FUZZ_CHECK(bundle_reader_open(bundle_dir, &r) == 0);
+	FUZZ_CHECK(bundle_reader_has(r, "cpu.pprof"));
+	e = bundle_reader_profile(r, "cpu.pprof", &p);
+	if (e == 0) {
+		check_profile(p);
+		FUZZ_CHECK(bundle_reader_profile(r, "cpu.pprof", &again) == 0 && again == p);
+	} else {
+		FUZZ_CHECK(e == -EBADMSG || e == -ENOMEM);
+	}
+	bundle_reader_free(r);
+	return 0;
+}

@@ -1,0 +1,139 @@
+/*
+ * fuzz_unwind: attach/unwind.h on a synthetic capture of the fuzzer's own
+ * process: registers and a stack copy from the input, this process's real
+ * maps and real code (so libunwind parses real .eh_frame tables, and the
+ * frame-pointer fallback walks hostile stack words).
+ *
+ * The stack bytes are a target's memory: any value at all. rbp in
+ * particular is a general-purpose register in code built without frame
+ * pointers, so the fallback walk must survive every 64-bit value.
+ *
+ * ASLR would make raw addresses in a corpus meaningless from one run to
+ * the next, so input words can be relative: a stack word (and rip, rbp)
+ * whose top 16 bits are 0xc0de becomes an address inside one of our
+ * executable mappings (byte 5 picks the mapping, the low 40 bits the
+ * offset), and 0x57ac becomes stack_start + the low 16 bits. Every other
+ * value is used as is.
+ *
+ * Input: stack copy from the front (up to 64 KiB); from the tail: how rip,
+ * rsp, rbp and stack_start are chosen, the other registers, max frames.
+ * Invariants: unwinder_unwind returns 0, at most max frames, pcs[0] is
+ * rip; -EINVAL for a thread without registers or max == 0; no crash.
+ */
+#include <sys/mman.h>
+
+#include "tests/fuzz/fuzz_common.h"
+
+#include "attach/unwind.h"
+
+#define MAX_STACK (64u << 10)
+#define MAX_EXEC 64
+
+struct region {
+	uint64_t start, len;
+};
+
+static struct unwinder *uw;
+static struct region exec_maps[MAX_EXEC];
+static size_t nexec;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	static char maps[1 << 20];
+	size_t len = 0;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	(void)argc;
+	(void)argv;
+	FUZZ_CHECK(fd >= 0);
+	while ((n = read(fd, maps + len, sizeof(maps) - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	maps[len] = '\0';
+	for (char *p = maps; *p && nexec < MAX_EXEC;) {
+		unsigned long long s, e;
+		char perms[5];
+		char *nl = strchr(p, '\n');
+
+		if (sscanf(p, "%llx-%llx %4s", &s, &e, perms) == 3 && perms[2] == 'x' &&
+		    memchr(p, '/', nl ? (size_t)(nl - p) : strlen(p)))
+			exec_maps[nexec++] = (struct region){ s, e - s };
+		p = nl ? nl + 1 : p + strlen(p);
+	}
+	FUZZ_CHECK(nexec > 0);
+	FUZZ_CHECK(unwinder_new(getpid(), maps, len, &uw) == 0);
+	return 0;
+}
+
+static uint64_t relocate(uint64_t w, uint64_t stack_start)
+{
+	switch (w >> 48) {
+	case 0xc0de: {
+		const struct region *r = &exec_maps[((w >> 40) & 0xff) % nexec];
+
+		return r->start + (w & 0xffffffffffull) % r->len;
+	}
+	case 0x57ac:
+		return stack_start + (w & 0xffff);
+	default:
+		return w;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fz f = fz_init(data, size);
+	struct thread_capture tc;
+	uint64_t pcs[UNWIND_MAX_FRAMES_DEFAULT];
+	size_t max, n = 0, stack_len;
+	bool truncated;
+	uint8_t *stack;
+	int r;
+
+	memset(&tc, 0, sizeof(tc));
+	tc.tid = getpid();
+	tc.outcome = THREAD_CAPTURED;
+	/* Unmapped here, 8-aligned, or anything. */
+	tc.stack_start = fz_bool(&f) ? 0x7e0000100000ull + (fz_u32(&f) & ~7u) : fz_u64(&f);
+	tc.regs.rip = relocate(fz_u64(&f), tc.stack_start);
+	tc.regs.rbp = relocate(fz_u64(&f), tc.stack_start);
+	tc.regs.rsp = fz_bool(&f) ? tc.stack_start : relocate(fz_u64(&f), tc.stack_start);
+	tc.regs.rbx = fz_u64(&f);
+	tc.regs.r12 = fz_u64(&f);
+	tc.regs.r13 = fz_u64(&f);
+	tc.regs.r14 = fz_u64(&f);
+	tc.regs.r15 = fz_u64(&f);
+	max = (size_t)fz_range(&f, 0, UNWIND_MAX_FRAMES_DEFAULT);
+
+	/* The rest (the front of the input) is the stack copy. */
+	stack_len = f.n < MAX_STACK ? f.n : MAX_STACK;
+	stack = malloc(stack_len ? stack_len : 1);
+	FUZZ_CHECK(stack != NULL);
+	memcpy(stack, data, stack_len);
+	for (size_t i = 0; i + 8 <= stack_len; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, stack + i, 8);
+		w = relocate(w, tc.stack_start);
+		memcpy(stack + i, &w, 8);
+	}
+	tc.stack = stack;
+	tc.stack_len = stack_len;
+	tc.stack_cap = stack_len;
+
+	r = unwinder_unwind(uw, &tc, pcs, max, &n, &truncated);
+	if (max == 0) {
+		FUZZ_CHECK(r == -EINVAL);
+	} else {
+		FUZZ_CHECK(r == 0);
+		FUZZ_CHECK(n >= 1 && n <= max);
+		FUZZ_CHECK(pcs[0] == tc.regs.rip);
+	}
+
+	tc.outcome = THREAD_LATE;
+	FUZZ_CHECK(unwinder_unwind(uw, &tc, pcs, UNWIND_MAX_FRAMES_DEFAULT, &n, &truncated) ==
+		   -EINVAL);
+	free(stack);
+	return 0;
+}
