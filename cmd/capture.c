@@ -89,6 +89,11 @@ static void usage(FILE *f)
 	      "     --with-binaries[=CAP] copy debug files (or the ELF) of every module into\n"
 	      "                          binaries/<build-id>/, at most CAP bytes (default 1G), so\n"
 	      "                          PPROF_BINARY_PATH=DIR/binaries works on another host\n"
+	      "     --no-interrupt-blocked  sample threads blocked in a syscall from /proc\n"
+	      "                          without stopping them (otherwise epoll_wait,\n"
+	      "                          sigtimedwait and semop see one EINTR per sample)\n"
+	      "     --watchdog MS        kill diag-attach itself if it ever holds the target\n"
+	      "                          longer than MS (default 1000; 0 = off)\n"
 	      " -q, --quiet              no progress line\n"
 	      " -h, --help               display this help\n"
 	      " -V, --version            display version\n"
@@ -123,6 +128,8 @@ enum {
 	OPT_STOP_TIMEOUT,
 	OPT_DEBUGINFOD,
 	OPT_WITH_BINARIES,
+	OPT_NO_INTERRUPT_BLOCKED,
+	OPT_WATCHDOG,
 };
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
@@ -179,6 +186,8 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 		{"stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT},
 		{"debuginfod", no_argument, NULL, OPT_DEBUGINFOD},
 		{"with-binaries", optional_argument, NULL, OPT_WITH_BINARIES},
+		{"no-interrupt-blocked", no_argument, NULL, OPT_NO_INTERRUPT_BLOCKED},
+		{"watchdog", required_argument, NULL, OPT_WATCHDOG},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -188,6 +197,7 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 	o->frequency_hz = 99;
 	o->interval_ns = 1000000000ull;
 	o->leak_window = 12;
+	o->watchdog_ms = 1000;
 	attach_options_init(&o->attach);
 
 	int c;
@@ -285,6 +295,16 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 			break;
 		case OPT_DEBUGINFOD:
 			o->debuginfod = true;
+			break;
+		case OPT_NO_INTERRUPT_BLOCKED:
+			o->attach.no_interrupt_blocked = true;
+			break;
+		case OPT_WATCHDOG:
+			if (parse_uint(optarg, 600000, &v) < 0 || (v && v < 50)) {
+				die_message("invalid watchdog limit '%s' (0 = off, or 50 to 600000 ms)", optarg);
+				return -1;
+			}
+			o->watchdog_ms = (unsigned)v;
 			break;
 		case OPT_WITH_BINARIES:
 			o->with_binaries_cap = BINARIES_DEFAULT_CAP;
@@ -559,6 +579,14 @@ int cmd_capture(int argc, char **argv)
 			die_message("cannot attach to pid %d: no such process", (int)opt.pid);
 			return EXIT_NO_PROCESS;
 		}
+		if (r == -EBUSY) {
+			/* Another diag-attach won the race for this target. */
+			if (attach_target_probe(opt.pid, &pr) == 0 && pr.refusal != ATTACH_OK)
+				return capture_refuse(opt.pid, &pr);
+			die_message("cannot attach to pid %d: another diag-attach is capturing it",
+				    (int)opt.pid);
+			return EXIT_ALREADY_TRACED;
+		}
 		die_message("cannot open pid %d: %s", (int)opt.pid, strerror(-r));
 		return EXIT_INTERNAL;
 	}
@@ -582,6 +610,11 @@ int cmd_capture(int argc, char **argv)
 		attach_target_close(&s.target);
 		return output_error(dir, r);
 	}
+	/* If we are ever stopped or hung while holding the target, a separate
+	 * process kills us, which releases it (the kernel detaches a dead
+	 * tracer's tracees). */
+	if (opt.watchdog_ms && attach_watchdog_start(opt.watchdog_ms) < 0 && !opt.quiet)
+		die_message("warning: could not start the watchdog; continuing without it");
 	s.manifest = initial_manifest(&s);
 	if (!s.manifest) {
 		die_message("out of memory");
@@ -618,6 +651,7 @@ int cmd_capture(int argc, char **argv)
 		if (!existed)
 			rmdir(dir);
 	}
+	attach_watchdog_stop();
 	cJSON_Delete(s.manifest);
 	interp_free(s.interp);
 	go_session_free(s.go);

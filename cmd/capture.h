@@ -32,6 +32,7 @@ struct capture_options {
 	bool quiet;
 	bool debuginfod;
 	uint64_t with_binaries_cap; /* 0: do not copy binaries into the bundle */
+	unsigned watchdog_ms;       /* 0: no watchdog */
 	const char *annotations[MAX_ANNOTATIONS];
 	size_t nannotations;
 	bool leak_watch;

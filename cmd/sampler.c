@@ -371,6 +371,9 @@ int sampler_run(struct capture_session *s)
 	int fatal = 0;
 
 	while (!capture_stop_requests) {
+		/* Threads left late by a capture are detached the moment they
+		 * trap; between ticks is the earliest we can look. */
+		attach_service_late();
 		uint64_t now = monotonic_ns();
 		if (now >= end)
 			break;
@@ -461,6 +464,7 @@ int sampler_run(struct capture_session *s)
 		return write_error_exit(bundle_dir(s->bundle), fatal);
 	}
 
+	attach_service_late();
 	/* The target is released: from here on only our own work remains. */
 	r = 0;
 	if (o->frequency_hz)
@@ -487,6 +491,8 @@ int sampler_run(struct capture_session *s)
 		cJSON_AddNumberToObject(cap, "thread_samples", (double)sp.samples);
 		cJSON_AddNumberToObject(cap, "cpu_samples", (double)sp.cpu_samples);
 		cJSON_AddNumberToObject(cap, "failed_ticks", (double)sp.errors);
+		cJSON_AddNumberToObject(cap, "threads_reaped", (double)attach_reaped_threads());
+		cJSON_AddBoolToObject(cap, "no_interrupt_blocked", o->attach.no_interrupt_blocked);
 		cJSON_AddNumberToObject(cap, "stack_bytes_max", (double)o->attach.stack_bytes_max);
 		cJSON_AddNumberToObject(cap, "stop_timeout_ms", o->attach.stop_timeout_ms);
 		const char *ended = sp.target_exited ? "target_exited"

@@ -52,6 +52,8 @@ static void print_thread_header(FILE *f, const struct thread_capture *tc)
 	fprintf(f, "Thread %d \"%s\" (state %c)", (int)tc->tid, tc->comm, tc->state ? tc->state : '?');
 	if (tc->group_stopped)
 		fputs(" [stopped by job control]", f);
+	if (tc->not_stopped)
+		fputs(" [blocked: sampled from /proc without stopping it]", f);
 	if (tc->delivered_signal)
 		fprintf(f, " [signal %d delivered during capture]", tc->delivered_signal);
 	fputc('\n', f);
