@@ -37,7 +37,7 @@
 
 static const char *corpus;
 
-static void die(const char *what)
+static __attribute__((noreturn)) void die(const char *what)
 {
 	perror(what);
 	exit(1);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/sem.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -43,6 +44,9 @@ struct target target_start(const char *const *argv, const char *ready_word)
 	pid_t pid = fork();
 	cr_assert(pid >= 0);
 	if (pid == 0) {
+		/* A test that dies (assertion, timeout) must not leave its
+		 * target spinning on a shared machine. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(in[0], STDIN_FILENO);
 		dup2(fds[1], STDOUT_FILENO);
 		execv(argv[0], (char *const *)argv);
