@@ -258,12 +258,18 @@ static int add_go_sample(void *ctx, const struct go_sample *s)
 	return 0;
 }
 
-static int write_pprof(struct go_session *g, struct bundle *b, const char *name,
-		       const struct symtab *st)
+typedef int (*fill_fn)(struct pprof_ctx *c);
+
+/* One Go profile: mappings from the symbol table, samples from fill. Go
+ * symbolizes its own frames from pclntab, so the mappings really have
+ * functions, files and lines. */
+static int write_go_profile(struct go_session *g, struct bundle *b, const char *name,
+			    const struct symtab *st, const struct profile_value_type *types,
+			    size_t ntypes, struct profile_value_type period_type, int64_t period,
+			    fill_fn fill)
 {
-	static const struct profile_value_type types[] = {{"goroutine", "count"}};
 	struct pprof_ctx c = {.g = g};
-	c.pb = profile_builder_new(types, 1, types[0], 1);
+	c.pb = profile_builder_new(types, ntypes, period_type, period);
 	if (!c.pb)
 		return -ENOMEM;
 	profile_builder_set_time(c.pb, (int64_t)realtime_ns(), 0);
@@ -275,12 +281,10 @@ static int write_pprof(struct go_session *g, struct bundle *b, const char *name,
 	}
 	for (size_t i = 0; i < c.nmodules; i++) {
 		const struct sym_module *m = &c.modules[i];
-		/* Go symbolizes its own frames from pclntab: the main mapping
-		 * really has functions, files and lines. */
 		c.mapping_ids[i] = profile_builder_add_mapping(c.pb, m->start, m->limit, m->offset,
 							       m->path, m->build_id, true, true, true);
 	}
-	int r = go_snapshot_foreach_sample(g->snap, add_go_sample, &c);
+	int r = fill(&c);
 	if (c.error)
 		r = c.error;
 	uint8_t *gz = NULL;
@@ -295,24 +299,26 @@ static int write_pprof(struct go_session *g, struct bundle *b, const char *name,
 	return r;
 }
 
-struct heap_ctx {
-	struct go_session *g;
-	struct profile_builder *pb;
-	const struct sym_module *modules;
-	size_t nmodules;
-	uint64_t *mapping_ids;
-	int error;
-};
+static int fill_goroutines(struct pprof_ctx *c)
+{
+	return go_snapshot_foreach_sample(c->g->snap, add_go_sample, c);
+}
+
+/* goroutine.pprof shaped like Go's debug=0 goroutine profile. */
+static int write_pprof(struct go_session *g, struct bundle *b, const char *name,
+		       const struct symtab *st)
+{
+	static const struct profile_value_type types[] = {{"goroutine", "count"}};
+	return write_go_profile(g, b, name, st, types, 1, types[0], 1, fill_goroutines);
+}
 
 static int add_heap_record(void *ctx, const struct go_heap_record *rec)
 {
-	struct heap_ctx *c = ctx;
-	struct pprof_ctx pc = {.g = c->g, .pb = c->pb, .modules = c->modules,
-			       .nmodules = c->nmodules, .mapping_ids = c->mapping_ids};
+	struct pprof_ctx *c = ctx;
 	uint64_t ids[1024];
 	size_t nids = 0;
 	for (size_t i = 0; i < rec->nlocs && nids < 1024; i++) {
-		uint64_t id = location_for_go(&pc, rec->locs[i]);
+		uint64_t id = location_for_go(c, rec->locs[i]);
 		if (!id) {
 			c->error = -ENOMEM;
 			return 1;
@@ -329,6 +335,11 @@ static int add_heap_record(void *ctx, const struct go_heap_record *rec)
 	return 0;
 }
 
+static int fill_heap(struct pprof_ctx *c)
+{
+	return go_heap_foreach_record(c->g->heap, add_heap_record, c);
+}
+
 /* heap.pprof shaped like Go's own (runtime/pprof writeHeapProto). */
 static int write_heap(struct go_session *g, struct bundle *b, const char *name,
 		      const struct symtab *st)
@@ -339,36 +350,9 @@ static int write_heap(struct go_session *g, struct bundle *b, const char *name,
 		{"inuse_objects", "count"},
 		{"inuse_space", "bytes"},
 	};
-	struct heap_ctx c = {.g = g};
-	c.pb = profile_builder_new(types, 4, (struct profile_value_type){"space", "bytes"},
-				   go_heap_rate(g->heap));
-	if (!c.pb)
-		return -ENOMEM;
-	profile_builder_set_time(c.pb, (int64_t)realtime_ns(), 0);
-	c.nmodules = symtab_modules(st, &c.modules);
-	c.mapping_ids = calloc(c.nmodules + 1, sizeof(uint64_t));
-	if (!c.mapping_ids) {
-		profile_builder_free(c.pb);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < c.nmodules; i++) {
-		const struct sym_module *m = &c.modules[i];
-		c.mapping_ids[i] = profile_builder_add_mapping(c.pb, m->start, m->limit, m->offset,
-							       m->path, m->build_id, true, true, true);
-	}
-	int r = go_heap_foreach_record(g->heap, add_heap_record, &c);
-	if (c.error)
-		r = c.error;
-	uint8_t *gz = NULL;
-	size_t len = 0;
-	if (r == 0)
-		r = profile_builder_encode_gz(c.pb, &gz, &len);
-	if (r == 0)
-		r = bundle_write_member(b, name, gz, len);
-	free(gz);
-	free(c.mapping_ids);
-	profile_builder_free(c.pb);
-	return r;
+	return write_go_profile(g, b, name, st, types, 4,
+				(struct profile_value_type){"space", "bytes"}, go_heap_rate(g->heap),
+				fill_heap);
 }
 
 static void describe_heap(struct go_session *g, cJSON *manifest_go)

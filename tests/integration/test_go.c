@@ -24,6 +24,32 @@ static const char *fixture(const char *var)
 	return p;
 }
 
+/* Start the fixture named by var, snapshot it into <tmpdir>/b, assert the
+ * tool succeeded. */
+struct go_run {
+	struct target t;
+	char dir[256], out[300], pid[16];
+};
+
+static void snapshot_fixture(struct go_run *g, const char *var)
+{
+	const char *argv[] = {fixture(var), NULL};
+	g->t = target_start(argv, "pid");
+	make_tmpdir(g->dir, sizeof(g->dir));
+	snprintf(g->out, sizeof(g->out), "%s/b", g->dir);
+	snprintf(g->pid, sizeof(g->pid), "%d", (int)g->t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", g->pid, "--snapshot", "-o", g->out, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+}
+
+static void go_run_end(struct go_run *g)
+{
+	target_kill(&g->t);
+	rm_rf(g->dir);
+}
+
 /* Send a command line to the fixture and wait for its "ok" answer. */
 static void command(struct target *t, const char *cmd)
 {
@@ -62,17 +88,12 @@ static size_t goroutine_ids(const char *text, long *ids, size_t max)
 
 Test(go, snapshot_matches_runtime_dump)
 {
-	const char *argv[] = {fixture("DIAG_GO_FIXTURE"), NULL};
-	struct target t = target_start(argv, "pid");
-	char dir[256], out[300], pid[16], theirs[300];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/b", dir);
-	snprintf(theirs, sizeof(theirs), "%s/theirs.txt", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	struct go_run g;
+	snapshot_fixture(&g, "DIAG_GO_FIXTURE");
+	struct target t = g.t;
+	const char *out = g.out;
+	char theirs[300];
+	snprintf(theirs, sizeof(theirs), "%s/theirs.txt", g.dir);
 	char why[256];
 	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
 	/* The target still answers, and dumps its own view. */
@@ -127,33 +148,25 @@ Test(go, snapshot_matches_runtime_dump)
 	cr_expect(strncmp(cJSON_GetObjectItem(go, "version")->valuestring, "go1.", 4) == 0);
 	cJSON_Delete(m);
 
+	struct tool_result r;
 	const char *vargs[] = {"verify", out, NULL};
 	tool_run(&r, vargs);
 	cr_expect_eq(r.exit_code, 0, "%s", r.out);
-	target_kill(&t);
-	rm_rf(dir);
+	go_run_end(&g);
 }
 
 Test(go, stripped_thread_stacks_named)
 {
-	const char *argv[] = {fixture("DIAG_GO_FIXTURE_STRIPPED"), NULL};
-	struct target t = target_start(argv, "pid");
-	char dir[256], out[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/b", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	struct go_run g;
+	snapshot_fixture(&g, "DIAG_GO_FIXTURE_STRIPPED");
+	const char *out = g.out;
 	char path[400];
 	snprintf(path, sizeof(path), "%s/threads.txt", out);
 	char *txt = read_file(path, NULL);
 	cr_assert(txt);
 	cr_expect(strstr(txt, "runtime."), "stripped Go thread stacks not named:\n%s", txt);
 	free(txt);
-	target_kill(&t);
-	rm_rf(dir);
+	go_run_end(&g);
 }
 
 Test(go, timeline_counts_goroutines)
@@ -172,9 +185,9 @@ Test(go, timeline_counts_goroutines)
 	snprintf(path, sizeof(path), "%s/runtime.jsonl", out);
 	char *tl = read_file(path, NULL);
 	cr_assert(tl);
-	const char *g = strstr(tl, "\"goroutines\":");
-	cr_assert(g, "no goroutines counter");
-	cr_expect_gt(atol(g + 13), 10, "goroutines counter %ld", atol(g + 13));
+	const char *gc = strstr(tl, "\"goroutines\":");
+	cr_assert(gc, "no goroutines counter");
+	cr_expect_gt(atol(gc + 13), 10, "goroutines counter %ld", atol(gc + 13));
 	free(tl);
 	snprintf(path, sizeof(path), "%s/goroutine.txt", out);
 	char *gt = read_file(path, NULL);
@@ -198,16 +211,9 @@ static cJSON *manifest_go(const char *bundle)
 
 Test(go, heap_profile_like_go)
 {
-	const char *argv[] = {fixture("DIAG_GO_FIXTURE"), NULL};
-	struct target t = target_start(argv, "pid");
-	char dir[256], out[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/b", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	struct go_run g;
+	snapshot_fixture(&g, "DIAG_GO_FIXTURE");
+	const char *out = g.out;
 	char path[400];
 	snprintf(path, sizeof(path), "%s/heap.pprof", out);
 	Perftools__Profiles__Profile *p = NULL;
@@ -229,22 +235,14 @@ Test(go, heap_profile_like_go)
 					  "heap_profile");
 	cr_expect(heap && cJSON_IsTrue(cJSON_GetObjectItem(heap, "enabled")));
 	cJSON_Delete(m);
-	target_kill(&t);
-	rm_rf(dir);
+	go_run_end(&g);
 }
 
 Test(go, heap_disabled_is_said_not_written)
 {
-	const char *argv[] = {fixture("DIAG_GO_NOPPROF_FIXTURE"), NULL};
-	struct target t = target_start(argv, "pid");
-	char dir[256], out[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/b", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	struct go_run g;
+	snapshot_fixture(&g, "DIAG_GO_NOPPROF_FIXTURE");
+	const char *out = g.out;
 	char path[400];
 	snprintf(path, sizeof(path), "%s/heap.pprof", out);
 	cr_expect(access(path, F_OK) != 0, "an empty heap.pprof was written for a disabled profile");
@@ -256,6 +254,5 @@ Test(go, heap_disabled_is_said_not_written)
 	cJSON *reason = cJSON_GetObjectItem(heap, "reason");
 	cr_expect(reason && strstr(reason->valuestring, "disabled"), "no reason given");
 	cJSON_Delete(m);
-	target_kill(&t);
-	rm_rf(dir);
+	go_run_end(&g);
 }
