@@ -8,7 +8,8 @@ cd "$(dirname "$0")"
 
 PACKAGES="gcc libc6-dev binutils meson ninja-build pkg-config
   libunwind-dev libdw-dev libelf-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
-  libcjson-dev nettle-dev libcriterion-dev golang-go elfutils chromium tmux"
+  libcjson-dev nettle-dev libcriterion-dev golang-go elfutils chromium tmux
+  clang libclang-rt-14-dev"
 
 install_packages() {
 	missing=""
@@ -62,6 +63,7 @@ test)
 	build build-asan -Db_sanitize=address,undefined -Db_lundef=false
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs
+	tests/fuzz/run --ci
 	;;
 *)
 	echo "usage: $0 demo|test" >&2

@@ -13,7 +13,8 @@
 struct exec_mapping {
 	uint64_t start, limit;
 	char *path;
-	void *upt; /* libunwind-ptrace handle for this module, created lazily */
+	void *upt;     /* libunwind-ptrace handle for this module, created lazily */
+	bool owns_upt; /* false when shared with another mapping of the same file */
 };
 
 struct cached_page {
@@ -35,35 +36,73 @@ struct unwinder {
 	const struct thread_capture *tc;
 	uint64_t stack_map_start, stack_map_end; /* mapping holding tc's stack */
 	char *maps_text;
+	/* Bounds of every mapping, in address order, for finding a stack's
+	 * mapping by binary search. */
+	uint64_t *all_starts, *all_ends;
+	size_t nall, all_cap;
 };
 
 static struct unwinder *current;
 
+static void free_exec_mappings(struct exec_mapping *maps, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(maps[i].path);
+		if (maps[i].upt && maps[i].owns_upt)
+			_UPT_destroy(maps[i].upt);
+	}
+	free(maps);
+}
+
 static void free_maps(struct unwinder *u)
 {
-	for (size_t i = 0; i < u->nmaps; i++) {
-		free(u->maps[i].path);
-		if (u->maps[i].upt)
-			_UPT_destroy(u->maps[i].upt);
-	}
-	free(u->maps);
+	free_exec_mappings(u->maps, u->nmaps);
 	u->maps = NULL;
 	u->nmaps = 0;
 	free(u->maps_text);
 	u->maps_text = NULL;
 }
 
+static int note_mapping(struct unwinder *u, uint64_t start, uint64_t limit)
+{
+	if (u->nall == u->all_cap) {
+		size_t cap = u->all_cap ? u->all_cap * 2 : 256;
+		uint64_t *s = realloc(u->all_starts, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		u->all_starts = s;
+		uint64_t *e = realloc(u->all_ends, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		u->all_ends = e;
+		u->all_cap = cap;
+	}
+	u->all_starts[u->nall] = start;
+	u->all_ends[u->nall] = limit;
+	u->nall++;
+	return 0;
+}
+
 int unwinder_update_maps(struct unwinder *u, const char *text, size_t len)
 {
-	free_maps(u);
+	/* Maps change all the time (every large malloc); the modules rarely
+	 * do. Handles of modules still mapped at the same place are kept, so
+	 * libunwind's per-module caches survive. */
+	struct exec_mapping *old = u->maps;
+	size_t nold = u->nmaps;
+	u->maps = NULL;
+	u->nmaps = 0;
+	free(u->maps_text);
+	u->nall = 0;
 	u->maps_text = strndup(text, len);
-	if (!u->maps_text)
-		return -ENOMEM;
 	size_t cap = 64;
 	u->maps = calloc(cap, sizeof(*u->maps));
-	if (!u->maps)
+	if (!u->maps_text || !u->maps) {
+		free_exec_mappings(old, nold);
 		return -ENOMEM;
-	for (const char *p = u->maps_text; p && *p;) {
+	}
+	int r = 0;
+	for (const char *p = u->maps_text; p && *p && r == 0;) {
 		char *end;
 		uint64_t start = strtoull(p, &end, 16);
 		uint64_t limit = (*end == '-') ? strtoull(end + 1, &end, 16) : 0;
@@ -72,12 +111,16 @@ int unwinder_update_maps(struct unwinder *u, const char *text, size_t len)
 		/* perms follow a space; the path (if any) starts at the first '/'. */
 		bool exec = end + 3 < line_end && end[3] == 'x';
 		const char *path = memchr(end, '/', (size_t)(line_end - end));
-		if (exec && path && limit > start) {
+		if (limit > start)
+			r = note_mapping(u, start, limit);
+		if (r == 0 && exec && path && limit > start) {
 			if (u->nmaps == cap) {
 				cap *= 2;
 				struct exec_mapping *m = realloc(u->maps, cap * sizeof(*m));
-				if (!m)
-					return -ENOMEM;
+				if (!m) {
+					r = -ENOMEM;
+					break;
+				}
 				u->maps = m;
 			}
 			struct exec_mapping *m = &u->maps[u->nmaps++];
@@ -85,14 +128,37 @@ int unwinder_update_maps(struct unwinder *u, const char *text, size_t len)
 			m->start = start;
 			m->limit = limit;
 			m->path = strndup(path, (size_t)(line_end - path));
-			if (!m->path)
-				return -ENOMEM;
+			if (!m->path) {
+				r = -ENOMEM;
+				break;
+			}
+			for (size_t i = 0; i < nold; i++) {
+				if (old[i].upt && old[i].owns_upt && old[i].start == start &&
+				    old[i].limit == limit && strcmp(old[i].path, m->path) == 0) {
+					m->upt = old[i].upt;
+					m->owns_upt = true;
+					old[i].upt = NULL;
+					break;
+				}
+			}
 		}
 		p = nl ? nl + 1 : NULL;
 	}
+	/* Shared handles of dropped owners must not dangle. */
+	for (size_t i = 0; i < u->nmaps; i++)
+		if (u->maps[i].upt && !u->maps[i].owns_upt)
+			u->maps[i].upt = NULL;
+	/* A module that went away may come back elsewhere (or another in its
+	 * place): drop libunwind's cached unwind state with it. */
+	bool dropped = false;
+	for (size_t i = 0; i < nold; i++)
+		dropped |= old[i].upt && old[i].owns_upt;
+	free_exec_mappings(old, nold);
+	if (dropped)
+		unw_flush_cache(u->as, 0, 0);
 	for (size_t i = 0; i < PAGE_CACHE_SLOTS; i++)
 		u->pages[i].valid = false;
-	return 0;
+	return r;
 }
 
 static struct exec_mapping *mapping_for(struct unwinder *u, uint64_t ip)
@@ -115,9 +181,10 @@ static void *upt_for(struct unwinder *u, uint64_t ip)
 	if (m->upt)
 		return m->upt;
 	for (size_t i = 0; i < u->nmaps; i++)
-		if (u->maps[i].upt && strcmp(u->maps[i].path, m->path) == 0)
+		if (u->maps[i].upt && u->maps[i].owns_upt && strcmp(u->maps[i].path, m->path) == 0)
 			return m->upt = u->maps[i].upt, m->upt;
 	m->upt = _UPT_create(u->pid);
+	m->owns_upt = m->upt != NULL;
 	return m->upt;
 }
 
@@ -268,6 +335,8 @@ void unwinder_free(struct unwinder *u)
 	if (!u)
 		return;
 	free_maps(u);
+	free(u->all_starts);
+	free(u->all_ends);
 	if (u->as)
 		unw_destroy_addr_space(u->as);
 	free(u->pages);
@@ -311,20 +380,17 @@ static size_t walk_frame_pointers(const struct thread_capture *tc, uint64_t rbp,
 
 static void find_stack_mapping(struct unwinder *u, uint64_t sp)
 {
-	u->stack_map_start = u->stack_map_end = 0;
-	for (const char *p = u->maps_text; p && *p;) {
-		char *end;
-		uint64_t start = strtoull(p, &end, 16);
-		uint64_t limit = (*end == '-') ? strtoull(end + 1, &end, 16) : 0;
-		if (sp >= start && sp < limit) {
-			u->stack_map_start = start;
-			u->stack_map_end = limit;
-			return;
-		}
-		p = strchr(p, '\n');
-		if (p)
-			p++;
+	size_t lo = 0, hi = u->nall;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (u->all_ends[mid] <= sp)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	bool found = lo < u->nall && u->all_starts[lo] <= sp;
+	u->stack_map_start = found ? u->all_starts[lo] : 0;
+	u->stack_map_end = found ? u->all_ends[lo] : 0;
 }
 
 int unwinder_unwind(struct unwinder *u, const struct thread_capture *tc, uint64_t *pcs,

@@ -33,13 +33,13 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-#define FUZZ_CHECK(cond)                                                          \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__, \
-				__LINE__, #cond);                                 \
-			abort();                                                  \
-		}                                                                 \
+#define FUZZ_CHECK(cond)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__, __LINE__,       \
+				#cond);                                                            \
+			abort();                                                                   \
+		}                                                                                  \
 	} while (0)
 
 /* ---- parameters from the tail of the input ---- */
@@ -51,7 +51,7 @@ struct fz {
 
 static inline struct fz fz_init(const uint8_t *data, size_t size)
 {
-	return (struct fz){ .p = data, .n = size };
+	return (struct fz){.p = data, .n = size};
 }
 
 /* Up to 8 bytes from the tail as an integer; 0 once the input is used up. */

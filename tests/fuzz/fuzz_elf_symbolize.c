@@ -48,8 +48,8 @@ struct line {
 	bool exec;
 };
 
-static void check_location(const struct sym_location *loc, uint64_t pc,
-			   const struct line *lines, size_t nlines)
+static void check_location(const struct sym_location *loc, uint64_t pc, const struct line *lines,
+			   size_t nlines)
 {
 	bool in_exec = false;
 
@@ -93,13 +93,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < nlines; i++) {
 		uint8_t how = fz_u8(&f);
 		uint64_t pages = 1 + fz_range(&f, 0, 63);
-		uint64_t off = (i && !(how & 4)) ? lines[i - 1].offset + (lines[i - 1].limit -
-									    lines[i - 1].start)
+		uint64_t off = (i && !(how & 4)) ? lines[i - 1].offset +
+							   (lines[i - 1].limit - lines[i - 1].start)
 						 : fz_range(&f, 0, 15) * PAGE;
 
 		if (how & 8)
 			next += PAGE * (1 + fz_range(&f, 0, 255)); /* a hole */
-		lines[i] = (struct line){ next, next + pages * PAGE, off, i == 0 || (how & 1) };
+		lines[i] = (struct line){next, next + pages * PAGE, off, i == 0 || (how & 1)};
 		next = lines[i].limit;
 		nexec += lines[i].exec;
 		mlen += (size_t)snprintf(maps + mlen, sizeof(maps) - mlen,
@@ -113,7 +113,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Not ours to open: anonymous memory and a heap line. */
 	mlen += (size_t)snprintf(maps + mlen, sizeof(maps) - mlen,
 				 "%llx-%llx rw-p 00000000 00:00 0                  [heap]\n",
-				 (unsigned long long)next + PAGE, (unsigned long long)next + 4 * PAGE);
+				 (unsigned long long)next + PAGE,
+				 (unsigned long long)next + 4 * PAGE);
 	FUZZ_CHECK(mlen < sizeof(maps));
 
 	FUZZ_CHECK(symbolizer_new(getpid(), maps, mlen, NULL, &s) == 0);
@@ -125,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t how = fz_u8(&f);
 		const struct line *l = &lines[how % nlines];
 		uint64_t pc = (how & 0xc0) == 0xc0 ? fz_u64(&f)
-						    : l->start + fz_u32(&f) % (l->limit - l->start);
+						   : l->start + fz_u32(&f) % (l->limit - l->start);
 		const struct sym_location *loc, *again;
 
 		FUZZ_CHECK(symbolizer_lookup(s, pc, &loc) == 0);

@@ -47,7 +47,8 @@ static bool listed(const cJSON *manifest, const char *name)
 {
 	const cJSON *m;
 
-	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(manifest, "members")) {
+	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(manifest, "members"))
+	{
 		const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "name");
 
 		if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
@@ -79,7 +80,9 @@ static void check_reader(const char *dir, const cJSON *manifest_json)
 		}
 	}
 	/* Whatever names the manifest lists, read and decode them. */
-	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(bundle_reader_manifest(r), "members")) {
+	cJSON_ArrayForEach(m,
+			   cJSON_GetObjectItemCaseSensitive(bundle_reader_manifest(r), "members"))
+	{
 		const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "name");
 		const char *name;
 		char *bytes;
@@ -114,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char dir[400], path[600], outside[400];
 	unsigned what = (unsigned)fz_u32(&f);
 	size_t manifest_len = (size_t)fz_range(&f, 0, f.n);
-	struct problems probs = { 0 };
+	struct problems probs = {0};
 	cJSON *manifest_json;
 	bool wrote_unlisted = false;
 	int r;

@@ -34,7 +34,7 @@ static void check_counters(const struct timeline_sample *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const keys[] = { "TracerPid", "PPid", "Tgid", "Uid", "State", "" };
+	static const char *const keys[] = {"TracerPid", "PPid", "Tgid", "Uid", "State", ""};
 	char *text = fz_strndup(data, size);
 	struct procfs_stat st;
 	struct timeline_sample s;

@@ -28,13 +28,13 @@
 #define MAX_ARGS 64
 
 static const char *const flag_names[] = {
-	"password", "passwd", "token", "secret", "api-key", "apikey", "api_key",
-	"access-token", "auth-token", "client-secret", "private-key", "db-password",
+	"password", "passwd",	    "token",	  "secret",	   "api-key",	  "apikey",
+	"api_key",  "access-token", "auth-token", "client-secret", "private-key", "db-password",
 };
 
 static const char *const env_names[] = {
-	"PASSWORD", "DB_PASSWORD", "API_TOKEN", "API_KEY", "SECRET", "AWS_SECRET_ACCESS_KEY",
-	"GITHUB_TOKEN",
+	"PASSWORD", "DB_PASSWORD",	     "API_TOKEN",    "API_KEY",
+	"SECRET",   "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN",
 };
 
 /* name[0..n) is flag, in lower or in upper case. Mixed case is left out:
@@ -101,7 +101,8 @@ static size_t token_len(const char *s)
 		return n >= 20 && !word_char(s[4 + n]) ? 4 + n : 0;
 	}
 	if (!strncmp(s, "AKIA", 4)) {
-		while (n < 16 && (isupper((unsigned char)s[4 + n]) || isdigit((unsigned char)s[4 + n])))
+		while (n < 16 &&
+		       (isupper((unsigned char)s[4 + n]) || isdigit((unsigned char)s[4 + n])))
 			n++;
 		return n == 16 && !word_char(s[4 + n]) ? 20 : 0;
 	}
@@ -150,7 +151,8 @@ static void check_secrets(char **in, char **out, size_t argc)
 
 			if (t) {
 				if (word_in(out[i], in[i] + k, t)) {
-					fprintf(stderr, "token survived in argv[%zu]: \"%s\" -> \"%s\"\n",
+					fprintf(stderr,
+						"token survived in argv[%zu]: \"%s\" -> \"%s\"\n",
 						i, in[i], out[i]);
 					FUZZ_CHECK(!"a credential token survived redaction");
 				}
@@ -186,8 +188,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(twice != NULL);
 	for (size_t i = 0; i < argc; i++) {
 		if (strcmp(once[i], twice[i]) != 0) {
-			fprintf(stderr, "not idempotent at argv[%zu]: \"%s\" -> \"%s\" -> \"%s\"\n", i,
-				argv[i], once[i], twice[i]);
+			fprintf(stderr, "not idempotent at argv[%zu]: \"%s\" -> \"%s\" -> \"%s\"\n",
+				i, argv[i], once[i], twice[i]);
 			FUZZ_CHECK(!"redaction is not idempotent");
 		}
 	}

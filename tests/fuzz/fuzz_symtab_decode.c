@@ -58,17 +58,17 @@ static void for_each_pc(const uint8_t *b, size_t len, const struct symtab *st)
 	size_t off = 0;
 	uint32_t n, nmods, nlocs;
 
-#define RD(dst, size)                                    \
-	do {                                             \
-		FUZZ_CHECK(off + (size) <= len);         \
-		memcpy(&(dst), b + off, (size));         \
-		off += (size);                           \
+#define RD(dst, size)                                                                              \
+	do {                                                                                       \
+		FUZZ_CHECK(off + (size) <= len);                                                   \
+		memcpy(&(dst), b + off, (size));                                                   \
+		off += (size);                                                                     \
 	} while (0)
-#define SKIP_STR()                                       \
-	do {                                             \
-		RD(n, 4);                                \
-		if (n != UINT32_MAX)                     \
-			off += n;                        \
+#define SKIP_STR()                                                                                 \
+	do {                                                                                       \
+		RD(n, 4);                                                                          \
+		if (n != UINT32_MAX)                                                               \
+			off += n;                                                                  \
 	} while (0)
 	uint64_t u64;
 	uint32_t u32, nf;

@@ -27,7 +27,7 @@
 #include "attach/unwind.h"
 
 #define MAX_STACK (64u << 10)
-#define MAX_EXEC 64
+#define MAX_EXEC  64
 
 struct region {
 	uint64_t start, len;
@@ -58,7 +58,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 		if (sscanf(p, "%llx-%llx %4s", &s, &e, perms) == 3 && perms[2] == 'x' &&
 		    memchr(p, '/', nl ? (size_t)(nl - p) : strlen(p)))
-			exec_maps[nexec++] = (struct region){ s, e - s };
+			exec_maps[nexec++] = (struct region){s, e - s};
 		p = nl ? nl + 1 : p + strlen(p);
 	}
 	FUZZ_CHECK(nexec > 0);

@@ -153,9 +153,12 @@ static void gen_hostile(void)
 		Elf64_Phdr *ph = (Elf64_Phdr *)(img + sizeof(*eh));
 
 		eh->e_phnum = 2;
-		ph[1] = (Elf64_Phdr){ .p_type = PT_GNU_EH_FRAME, .p_flags = PF_R,
-				      .p_offset = 0x7ffffff0, .p_vaddr = 0x7fffffff0,
-				      .p_filesz = 0x1000000, .p_memsz = 0x1000000 };
+		ph[1] = (Elf64_Phdr){.p_type = PT_GNU_EH_FRAME,
+				     .p_flags = PF_R,
+				     .p_offset = 0x7ffffff0,
+				     .p_vaddr = 0x7fffffff0,
+				     .p_filesz = 0x1000000,
+				     .p_memsz = 0x1000000};
 		eh->e_shoff = 2048;
 		eh->e_shnum = 24;
 		eh->e_shstrndx = 5;
@@ -185,10 +188,10 @@ static void gen_compiled(const char *cc)
 	static const struct {
 		const char *out, *flags;
 	} builds[] = {
-		{ "tiny-g.so", "-g -O1 -shared -fPIC" },
-		{ "tiny-gz.so", "-g -O1 -shared -fPIC -gz=zlib" },
-		{ "tiny-nofp.so", "-g -O2 -shared -fPIC -fomit-frame-pointer" },
-		{ "tiny.o", "-g -O1 -c" },
+		{"tiny-g.so", "-g -O1 -shared -fPIC"},
+		{"tiny-gz.so", "-g -O1 -shared -fPIC -gz=zlib"},
+		{"tiny-nofp.so", "-g -O2 -shared -fPIC -fomit-frame-pointer"},
+		{"tiny.o", "-g -O1 -c"},
 	};
 	char path[512];
 	size_t len;
@@ -212,7 +215,8 @@ static void gen_compiled(const char *cc)
 	}
 	/* Stripped, debug info split off and linked back by .gnu_debuglink. */
 	run("cd %s && objcopy --only-keep-debug tiny-g.so tiny.debug && "
-	    "objcopy --strip-debug --add-gnu-debuglink=tiny.debug tiny-g.so tiny-stripped.so", dir);
+	    "objcopy --strip-debug --add-gnu-debuglink=tiny.debug tiny-g.so tiny-stripped.so",
+	    dir);
 	snprintf(path, sizeof(path), "%s/tiny-stripped.so", dir);
 	buf = slurp(path, &len);
 	put_file("fuzz_elf_symbolize", "tiny-stripped-debuglink.so", buf, len);
@@ -224,21 +228,20 @@ static void gen_compiled(const char *cc)
 
 static void gen_pprof(void)
 {
-	static const struct profile_value_type types[] = { { "samples", "count" },
-							   { "cpu", "nanoseconds" } };
-	struct profile_builder *pb =
-		profile_builder_new(types, 2, (struct profile_value_type){ "cpu", "nanoseconds" },
-				    10101010);
+	static const struct profile_value_type types[] = {{"samples", "count"},
+							  {"cpu", "nanoseconds"}};
+	struct profile_builder *pb = profile_builder_new(
+		types, 2, (struct profile_value_type){"cpu", "nanoseconds"}, 10101010);
 	struct profile_line inl[] = {
-		{ .function = "leaf_inlined", .filename = "src/a.c", .start_line = 10, .line = 12 },
-		{ .function = "caller", .filename = "src/a.c", .start_line = 20, .line = 25 },
+		{.function = "leaf_inlined", .filename = "src/a.c", .start_line = 10, .line = 12},
+		{.function = "caller", .filename = "src/a.c", .start_line = 20, .line = 25},
 	};
-	struct profile_line mainl = { .function = "main", .filename = "src/main.c", .line = 7 };
-	struct profile_label labels[] = { { .key = "tid", .num = 4242 },
-					  { .key = "thread_comm", .str = "worker-1" },
-					  { .key = "state", .str = "R" } };
+	struct profile_line mainl = {.function = "main", .filename = "src/main.c", .line = 7};
+	struct profile_label labels[] = {{.key = "tid", .num = 4242},
+					 {.key = "thread_comm", .str = "worker-1"},
+					 {.key = "state", .str = "R"}};
 	uint64_t map, l1, l2, l3, stack[3];
-	int64_t values[2] = { 3, 30303030 };
+	int64_t values[2] = {3, 30303030};
 	uint8_t *gz;
 	size_t len;
 
@@ -286,9 +289,10 @@ static void gen_manifest(void)
 	char dir[] = "/tmp/gen-bundle.XXXXXX", path[600];
 	struct bundle *b;
 	cJSON *m = cJSON_CreateObject();
-	static const char jsonl[] =
-		"{\"t\":\"2026-11-30T06:12:01.123Z\",\"rss_bytes\":1000,\"fds_by_type\":{\"pipe\":2}}\n"
-		"{\"t\":\"2026-11-30T06:12:02.123Z\",\"rss_bytes\":2000,\"fds_by_type\":{\"pipe\":3}}\n";
+	static const char jsonl[] = "{\"t\":\"2026-11-30T06:12:01.123Z\",\"rss_bytes\":1000,\"fds_"
+				    "by_type\":{\"pipe\":2}}\n"
+				    "{\"t\":\"2026-11-30T06:12:02.123Z\",\"rss_bytes\":2000,\"fds_"
+				    "by_type\":{\"pipe\":3}}\n";
 	char *text, *seed;
 	size_t len;
 
@@ -347,8 +351,8 @@ static void gen_symtab(void)
 	size_t n = f ? fread(maps, 1, sizeof(maps) - 1, f) : 0;
 	struct symbolizer *s;
 	struct symtab *st = symtab_new();
-	uint64_t addrs[] = { (uint64_t)(uintptr_t)seed_function, (uint64_t)(uintptr_t)gen_symtab + 3,
-			     (uint64_t)(uintptr_t)&printf, 0x10, (uint64_t)(uintptr_t)maps };
+	uint64_t addrs[] = {(uint64_t)(uintptr_t)seed_function, (uint64_t)(uintptr_t)gen_symtab + 3,
+			    (uint64_t)(uintptr_t)&printf, 0x10, (uint64_t)(uintptr_t)maps};
 	uint8_t *enc;
 	size_t len;
 
@@ -381,17 +385,17 @@ static void tail_put(struct tail *t, uint64_t v, unsigned bytes)
 static void unwind_seed(const char *name, const uint64_t *words, size_t nwords, uint64_t rip,
 			uint64_t rbp, uint16_t max)
 {
-	struct tail t = { .n = 0 };
+	struct tail t = {.n = 0};
 	uint8_t buf[4096];
 	size_t len = nwords * 8;
 
-	tail_put(&t, 1, 1);          /* stack_start: the fixed unmapped area... */
-	tail_put(&t, 0x1000, 4);     /* ...+ 0x1000 */
+	tail_put(&t, 1, 1);	 /* stack_start: the fixed unmapped area... */
+	tail_put(&t, 0x1000, 4); /* ...+ 0x1000 */
 	tail_put(&t, rip, 8);
 	tail_put(&t, rbp, 8);
-	tail_put(&t, 1, 1);          /* rsp = stack_start */
+	tail_put(&t, 1, 1); /* rsp = stack_start */
 	for (int i = 0; i < 5; i++)
-		tail_put(&t, 0, 8);  /* rbx r12..r15 */
+		tail_put(&t, 0, 8); /* rbx r12..r15 */
 	tail_put(&t, max, 2);
 	memcpy(buf, words, len);
 	for (size_t i = 0; i < t.n; i++) /* the tail is read backwards */
@@ -403,15 +407,20 @@ static void gen_unwind(void)
 {
 	/* rbp at stack_start + 0x10: [rbp] = next rbp, [rbp+8] = return. */
 	const uint64_t chain[] = {
-		0x1111, 0x2222,
-		0x57ac000000000020ull, 0xc0de000000001234ull, /* rbp -> +0x20 */
-		0x57ac000000000030ull, 0xc0de000000005678ull, /* -> +0x30 */
-		0x57ac000000000040ull, 0xc0de010000000400ull, /* -> +0x40, mapping 1 */
-		0, 0,                                           /* end of chain */
+		0x1111,
+		0x2222,
+		0x57ac000000000020ull,
+		0xc0de000000001234ull, /* rbp -> +0x20 */
+		0x57ac000000000030ull,
+		0xc0de000000005678ull, /* -> +0x30 */
+		0x57ac000000000040ull,
+		0xc0de010000000400ull, /* -> +0x40, mapping 1 */
+		0,
+		0, /* end of chain */
 	};
-	const uint64_t loop[] = { 0x57ac000000000000ull, 0xc0de000000000010ull };
-	const uint64_t wild[] = { 0xfffffffffffffff8ull, 0xc0de000000000010ull, 0x8000000000000000ull,
-				  0x57acffffffffffffull };
+	const uint64_t loop[] = {0x57ac000000000000ull, 0xc0de000000000010ull};
+	const uint64_t wild[] = {0xfffffffffffffff8ull, 0xc0de000000000010ull,
+				 0x8000000000000000ull, 0x57acffffffffffffull};
 
 	unwind_seed("fp-chain.bin", chain, sizeof(chain) / 8, 0xc0de000000000100ull,
 		    0x57ac000000000010ull, 256);
