@@ -104,6 +104,9 @@ enum thread_outcome {
 	THREAD_CAPTURED = 0, /* registers and stack copied */
 	THREAD_LATE,         /* did not stop before the deadline; no data */
 	THREAD_GONE,         /* exited during the capture; no data */
+	THREAD_UNCHANGED,    /* options.skip_idle: has not run since the previous
+			      * capture, so was not stopped; its registers and
+			      * stack are those of the previous capture */
 };
 
 /* One captured thread: plain data, safe to hand to another process. */
@@ -147,6 +150,7 @@ struct process_capture {
 	uint64_t wall_ns;        /* CLOCK_REALTIME at the capture */
 	uint64_t hold_ns;       /* first PTRACE_INTERRUPT to last PTRACE_DETACH */
 	size_t nlate, ngone;
+	size_t nunchanged;      /* THREAD_UNCHANGED threads (skip_idle) */
 	size_t nnot_stopped;    /* threads sampled from /proc (no_interrupt_blocked) */
 	bool target_exited;     /* the process was gone by the end */
 };
@@ -156,6 +160,11 @@ struct attach_options {
 	unsigned stop_timeout_ms;/* deadline for all threads to stop (default 100) */
 	bool read_wait_details;  /* also read wchan (costs a read per thread) */
 	bool realtime_window;    /* run SCHED_FIFO while threads are held (default on) */
+	/* Do not stop a thread whose on-CPU time (schedstat) has not moved since
+	 * the previous capture of this target released it: it cannot have
+	 * changed. It is reported THREAD_UNCHANGED. For sampling: 500 sleeping
+	 * threads then cost nothing, and only the busy ones are paused. */
+	bool skip_idle;
 	/* Called once every thread has been stopped and captured, before any is
 	 * released, with pc filled in: for reads that must see the process
 	 * standing still (the Go runtime's goroutine list). It lengthens the

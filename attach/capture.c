@@ -60,6 +60,38 @@ static void late_publish(void)
 	reaper_replace(tids, nlate_tids);
 }
 
+/* options.skip_idle: each thread's on-CPU time as read right after the
+ * previous capture released it (or, if it was skipped, as read before this
+ * one). A thread whose time still reads the same has not run since. Keyed
+ * to one target; a different target starts afresh. */
+struct idle_entry {
+	pid_t tid;
+	uint64_t cpu_ns;
+};
+static struct idle_entry *idle_prev, *idle_next;
+static size_t nidle_prev, nidle_next, idle_cap;
+static pid_t idle_pid;
+static uint64_t idle_starttime;
+
+static int idle_cmp(const void *a, const void *b)
+{
+	const struct idle_entry *x = a, *y = b;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static uint64_t idle_lookup(pid_t tid)
+{
+	size_t lo = 0, hi = nidle_prev;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (idle_prev[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < nidle_prev && idle_prev[lo].tid == tid ? idle_prev[lo].cpu_ns : 0;
+}
+
 static uint64_t now_ns(clockid_t clk)
 {
 	struct timespec ts;
@@ -349,6 +381,24 @@ static void read_thread_proc(struct capture_run *run, struct thread_capture *tc)
 	}
 }
 
+/* options.skip_idle: read the thread's on-CPU time now, before any stop;
+ * if it equals what we read when we last released it, it has not run
+ * since and its previous stack still stands: do not stop it. */
+static bool skip_if_idle(struct capture_run *run, struct thread_capture *tc)
+{
+	char path[64], buf[128];
+	snprintf(path, sizeof(path), "%d/schedstat", (int)tc->tid);
+	if (procfs_read_at(run->t->task_dirfd, path, buf, sizeof(buf)) <= 0)
+		return false;
+	uint64_t now = strtoull(buf, NULL, 10);
+	uint64_t then = idle_lookup(tc->tid);
+	if (now == 0 || now != then)
+		return false;
+	tc->cpu_ns = now;
+	tc->outcome = THREAD_UNCHANGED;
+	return true;
+}
+
 static void copy_stack(struct capture_run *run, struct thread_capture *tc, uint64_t sp);
 
 /* options.no_interrupt_blocked: a thread that /proc/TID/syscall shows
@@ -436,6 +486,8 @@ static int scan_and_seize(struct capture_run *run)
 		if (!tc)
 			return -ENOMEM;
 		read_thread_proc(run, tc);
+		if (run->o->skip_idle && skip_if_idle(run, tc))
+			continue;
 		if (run->o->no_interrupt_blocked)
 			sample_blocked_from_proc(run, tc);
 	}
@@ -447,8 +499,8 @@ static int scan_and_seize(struct capture_run *run)
 		struct hold *h = &run->holds[i];
 		memset(h, 0, sizeof(*h));
 		found++;
-		if (tc->not_stopped)
-			continue; /* sampled from /proc: never stopped */
+		if (tc->not_stopped || tc->outcome == THREAD_UNCHANGED)
+			continue; /* sampled from /proc, or idle: never stopped */
 		/* No options: no EXITKILL (the target must survive our death), no
 		 * TRACECLONE/EXEC (per-capture seize rescans instead). */
 		if (ptrace(PTRACE_SEIZE, tc->tid, 0, 0) < 0) {
@@ -737,10 +789,12 @@ static int compare_threads(const void *a, const void *b, void *arg)
 static void finish(struct process_capture *pc)
 {
 	size_t kept = 0;
-	pc->nlate = pc->ngone = pc->nnot_stopped = 0;
+	pc->nlate = pc->ngone = pc->nnot_stopped = pc->nunchanged = 0;
 	for (size_t i = 0; i < pc->nthreads; i++) {
 		if (pc->threads[i].not_stopped)
 			pc->nnot_stopped++;
+		if (pc->threads[i].outcome == THREAD_UNCHANGED)
+			pc->nunchanged++;
 		if (pc->threads[i].outcome == THREAD_GONE) {
 			pc->ngone++;
 			continue;
@@ -759,6 +813,37 @@ static void finish(struct process_capture *pc)
 	qsort_r(pc->threads, pc->nthreads, sizeof(pc->threads[0]), compare_threads, &pc->pid);
 }
 
+/* Keep this capture's per-thread on-CPU times for the next one. Threads
+ * that were not seen are forgotten (a reused tid starts afresh). */
+static void remember_idle(const struct attach_target *t, const struct process_capture *pc)
+{
+	if (idle_cap < pc->nthreads) {
+		size_t cap = pc->nthreads * 2;
+		struct idle_entry *a = realloc(idle_prev, cap * sizeof(*a));
+		if (!a)
+			return;
+		idle_prev = a;
+		struct idle_entry *b = realloc(idle_next, cap * sizeof(*b));
+		if (!b)
+			return;
+		idle_next = b;
+		idle_cap = cap;
+	}
+	nidle_next = 0;
+	for (size_t i = 0; i < pc->nthreads; i++) {
+		const struct thread_capture *tc = &pc->threads[i];
+		if ((tc->outcome == THREAD_CAPTURED || tc->outcome == THREAD_UNCHANGED) && tc->cpu_ns)
+			idle_next[nidle_next++] = (struct idle_entry){tc->tid, tc->cpu_ns};
+	}
+	qsort(idle_next, nidle_next, sizeof(*idle_next), idle_cmp);
+	struct idle_entry *tmp = idle_prev;
+	idle_prev = idle_next;
+	idle_next = tmp;
+	nidle_prev = nidle_next;
+	idle_pid = t->pid;
+	idle_starttime = t->starttime;
+}
+
 int attach_capture(struct attach_target *t, const struct attach_options *o,
 		   struct process_capture *pc)
 {
@@ -769,6 +854,8 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 	}
 	service_late();
 
+	if (idle_pid != t->pid || idle_starttime != t->starttime)
+		nidle_prev = 0;
 	pc->pid = t->pid;
 	pc->nthreads = 0;
 	pc->hold_ns = 0;
@@ -826,8 +913,10 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 
 	read_cpu_times(&run);
 	finish(pc);
+	if (o->skip_idle)
+		remember_idle(t, pc);
 
-	if (run.nseized == 0 && pc->nnot_stopped == 0) {
+	if (run.nseized == 0 && pc->nnot_stopped == 0 && pc->nunchanged == 0) {
 		if (!attach_target_alive(t)) {
 			pc->target_exited = true;
 			return -ESRCH;

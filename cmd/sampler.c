@@ -111,7 +111,7 @@ struct sampler {
 	struct pause_stats pause;
 	struct timeline_run *timeline;
 	uint64_t period_ns;
-	uint64_t ticks, missed, samples, cpu_samples, errors;
+	uint64_t ticks, missed, samples, cpu_samples, errors, unchanged;
 	size_t last_threads;
 	bool have_last, target_exited, prepared_once;
 	int exit_signal_seen;
@@ -141,6 +141,46 @@ static bool blocked_in_syscall(const struct thread_capture *tc)
 	return nr >= 0 && ret <= -512 && ret >= -516;
 }
 
+/* Index of tid in a capture's thread list (main thread first, then by
+ * tid: a binary search), or SIZE_MAX. */
+static size_t find_thread_index(const struct process_capture *pc, pid_t tid)
+{
+	size_t lo = 0, hi = pc->nthreads;
+	if (hi && pc->threads[0].tid == pc->pid) {
+		if (tid == pc->pid)
+			return 0;
+		lo = 1;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (pc->threads[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < pc->nthreads && pc->threads[lo].tid == tid ? lo : SIZE_MAX;
+}
+
+/* A thread that has not run since the previous tick was not stopped: its
+ * stack is the one we had then (it cannot have changed without running). */
+static void reuse_idle_stacks(struct sampler *sp)
+{
+	for (size_t i = 0; i < sp->cur.nthreads; i++) {
+		struct thread_capture *tc = &sp->cur.threads[i];
+		if (tc->outcome != THREAD_UNCHANGED)
+			continue;
+		sp->stacks[i].n = 0;
+		size_t j = sp->have_last ? find_thread_index(&sp->last, tc->tid) : SIZE_MAX;
+		if (j == SIZE_MAX)
+			continue;
+		sp->stacks[i] = sp->last_stacks[j];
+		/* Registers too: for the blocked-in-syscall test, and for the final
+		 * snapshot should this be the last capture. */
+		tc->regs = sp->last.threads[j].regs;
+		tc->syscall_nr = sp->last.threads[j].syscall_nr;
+	}
+}
+
 /* One stack tick. Returns 0, -ESRCH when the target is gone, or -errno. */
 static int sample_tick(struct sampler *sp)
 {
@@ -159,12 +199,14 @@ static int sample_tick(struct sampler *sp)
 	if (grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) < 0)
 		return -ENOMEM;
 	interp_unwind(sp->s->interp, &sp->cur, sp->stacks);
+	reuse_idle_stacks(sp);
+	sp->unchanged += sp->cur.nunchanged;
 
 	int64_t period = (int64_t)sp->period_ns;
 	for (size_t i = 0; i < sp->cur.nthreads; i++) {
-		const struct thread_capture *tc = &sp->cur.threads[i];
+		struct thread_capture *tc = &sp->cur.threads[i];
 		const struct unwound_stack *st = &sp->stacks[i];
-		if (tc->outcome != THREAD_CAPTURED || st->n == 0)
+		if ((tc->outcome != THREAD_CAPTURED && tc->outcome != THREAD_UNCHANGED) || st->n == 0)
 			continue;
 		sp->samples++;
 		/* /proc said R a moment before the stop, but the registers say the
@@ -247,6 +289,9 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 	struct capture_session *s = sp->s;
 	struct attach_options ao = sp->ao;
 	ao.read_wait_details = true;
+	/* The final snapshot holds every thread at once: consistent, with wait
+	 * channels, and the goroutine list read from a process standing still. */
+	ao.skip_idle = false;
 	if (s->go)
 		go_session_arm(s->go, &ao);
 	const struct process_capture *final = NULL;
@@ -341,6 +386,8 @@ int sampler_run(struct capture_session *s)
 	const struct capture_options *o = s->opt;
 	struct sampler sp = {.s = s, .ao = o->attach};
 	sp.ao.read_wait_details = false;
+	/* Threads that have not run since the last tick are not stopped again. */
+	sp.ao.skip_idle = true;
 	sp.cpu = stackagg_new(2);
 	sp.wall = stackagg_new(2);
 	sp.pause.reservoir = malloc(PAUSE_RESERVOIR * sizeof(uint64_t));
@@ -491,6 +538,7 @@ int sampler_run(struct capture_session *s)
 		cJSON_AddNumberToObject(cap, "thread_samples", (double)sp.samples);
 		cJSON_AddNumberToObject(cap, "cpu_samples", (double)sp.cpu_samples);
 		cJSON_AddNumberToObject(cap, "failed_ticks", (double)sp.errors);
+		cJSON_AddNumberToObject(cap, "idle_thread_samples_not_stopped", (double)sp.unchanged);
 		cJSON_AddNumberToObject(cap, "threads_reaped", (double)attach_reaped_threads());
 		cJSON_AddBoolToObject(cap, "no_interrupt_blocked", o->attach.no_interrupt_blocked);
 		cJSON_AddNumberToObject(cap, "stack_bytes_max", (double)o->attach.stack_bytes_max);

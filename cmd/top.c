@@ -323,6 +323,7 @@ int cmd_top(int argc, char **argv)
 		return EXIT_INTERNAL;
 	t->pid = pid;
 	attach_options_init(&t->ao);
+	t->ao.skip_idle = true; /* idle threads are not stopped; their leaf stays */
 	if (attach_target_open(pid, &t->target) < 0) {
 		free(t);
 		die_message("cannot attach to pid %d: no such process", (int)pid);
