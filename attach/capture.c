@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -67,6 +68,8 @@ static void late_publish(void)
 struct idle_entry {
 	pid_t tid;
 	uint64_t cpu_ns;
+	char state;    /* as last read: an idle thread's state is not re-read */
+	char comm[17];
 };
 static struct idle_entry *idle_prev, *idle_next;
 static size_t nidle_prev, nidle_next, idle_cap;
@@ -79,7 +82,7 @@ static int idle_cmp(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-static uint64_t idle_lookup(pid_t tid)
+static const struct idle_entry *idle_lookup(pid_t tid)
 {
 	size_t lo = 0, hi = nidle_prev;
 	while (lo < hi) {
@@ -89,7 +92,7 @@ static uint64_t idle_lookup(pid_t tid)
 		else
 			hi = mid;
 	}
-	return lo < nidle_prev && idle_prev[lo].tid == tid ? idle_prev[lo].cpu_ns : 0;
+	return lo < nidle_prev && idle_prev[lo].tid == tid ? &idle_prev[lo] : NULL;
 }
 
 static uint64_t now_ns(clockid_t clk)
@@ -359,14 +362,117 @@ static int ensure_holds(struct capture_run *run)
 	return 0;
 }
 
+/* Per-thread /proc files kept open across captures and re-read with
+ * pread: with hundreds of threads, opening "TID/stat" and "TID/schedstat"
+ * every tick was most of the tool's CPU (path lookups in the kernel). An
+ * open file pins its thread: once it exits, reads fail and the entry goes.
+ * Capped so we never run out of descriptors; past the cap, open per read. */
+enum { TFILE_STAT, TFILE_SCHEDSTAT, TFILE_COUNT };
+struct tfile_entry {
+	pid_t tid;
+	int fd[TFILE_COUNT];
+	unsigned gen;
+};
+static struct tfile_entry *tfiles;
+static size_t ntfiles, tfiles_cap, tfiles_max;
+static unsigned tfiles_gen;
+static pid_t tfiles_pid;
+
+static struct tfile_entry *tfile_slot(pid_t tid)
+{
+	size_t lo = 0, hi = ntfiles;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (tfiles[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < ntfiles && tfiles[lo].tid == tid)
+		return &tfiles[lo];
+	if (!tfiles_max) {
+		struct rlimit rl;
+		tfiles_max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 512
+				     ? (size_t)(rl.rlim_cur - 256) / TFILE_COUNT
+				     : 128;
+	}
+	if (ntfiles >= tfiles_max)
+		return NULL;
+	if (ntfiles == tfiles_cap) {
+		size_t cap = tfiles_cap ? tfiles_cap * 2 : 64;
+		struct tfile_entry *p = realloc(tfiles, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		tfiles = p;
+		tfiles_cap = cap;
+	}
+	memmove(&tfiles[lo + 1], &tfiles[lo], (ntfiles - lo) * sizeof(*tfiles));
+	ntfiles++;
+	tfiles[lo] = (struct tfile_entry){.tid = tid, .fd = {-1, -1}, .gen = tfiles_gen};
+	return &tfiles[lo];
+}
+
+/* Read TID/stat or TID/schedstat into buf (NUL-terminated). Returns bytes
+ * read or -errno. */
+static ssize_t thread_file_read(struct capture_run *run, pid_t tid, int which, char *buf,
+				size_t size)
+{
+	static const char *const names[TFILE_COUNT] = {"stat", "schedstat"};
+	char path[64];
+	snprintf(path, sizeof(path), "%d/%s", (int)tid, names[which]);
+	struct tfile_entry *e = tfile_slot(tid);
+	if (!e)
+		return procfs_read_at(run->t->task_dirfd, path, buf, size);
+	e->gen = tfiles_gen;
+	if (e->fd[which] < 0) {
+		e->fd[which] = openat(run->t->task_dirfd, path, O_RDONLY | O_CLOEXEC);
+		if (e->fd[which] < 0)
+			return -errno;
+	}
+	ssize_t n = pread(e->fd[which], buf, size - 1, 0);
+	if (n < 0) {
+		int err = errno;
+		close(e->fd[which]);
+		e->fd[which] = -1;
+		return -err;
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+/* Close the files of threads this capture did not see (they exited). */
+static void tfiles_sweep(void)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < ntfiles; i++) {
+		if (tfiles[i].gen != tfiles_gen) {
+			for (int k = 0; k < TFILE_COUNT; k++)
+				if (tfiles[i].fd[k] >= 0)
+					close(tfiles[i].fd[k]);
+			continue;
+		}
+		tfiles[kept++] = tfiles[i];
+	}
+	ntfiles = kept;
+}
+
+static void tfiles_begin(pid_t pid)
+{
+	if (tfiles_pid != pid) {
+		tfiles_gen++; /* everything cached belongs to another target */
+		tfiles_sweep();
+		tfiles_pid = pid;
+	}
+	tfiles_gen++;
+}
+
 /* Read what /proc says about a thread while it still runs: its state must
  * be the one before our stop (after it, every thread reads 't'). */
 static void read_thread_proc(struct capture_run *run, struct thread_capture *tc)
 {
 	char path[64], buf[1024];
 	struct procfs_stat st;
-	snprintf(path, sizeof(path), "%d/stat", (int)tc->tid);
-	if (procfs_read_at(run->t->task_dirfd, path, buf, sizeof(buf)) > 0 &&
+	if (thread_file_read(run, tc->tid, TFILE_STAT, buf, sizeof(buf)) > 0 &&
 	    procfs_parse_stat(buf, &st) == 0) {
 		snprintf(tc->comm, sizeof(tc->comm), "%.16s", st.comm);
 		tc->state = st.state;
@@ -386,15 +492,16 @@ static void read_thread_proc(struct capture_run *run, struct thread_capture *tc)
  * since and its previous stack still stands: do not stop it. */
 static bool skip_if_idle(struct capture_run *run, struct thread_capture *tc)
 {
-	char path[64], buf[128];
-	snprintf(path, sizeof(path), "%d/schedstat", (int)tc->tid);
-	if (procfs_read_at(run->t->task_dirfd, path, buf, sizeof(buf)) <= 0)
+	char buf[128];
+	if (thread_file_read(run, tc->tid, TFILE_SCHEDSTAT, buf, sizeof(buf)) <= 0)
 		return false;
 	uint64_t now = strtoull(buf, NULL, 10);
-	uint64_t then = idle_lookup(tc->tid);
-	if (now == 0 || now != then)
+	const struct idle_entry *then = idle_lookup(tc->tid);
+	if (now == 0 || !then || now != then->cpu_ns)
 		return false;
 	tc->cpu_ns = now;
+	tc->state = then->state;
+	memcpy(tc->comm, then->comm, sizeof(tc->comm));
 	tc->outcome = THREAD_UNCHANGED;
 	return true;
 }
@@ -485,9 +592,10 @@ static int scan_and_seize(struct capture_run *run)
 		struct thread_capture *tc = add_thread(pc, fresh[i]);
 		if (!tc)
 			return -ENOMEM;
-		read_thread_proc(run, tc);
+		/* An idle thread keeps its last state: one read instead of two. */
 		if (run->o->skip_idle && skip_if_idle(run, tc))
 			continue;
+		read_thread_proc(run, tc);
 		if (run->o->no_interrupt_blocked)
 			sample_blocked_from_proc(run, tc);
 	}
@@ -760,13 +868,12 @@ static void release_all(struct capture_run *run)
  * to be monotonic per thread, and reading it here keeps it out of the pause. */
 static void read_cpu_times(struct capture_run *run)
 {
-	char path[64], buf[128];
+	char buf[128];
 	for (size_t i = 0; i < run->pc->nthreads; i++) {
 		struct thread_capture *tc = &run->pc->threads[i];
 		if (tc->outcome != THREAD_CAPTURED)
 			continue;
-		snprintf(path, sizeof(path), "%d/schedstat", (int)tc->tid);
-		if (procfs_read_at(run->t->task_dirfd, path, buf, sizeof(buf)) > 0)
+		if (thread_file_read(run, tc->tid, TFILE_SCHEDSTAT, buf, sizeof(buf)) > 0)
 			tc->cpu_ns = strtoull(buf, NULL, 10);
 	}
 }
@@ -833,7 +940,13 @@ static void remember_idle(const struct attach_target *t, const struct process_ca
 	for (size_t i = 0; i < pc->nthreads; i++) {
 		const struct thread_capture *tc = &pc->threads[i];
 		if ((tc->outcome == THREAD_CAPTURED || tc->outcome == THREAD_UNCHANGED) && tc->cpu_ns)
-			idle_next[nidle_next++] = (struct idle_entry){tc->tid, tc->cpu_ns};
+		{
+			struct idle_entry *e = &idle_next[nidle_next++];
+			e->tid = tc->tid;
+			e->cpu_ns = tc->cpu_ns;
+			e->state = tc->state;
+			memcpy(e->comm, tc->comm, sizeof(e->comm));
+		}
 	}
 	qsort(idle_next, nidle_next, sizeof(*idle_next), idle_cmp);
 	struct idle_entry *tmp = idle_prev;
@@ -856,6 +969,7 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 
 	if (idle_pid != t->pid || idle_starttime != t->starttime)
 		nidle_prev = 0;
+	tfiles_begin(t->pid);
 	pc->pid = t->pid;
 	pc->nthreads = 0;
 	pc->hold_ns = 0;
@@ -912,6 +1026,7 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 	free(run.holds);
 
 	read_cpu_times(&run);
+	tfiles_sweep();
 	finish(pc);
 	if (o->skip_idle)
 		remember_idle(t, pc);

@@ -112,6 +112,11 @@ struct sampler {
 	struct timeline_run *timeline;
 	uint64_t period_ns;
 	uint64_t ticks, missed, samples, cpu_samples, errors, unchanged;
+	/* Per-sample budget: the tick's own cost, smoothed. When it takes more
+	 * than half the period the rate halves (and recovers when cheap again),
+	 * so many threads cannot turn sampling into a standing stop. */
+	uint64_t requested_period_ns, tick_cost_ewma_ns;
+	cJSON *adaptations;
 	size_t last_threads;
 	bool have_last, target_exited, prepared_once;
 	int exit_signal_seen;
@@ -178,6 +183,30 @@ static void reuse_idle_stacks(struct sampler *sp)
 		 * snapshot should this be the last capture. */
 		tc->regs = sp->last.threads[j].regs;
 		tc->syscall_nr = sp->last.threads[j].syscall_nr;
+	}
+}
+
+#define BUDGET_SHARE_HIGH 2 /* cost > period / 2: halve the rate */
+#define BUDGET_SHARE_LOW 8  /* cost < period / 8: double it back */
+#define MAX_ADAPTATIONS_RECORDED 64
+
+static void adapt_rate(struct sampler *sp, uint64_t cost_ns, uint64_t at_ns)
+{
+	sp->tick_cost_ewma_ns = sp->tick_cost_ewma_ns ? (sp->tick_cost_ewma_ns * 4 + cost_ns) / 5
+						     : cost_ns;
+	uint64_t p = sp->period_ns;
+	if (sp->tick_cost_ewma_ns > p / BUDGET_SHARE_HIGH && p < 1000000000ull)
+		sp->period_ns = p * 2;
+	else if (sp->tick_cost_ewma_ns < p / BUDGET_SHARE_LOW && p > sp->requested_period_ns)
+		sp->period_ns = p / 2 < sp->requested_period_ns ? sp->requested_period_ns : p / 2;
+	if (sp->period_ns == p)
+		return;
+	if (sp->adaptations && cJSON_GetArraySize(sp->adaptations) < MAX_ADAPTATIONS_RECORDED) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "at_s", (double)at_ns / 1e9);
+		cJSON_AddNumberToObject(o, "hz", 1e9 / (double)sp->period_ns);
+		cJSON_AddNumberToObject(o, "tick_cost_us", (double)sp->tick_cost_ewma_ns / 1000.0);
+		cJSON_AddItemToArray(sp->adaptations, o);
 	}
 }
 
@@ -337,7 +366,7 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 			.sample_types = cpu_types,
 			.ntypes = 2,
 			.period_type = {"cpu", "nanoseconds"},
-			.period = (int64_t)sp->period_ns,
+			.period = (int64_t)sp->requested_period_ns,
 			.time_nanos = (int64_t)start_wall,
 			.duration_nanos = (int64_t)duration,
 			.go = s->go,
@@ -379,6 +408,7 @@ static void sampler_release(struct sampler *sp)
 	free(sp->cpu_seen.slots);
 	free(sp->pause.reservoir);
 	timeline_run_free(sp->timeline);
+	cJSON_Delete(sp->adaptations);
 }
 
 int sampler_run(struct capture_session *s)
@@ -398,6 +428,8 @@ int sampler_run(struct capture_session *s)
 		return EXIT_INTERNAL;
 	}
 	sp.period_ns = o->frequency_hz ? 1000000000ull / o->frequency_hz : 0;
+	sp.requested_period_ns = sp.period_ns;
+	sp.adaptations = cJSON_CreateArray();
 
 	int r = timeline_run_new(s, &sp.timeline);
 	if (r < 0) {
@@ -434,7 +466,9 @@ int sampler_run(struct capture_session *s)
 			}
 			next_tick += sp.period_ns;
 			sp.ticks++;
+			uint64_t tick_start = monotonic_ns();
 			r = sample_tick(&sp);
+			adapt_rate(&sp, monotonic_ns() - tick_start, tick_start - start);
 			if (r == -ESRCH || (r < 0 && !attach_target_alive(&s->target))) {
 				sp.target_exited = true;
 				break;
@@ -539,6 +573,9 @@ int sampler_run(struct capture_session *s)
 		cJSON_AddNumberToObject(cap, "cpu_samples", (double)sp.cpu_samples);
 		cJSON_AddNumberToObject(cap, "failed_ticks", (double)sp.errors);
 		cJSON_AddNumberToObject(cap, "idle_thread_samples_not_stopped", (double)sp.unchanged);
+		cJSON_AddNumberToObject(cap, "final_hz", sp.period_ns ? 1e9 / (double)sp.period_ns : 0);
+		cJSON_AddItemToObject(cap, "rate_adaptations", sp.adaptations);
+		sp.adaptations = NULL;
 		cJSON_AddNumberToObject(cap, "threads_reaped", (double)attach_reaped_threads());
 		cJSON_AddBoolToObject(cap, "no_interrupt_blocked", o->attach.no_interrupt_blocked);
 		cJSON_AddNumberToObject(cap, "stack_bytes_max", (double)o->attach.stack_bytes_max);
