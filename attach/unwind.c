@@ -230,7 +230,9 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
 	const struct thread_capture *tc = u->tc;
 	if (write)
 		return -UNW_EINVAL; /* never modify the target */
-	if (addr >= tc->stack_start && addr + sizeof(*val) <= tc->stack_start + tc->stack_len) {
+	/* Offsets, not sums: addr comes from the target and may be near 2^64. */
+	if (addr >= tc->stack_start && addr - tc->stack_start <= tc->stack_len &&
+	    tc->stack_len - (addr - tc->stack_start) >= sizeof(*val)) {
 		memcpy(val, tc->stack + (addr - tc->stack_start), sizeof(*val));
 		return 0;
 	}
@@ -345,7 +347,8 @@ void unwinder_free(struct unwinder *u)
 
 static bool stack_word(const struct thread_capture *tc, uint64_t addr, uint64_t *val)
 {
-	if (addr < tc->stack_start || addr + 8 > tc->stack_start + tc->stack_len || (addr & 7))
+	if (addr < tc->stack_start || addr - tc->stack_start > tc->stack_len ||
+	    tc->stack_len - (addr - tc->stack_start) < 8 || (addr & 7))
 		return false;
 	memcpy(val, tc->stack + (addr - tc->stack_start), 8);
 	return true;

@@ -63,7 +63,9 @@ static bool name_is_safe(const char *name)
 
 static int read_path(const char *path, char **ret, size_t *ret_len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A hostile bundle: a FIFO must not hang us, a symlink must not lead
+	 * outside the bundle. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
 	struct stat st;

@@ -177,6 +177,11 @@ static void scan(struct sbuf *b, const char *s)
 		if (t) {
 			sb_str(b, BUNDLE_REDACTED);
 			i += t;
+			/* The rest of the word goes too: left behind, it would start
+			 * a new word that a second pass might redact (redaction must
+			 * be idempotent), and it is likely part of the secret. */
+			while (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '-')
+				i++;
 			continue;
 		}
 		if (!strncmp(s + i, "://", 3)) {
@@ -188,8 +193,14 @@ static void scan(struct sbuf *b, const char *s)
 			sb_add(b, "://", 3);
 			i += 3;
 			if (colon) {
-				/* user:pass@host -> user:[REDACTED]@host */
-				sb_add(b, auth, (size_t)(colon - auth) + 1);
+				/* user:pass@host -> user:[REDACTED]@host; a user part
+				 * that is itself a token (https://ghp_...:x@github.com)
+				 * goes too. */
+				if (token_at(auth))
+					sb_str(b, BUNDLE_REDACTED);
+				else
+					sb_add(b, auth, (size_t)(colon - auth));
+				sb_add(b, ":", 1);
 				sb_str(b, BUNDLE_REDACTED);
 				i += (size_t)(at - auth);
 			}

@@ -139,7 +139,8 @@ static int cu_index_build(Dwarf *dw, struct cu_index *idx)
 			idx->ranges[idx->n++] = (struct cu_range){ lo, hi, dwarf_dieoffset(&cudie) };
 		}
 	}
-	qsort(idx->ranges, idx->n, sizeof(*idx->ranges), range_cmp);
+	if (idx->n) /* qsort(NULL, 0, ...) is undefined */
+		qsort(idx->ranges, idx->n, sizeof(*idx->ranges), range_cmp);
 	return 0;
 }
 

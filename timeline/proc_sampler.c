@@ -239,8 +239,10 @@ static char parse_stat(const char *buf, double ns_per_tick, struct timeline_samp
 	}
 	s->minor_faults = f[6];
 	s->major_faults = f[8];
-	s->cpu_user_ns = f[10] < 0 ? -1 : (int64_t)((double)f[10] * ns_per_tick);
-	s->cpu_sys_ns = f[11] < 0 ? -1 : (int64_t)((double)f[11] * ns_per_tick);
+	/* Out-of-range values (a corrupt or hostile line) read as unknown. */
+	double user = (double)f[10] * ns_per_tick, sys = (double)f[11] * ns_per_tick;
+	s->cpu_user_ns = f[10] < 0 || !(user < 9.2e18) ? -1 : (int64_t)user;
+	s->cpu_sys_ns = f[11] < 0 || !(sys < 9.2e18) ? -1 : (int64_t)sys;
 	return state;
 }
 
@@ -278,7 +280,8 @@ static void parse_status(const char *buf, struct timeline_sample *s)
 			if (!v)
 				continue;
 			x = parse_i64(v, NULL);
-			*(int64_t *)((char *)s + keys[k].off) = x < 0 ? -1 : x * keys[k].mul;
+			*(int64_t *)((char *)s + keys[k].off) =
+				x < 0 || x > INT64_MAX / keys[k].mul ? -1 : x * keys[k].mul;
 			break;
 		}
 	}
