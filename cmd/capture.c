@@ -548,10 +548,13 @@ static cJSON *initial_manifest(struct capture_session *s)
 
 int cmd_capture(int argc, char **argv)
 {
+	/* First of all: a stop signal must never kill us once we may hold
+	 * something, and the earlier the handlers are in, the smaller the
+	 * window in which it still could (before main, it always can). */
+	install_signal_handlers();
 	struct capture_options opt;
 	if (parse_options(argc, argv, &opt) < 0)
 		return EXIT_USAGE;
-	install_signal_handlers();
 
 	/* Refuse what we can refuse without touching the target or the disk. */
 	struct attach_probe pr;
