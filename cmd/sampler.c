@@ -116,6 +116,7 @@ struct sampler {
 	 * than half the period the rate halves (and recovers when cheap again),
 	 * so many threads cannot turn sampling into a standing stop. */
 	uint64_t requested_period_ns, tick_cost_ewma_ns;
+	uint64_t one_time_ns; /* this tick's one-off work (loading modules): not its cost */
 	cJSON *adaptations;
 	size_t last_threads;
 	bool have_last, target_exited, prepared_once;
@@ -192,6 +193,10 @@ static void reuse_idle_stacks(struct sampler *sp)
 
 static void adapt_rate(struct sampler *sp, uint64_t cost_ns, uint64_t at_ns)
 {
+	/* The first ticks warm caches (unwind tables, page cache): judge the
+	 * steady state. */
+	if (sp->ticks <= 5)
+		return;
 	sp->tick_cost_ewma_ns = sp->tick_cost_ewma_ns ? (sp->tick_cost_ewma_ns * 4 + cost_ns) / 5
 						     : cost_ns;
 	uint64_t p = sp->period_ns;
@@ -222,7 +227,9 @@ static int sample_tick(struct sampler *sp)
 	if (!sp->prepared_once) {
 		/* Load modules while the target is alive, in case it exits before
 		 * the end: after that /proc/PID/root and map_files are gone. */
+		uint64_t t0 = monotonic_ns();
 		interp_prepare(sp->s->interp, sp->cur.maps_text, sp->cur.maps_len);
+		sp->one_time_ns = monotonic_ns() - t0;
 		sp->prepared_once = true;
 	}
 	if (grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) < 0)
@@ -468,7 +475,9 @@ int sampler_run(struct capture_session *s)
 			sp.ticks++;
 			uint64_t tick_start = monotonic_ns();
 			r = sample_tick(&sp);
-			adapt_rate(&sp, monotonic_ns() - tick_start, tick_start - start);
+			adapt_rate(&sp, monotonic_ns() - tick_start - sp.one_time_ns,
+				   tick_start - start);
+			sp.one_time_ns = 0;
 			if (r == -ESRCH || (r < 0 && !attach_target_alive(&s->target))) {
 				sp.target_exited = true;
 				break;
