@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include "bundle/profile.h"
+#include "profile_out.h"
 #include "symbolize/go/goheap.h"
 #include "symbolize/go/goroutines.h"
 #include "util.h"
@@ -222,15 +223,8 @@ static uint64_t location_for_go(struct pprof_ctx *c, uint64_t addr)
 	struct sym_frame frames[MAX_GO_FRAMES];
 	size_t nf = go_session_frames(c->g, addr, frames, MAX_GO_FRAMES);
 	struct profile_line lines[MAX_GO_FRAMES];
-	for (size_t k = 0; k < nf; k++)
-		lines[k] = (struct profile_line){
-			.function = frames[k].function,
-			.system_name = frames[k].function,
-			.filename = frames[k].file,
-			.start_line = frames[k].function_start_line,
-			.line = frames[k].line,
-		};
-	return profile_builder_add_location(c->pb, addr, mapping_for(c, addr), lines, nf);
+	size_t nl = profile_lines_from_frames(frames, nf, lines, MAX_GO_FRAMES);
+	return profile_builder_add_location(c->pb, addr, mapping_for(c, addr), lines, nl);
 }
 
 static int add_go_sample(void *ctx, const struct go_sample *s)

@@ -105,7 +105,7 @@ struct msg {
 
 static void msg_put(struct msg *m, const void *d, size_t n)
 {
-	if (m->failed)
+	if (m->failed || n == 0) /* d may be NULL when there is nothing to add */
 		return;
 	if (m->len + n > m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 65536;
@@ -225,12 +225,44 @@ static char *dup_bytes(const uint8_t *p, size_t n)
 	return s;
 }
 
-/* Keep the symbolizer of the newest maps that could be loaded: after the
- * target exits a new one cannot open its files, and the old one (which
+/* The lines of a maps text that symbolization depends on: executable,
+ * file-backed mappings. Heap and anonymous mappings change all the time
+ * (every large malloc) and must not throw the symbol cache away. */
+static char *module_lines(const uint8_t *maps, size_t len, size_t *ret_len)
+{
+	char *out = malloc(len + 1);
+	size_t n = 0;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		const uint8_t *nl = memchr(maps + i, '\n', len - i);
+		size_t l = nl ? (size_t)(nl - (maps + i)) + 1 : len - i;
+		const uint8_t *line = maps + i;
+		const uint8_t *sp = memchr(line, ' ', l);
+		bool exec = sp && (size_t)(sp - line) + 4 < l && sp[3] == 'x';
+		if (exec && memchr(line, '/', l)) {
+			memcpy(out + n, line, l);
+			n += l;
+		}
+		i += l;
+	}
+	out[n] = '\0';
+	*ret_len = n;
+	return out;
+}
+
+/* Keep the symbolizer of the newest modules that could be loaded: after
+ * the target exits a new one cannot open its files, and the old one (which
  * holds them open) is still right for every PC seen before. */
 static void worker_sym_for(struct worker_state *w, const uint8_t *maps, size_t len)
 {
-	if (same_maps(w->sym_maps, w->sym_maps_len, maps, len))
+	size_t mlen;
+	char *modtext = module_lines(maps, len, &mlen);
+	if (!modtext)
+		return;
+	bool same = same_maps(w->sym_maps, w->sym_maps_len, (const uint8_t *)modtext, mlen);
+	free(modtext);
+	if (same && w->sym)
 		return;
 	char *copy = dup_bytes(maps, len);
 	struct symbolizer *s = NULL;
@@ -245,8 +277,8 @@ static void worker_sym_for(struct worker_state *w, const uint8_t *maps, size_t l
 		symbolizer_free(w->sym);
 		free(w->sym_maps);
 		w->sym = s;
-		w->sym_maps = copy;
-		w->sym_maps_len = len;
+		w->sym_maps = module_lines(maps, len, &w->sym_maps_len);
+		free(copy);
 		return;
 	}
 	free(copy);

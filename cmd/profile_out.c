@@ -51,6 +51,25 @@ static uint64_t mapping_id_for(struct encode_ctx *ctx, const struct sym_module *
 	return 0;
 }
 
+size_t profile_lines_from_frames(const struct sym_frame *frames, size_t nframes,
+				 struct profile_line *lines, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < nframes && n < max; i++) {
+		const struct sym_frame *f = &frames[i];
+		if (!f->function)
+			continue;
+		lines[n++] = (struct profile_line){
+			.function = f->function,
+			.system_name = f->function,
+			.filename = f->file,
+			.start_line = f->function_start_line,
+			.line = f->line,
+		};
+	}
+	return n;
+}
+
 static uint64_t location_for(struct encode_ctx *ctx, uint64_t addr)
 {
 	uint64_t id = profile_builder_find_location(ctx->pb, addr);
@@ -69,18 +88,7 @@ static uint64_t location_for(struct encode_ctx *ctx, uint64_t addr)
 		nframes = go_session_frames(ctx->go, addr, go_frames, 64);
 		frames = go_frames;
 	}
-	for (size_t i = 0; i < nframes && n < 64; i++) {
-		const struct sym_frame *f = &frames[i];
-		if (!f->function)
-			continue;
-		lines[n++] = (struct profile_line){
-			.function = f->function,
-			.system_name = f->function,
-			.filename = f->file,
-			.start_line = f->function_start_line,
-			.line = f->line,
-		};
-	}
+	n = profile_lines_from_frames(frames, nframes, lines, 64);
 	return profile_builder_add_location(ctx->pb, addr, mapping_id_for(ctx, loc->module), lines, n);
 }
 

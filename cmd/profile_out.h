@@ -34,6 +34,11 @@ static inline uint64_t frame_lookup_address(const uint64_t *pcs, size_t i)
 	return i == 0 ? pcs[0] : pcs[i] - 1;
 }
 
+/* pprof Lines for a location from its frames (innermost first), skipping
+ * frames without a name. Returns how many were written (at most max). */
+size_t profile_lines_from_frames(const struct sym_frame *frames, size_t nframes,
+				 struct profile_line *lines, size_t max);
+
 /* Add every address agg's stacks will look up to set. 0 or -ENOMEM. */
 int profile_out_collect(const struct stackagg *agg, struct addrset *set);
 

@@ -24,6 +24,7 @@
  * count, percentiles from a uniform reservoir of this many stops. */
 #define PAUSE_RESERVOIR 65536
 #define PROGRESS_EVERY_NS 250000000ull
+#define WARM_EVERY_NS 1000000000ull
 
 struct pause_stats {
 	uint64_t *reservoir;
@@ -118,6 +119,9 @@ struct sampler {
 	uint64_t requested_period_ns, tick_cost_ewma_ns;
 	uint64_t one_time_ns; /* this tick's one-off work (loading modules): not its cost */
 	cJSON *adaptations;
+	/* Addresses already resolved in the worker during the capture, so the
+	 * end (which must be quick after Ctrl-C) only resolves what is new. */
+	struct addrset *warmed;
 	size_t last_threads;
 	bool have_last, target_exited, prepared_once;
 	int exit_signal_seen;
@@ -136,15 +140,45 @@ static int grow_stacks(struct unwound_stack **s, size_t *cap, size_t n)
 	return 0;
 }
 
-/* The stop interrupted a sleeping syscall: the kernel leaves orig_rax =
- * the syscall number and rax = -ERESTART* (512..516) in that case only; a
- * thread stopped on its way out of a syscall that completed has the real
- * result in rax. */
-static bool blocked_in_syscall(const struct thread_capture *tc)
+static int collect_new(void *ctx, const uint64_t *pcs, size_t npcs, const char *labels,
+		       const int64_t *values)
 {
-	long nr = (long)tc->regs.orig_rax;
-	long ret = (long)tc->regs.rax;
-	return nr >= 0 && ret <= -512 && ret >= -516;
+	struct addrset **sets = ctx; /* [0] warmed, [1] new this round */
+	for (size_t i = 0; i < npcs; i++) {
+		uint64_t a = frame_lookup_address(pcs, i);
+		size_t before;
+		addrset_items(sets[0], &before);
+		if (addrset_add(sets[0], a) < 0)
+			return 1;
+		size_t after;
+		addrset_items(sets[0], &after);
+		if (after != before && addrset_add(sets[1], a) < 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Resolve the addresses seen since the last round in the worker, whose
+ * symbol cache keeps them: the final batch is then mostly cache hits. */
+static void warm_symbols(struct sampler *sp)
+{
+	if (!sp->have_last)
+		return;
+	if (!sp->warmed && !(sp->warmed = addrset_new()))
+		return;
+	struct addrset *fresh = addrset_new();
+	if (!fresh)
+		return;
+	struct addrset *sets[2] = {sp->warmed, fresh};
+	stackagg_foreach(sp->cpu, collect_new, sets);
+	stackagg_foreach(sp->wall, collect_new, sets);
+	size_t n;
+	const uint64_t *addrs = addrset_items(fresh, &n);
+	struct symtab *st = NULL;
+	if (n && interp_symbolize(sp->s->interp, sp->last.maps_text, sp->last.maps_len, addrs, n,
+				  &st) == 0)
+		symtab_free(st);
+	addrset_free(fresh);
 }
 
 /* Index of tid in a capture's thread list (main thread first, then by
@@ -245,14 +279,9 @@ static int sample_tick(struct sampler *sp)
 		if ((tc->outcome != THREAD_CAPTURED && tc->outcome != THREAD_UNCHANGED) || st->n == 0)
 			continue;
 		sp->samples++;
-		/* /proc said R a moment before the stop, but the registers say the
-		 * stop found it asleep in a syscall: it was only runnable because
-		 * our previous stop woke it and it had not gone back to sleep yet
-		 * (on a busy machine that takes milliseconds). Trust the registers. */
+		/* attach/ already reports S for a thread read as R that the stop
+		 * found asleep in a syscall our previous release had woken. */
 		char state = tc->state;
-		bool asleep = blocked_in_syscall(tc);
-		if (state == 'R' && asleep)
-			state = 'S';
 		char labels[128];
 		snprintf(labels, sizeof(labels), "tid=%d" LABEL_SEP "thread_comm=%s" LABEL_SEP "state=%c",
 			 (int)tc->tid, tc->comm, state);
@@ -277,6 +306,12 @@ static int sample_tick(struct sampler *sp)
 		}
 	}
 	sp->last_threads = sp->cur.nthreads;
+
+	/* A capture taken while the process was exiting (exit_group takes its
+	 * threads away as we go) is no picture of it alive: keep the previous
+	 * one for the final snapshot, and end. */
+	if (!attach_target_alive(&sp->s->target))
+		return -ESRCH;
 
 	/* Keep this capture as "the last moment the target was alive". */
 	struct process_capture tmp = sp->last;
@@ -416,6 +451,7 @@ static void sampler_release(struct sampler *sp)
 	free(sp->pause.reservoir);
 	timeline_run_free(sp->timeline);
 	cJSON_Delete(sp->adaptations);
+	addrset_free(sp->warmed);
 }
 
 int sampler_run(struct capture_session *s)
@@ -454,6 +490,7 @@ int sampler_run(struct capture_session *s)
 	uint64_t next_tick = start;
 	uint64_t next_timeline = start;
 	uint64_t next_progress = start + PROGRESS_EVERY_NS;
+	uint64_t next_warm = start + WARM_EVERY_NS;
 	int fatal = 0;
 
 	while (!capture_stop_requests) {
@@ -509,6 +546,10 @@ int sampler_run(struct capture_session *s)
 			}
 		}
 		now = monotonic_ns();
+		if (now >= next_warm) {
+			warm_symbols(&sp);
+			next_warm = monotonic_ns() + WARM_EVERY_NS;
+		}
 		if (now >= next_progress) {
 			progress(&sp, now - start, false);
 			next_progress = now + PROGRESS_EVERY_NS;

@@ -65,6 +65,15 @@ static void dump_threads(pid_t pid, const char *ctx)
 	}
 }
 
+/* The promise is 2 s. Sanitizer builds (the CI's second run) are 2-3x
+ * slower at everything, LeakSanitizer's exit scan included; the plain run
+ * checks the real bound. */
+#if defined(__SANITIZE_ADDRESS__)
+#define EXIT_LIMIT_MS 4000
+#else
+#define EXIT_LIMIT_MS 2000
+#endif
+
 /* C1: a stop signal at a random moment (half the runs with every capture
  * holding the target 20 ms, so many land inside a hold window): the tool
  * exits within 2 s with a bundle (0) or an abandoned directory (12), and
@@ -93,7 +102,7 @@ static void interrupt_loop(int sig, int loops)
 		uint64_t t0 = now_ms();
 		int st = 0, code;
 		pid_t w;
-		while ((w = waitpid(tool, &st, WNOHANG)) == 0 && now_ms() - t0 < 2000)
+		while ((w = waitpid(tool, &st, WNOHANG)) == 0 && now_ms() - t0 < EXIT_LIMIT_MS)
 			usleep(1000);
 		bool died_before_start = false;
 		if (w == 0) {
@@ -110,7 +119,7 @@ static void interrupt_loop(int sig, int loops)
 				code = 0;
 		}
 		uint64_t took = now_ms() - t0;
-		cr_expect(code != -2 && took <= 2000, "%s: tool took %llu ms to exit (code %d)", ctx,
+		cr_expect(code != -2 && took <= EXIT_LIMIT_MS, "%s: tool took %llu ms to exit (code %d)", ctx,
 			  (unsigned long long)took, code);
 		cr_expect(code == 0 || code == 12, "%s: exit code %d", ctx, code);
 		if (!died_before_start)
