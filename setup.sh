@@ -63,7 +63,10 @@ test)
 	build build-asan -Db_sanitize=address,undefined -Db_lundef=false
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs
-	tests/fuzz/run --ci
+	# Replay every committed fuzz input (corpus and regressions) under the
+	# harnesses; exploration (tests/fuzz/run --ci) is run by hand, so a new
+	# find never turns an unrelated submission red.
+	tests/fuzz/run
 	;;
 *)
 	echo "usage: $0 demo|test" >&2
