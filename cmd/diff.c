@@ -2,6 +2,7 @@
  * one JSON document (printed as is with --json) from report_model's
  * tables, then renders it as text. */
 #include "diff.h"
+#include "timeline/leakwatch.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -74,6 +75,30 @@ static double floor_for(const cJSON *ma, const cJSON *mb, const char *name)
 	return default_floor(name);
 }
 
+/* The rise a counter must make to count as growing: the bundle's own
+ * leak-watch floor, else the watchdog's default, else none. Without it a
+ * process that is merely warming up (RSS +1 MiB in 4 s) reads as leaking. */
+static double rise_floor_for(const cJSON *ma, const cJSON *mb, const char *name)
+{
+	const cJSON *ms[] = {mb, ma};
+	for (size_t i = 0; i < 2; i++) {
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(ms[i], "leak_watch"),
+				"thresholds"),
+			name);
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(t, "min_delta");
+		if (cJSON_IsNumber(d))
+			return d->valuedouble;
+	}
+	size_t n;
+	const struct leakwatch_threshold *def = leakwatch_default_thresholds(&n);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(def[i].name, name) == 0)
+			return def[i].min_delta;
+	return 0;
+}
+
 static bool has_finding(const cJSON *m, const char *name)
 {
 	const cJSON *f;
@@ -134,10 +159,11 @@ static cJSON *diff_counters(struct bundle_reader *a, struct bundle_reader *b)
 			add_stat(o, "a", ta, ca, &sa);
 			add_stat(o, "b", tb, cb, &sb);
 			double fl = floor_for(ma, mb, name);
-			bool grows_b =
-				cb && !isnan(fl) && sb.slope_per_s > fl && sb.last > sb.first;
-			bool grows_a =
-				ca && !isnan(fl) && sa.slope_per_s > fl && sa.last > sa.first;
+			double rise = rise_floor_for(ma, mb, name);
+			bool grows_b = cb && !isnan(fl) && sb.slope_per_s > fl && sb.last > sb.first &&
+				       sb.last - sb.first >= rise;
+			bool grows_a = ca && !isnan(fl) && sa.slope_per_s > fl && sa.last > sa.first &&
+				       sa.last - sa.first >= rise;
 			bool leak_b = has_finding(mb, name) || (grows_b && !grows_a);
 			bool leak_a = has_finding(ma, name);
 			/* A counter only one side has (a snapshot has none) is
