@@ -59,7 +59,10 @@ static double default_floor(const char *name)
 	return NAN;
 }
 
-static double floor_for(const cJSON *ma, const cJSON *mb, const char *name)
+/* A leak-watch floor recorded in B's manifest, else A's; NULL if neither
+ * has one for this counter. */
+static const cJSON *manifest_floor(const cJSON *ma, const cJSON *mb, const char *name,
+				   const char *field)
 {
 	const cJSON *ms[] = {mb, ma};
 	for (size_t i = 0; i < 2; i++) {
@@ -68,11 +71,17 @@ static double floor_for(const cJSON *ma, const cJSON *mb, const char *name)
 				cJSON_GetObjectItemCaseSensitive(ms[i], "leak_watch"),
 				"thresholds"),
 			name);
-		const cJSON *s = cJSON_GetObjectItemCaseSensitive(t, "min_slope_per_s");
-		if (cJSON_IsNumber(s))
-			return s->valuedouble;
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, field);
+		if (cJSON_IsNumber(v))
+			return v;
 	}
-	return default_floor(name);
+	return NULL;
+}
+
+static double floor_for(const cJSON *ma, const cJSON *mb, const char *name)
+{
+	const cJSON *v = manifest_floor(ma, mb, name, "min_slope_per_s");
+	return v ? v->valuedouble : default_floor(name);
 }
 
 /* The rise a counter must make to count as growing: the bundle's own
@@ -80,17 +89,9 @@ static double floor_for(const cJSON *ma, const cJSON *mb, const char *name)
  * process that is merely warming up (RSS +1 MiB in 4 s) reads as leaking. */
 static double rise_floor_for(const cJSON *ma, const cJSON *mb, const char *name)
 {
-	const cJSON *ms[] = {mb, ma};
-	for (size_t i = 0; i < 2; i++) {
-		const cJSON *t = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(
-				cJSON_GetObjectItemCaseSensitive(ms[i], "leak_watch"),
-				"thresholds"),
-			name);
-		const cJSON *d = cJSON_GetObjectItemCaseSensitive(t, "min_delta");
-		if (cJSON_IsNumber(d))
-			return d->valuedouble;
-	}
+	const cJSON *v = manifest_floor(ma, mb, name, "min_delta");
+	if (v)
+		return v->valuedouble;
 	size_t n;
 	const struct leakwatch_threshold *def = leakwatch_default_thresholds(&n);
 	for (size_t i = 0; i < n; i++)
