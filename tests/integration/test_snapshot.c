@@ -9,9 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "pprof_read.h"
 #include "pprof_check.h"
 
 /* Expected chains, innermost first (below libc's read). */
@@ -196,12 +199,39 @@ Test(snapshot, stopped_target_stays_stopped)
 	rm_rf(dir);
 }
 
+/* Run upstream pprof's -traces on file with PPROF_BINARY_PATH set; stdout
+ * and stderr together into out. Returns the exit status. */
+static int upstream_pprof_traces(const char *pprof, const char *binary_path, const char *file,
+				 char *out, size_t out_size)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd),
+		 "HOME=/nonexistent PPROF_BINARY_PATH='%s' '%s' -symbolize=local -traces '%s' 2>&1",
+		 binary_path, pprof, file);
+	FILE *p = popen(cmd, "r");
+	cr_assert(p);
+	size_t n = fread(out, 1, out_size - 1, p);
+	out[n] = '\0';
+	char scratch[4096];
+	while (fread(scratch, 1, sizeof(scratch), p) > 0)
+		;
+	int status = pclose(p);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 Test(snapshot, with_binaries_copies_modules_by_build_id)
 {
-	const char *argv[] = {target_path("chains_stripped"), NULL};
-	struct target t = target_start(argv, "ready");
-	char dir[256], out[300], pid[16];
+	/* The target runs from a copy that the test then takes away, with its
+	 * debuglink file, as if the bundle had been carried to another host. */
+	char dir[256], out[300], pid[16], bin[300], dbg[320], cmd[1024];
 	make_tmpdir(dir, sizeof(dir));
+	snprintf(bin, sizeof(bin), "%s/chains_stripped", dir);
+	snprintf(dbg, sizeof(dbg), "%s.debug", bin);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s.debug' '%s/'", target_path("chains_stripped"),
+		 target_path("chains_stripped"), dir);
+	cr_assert_eq(system(cmd), 0);
+	const char *argv[] = {bin, NULL};
+	struct target t = target_start(argv, "ready");
 	snprintf(out, sizeof(out), "%s/b", dir);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
 	struct tool_result r;
@@ -226,7 +256,45 @@ Test(snapshot, with_binaries_copies_modules_by_build_id)
 	const char *vargs[] = {"verify", out, NULL};
 	tool_run(&r, vargs);
 	cr_expect_eq(r.exit_code, 0, "verify: %s", r.out);
+
+	/* Symbolized from the bundle alone: the executable and its debug file
+	 * are gone, the profile is stripped down to raw addresses, and pprof
+	 * must find names and lines in binaries/<build_id>/. A search path
+	 * without the copies is the control that shows the names come from
+	 * them. */
+	target_kill(&t);
+	cr_assert_eq(unlink(bin), 0);
+	cr_assert_eq(unlink(dbg), 0);
+	const char *pprof = getenv("DIAG_PPROF_UPSTREAM");
+	if (pprof && access(pprof, X_OK) == 0) {
+		char pf[600], raw[600], bins[600], empty[600];
+		snprintf(pf, sizeof(pf), "%s/threads.pprof", out);
+		snprintf(raw, sizeof(raw), "%s/raw.pprof", dir);
+		snprintf(bins, sizeof(bins), "%s/binaries", out);
+		snprintf(empty, sizeof(empty), "%s/empty", dir);
+		cr_assert_eq(mkdir(empty, 0700), 0);
+		cr_assert_eq(pprof_write_unsymbolized(pf, raw), 0);
+		static char text[65536];
+		int rc = upstream_pprof_traces(pprof, empty, raw, text, sizeof(text));
+		cr_expect_eq(rc, 0, "pprof: %s", text);
+		cr_expect(!strstr(text, "level_three"), "control symbolized without the copies:\n%s",
+			  text);
+		rc = upstream_pprof_traces(pprof, bins, raw, text, sizeof(text));
+		cr_expect_eq(rc, 0, "pprof: %s", text);
+		cr_expect(!strstr(text, "mismatch"), "pprof rejected a copy:\n%s", text);
+		const char *a = find_line(text, "park_here");
+		const char *b = a ? find_line(a, "level_three") : NULL;
+		const char *c = b ? find_line(b, "thread_a_main") : NULL;
+		cr_expect(c, "stack not symbolized from binaries/:\n%s", text);
+	} else {
+		cr_log_warn("upstream pprof not built (golang-github-google-pprof-dev missing): "
+			    "re-symbolization from binaries/ not checked");
+	}
+
 	/* A cap too small for anything copies nothing, and says why. */
+	const char *argv2[] = {target_path("chains_stripped"), NULL};
+	t = target_start(argv2, "ready");
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
 	char out2[300];
 	snprintf(out2, sizeof(out2), "%s/c", dir);
 	const char *args2[] = {"-p", pid, "--snapshot", "--with-binaries=1K", "-o", out2, NULL};

@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -145,4 +146,49 @@ int pprof_sample_frames(const Perftools__Profiles__Profile *p,
 		}
 	}
 	return (int)n;
+}
+
+int pprof_write_unsymbolized(const char *in_path, const char *out_path)
+{
+	Perftools__Profiles__Profile *p;
+	int r = pprof_read_file(in_path, &p);
+
+	if (r < 0)
+		return r;
+	/* Hidden from pack, then restored: free_unpacked frees each repeated
+	 * element it is told about. */
+	size_t n_function = p->n_function;
+	size_t *n_line = calloc(p->n_location + 1, sizeof(*n_line));
+	if (!n_line) {
+		perftools__profiles__profile__free_unpacked(p, NULL);
+		return -ENOMEM;
+	}
+	p->n_function = 0;
+	for (size_t i = 0; i < p->n_location; i++) {
+		n_line[i] = p->location[i]->n_line;
+		p->location[i]->n_line = 0;
+	}
+	for (size_t i = 0; i < p->n_mapping; i++) {
+		p->mapping[i]->has_functions = false;
+		p->mapping[i]->has_filenames = false;
+		p->mapping[i]->has_line_numbers = false;
+		p->mapping[i]->has_inline_frames = false;
+	}
+	size_t len = perftools__profiles__profile__get_packed_size(p);
+	uint8_t *raw = malloc(len ? len : 1);
+	if (raw)
+		perftools__profiles__profile__pack(p, raw);
+	p->n_function = n_function;
+	for (size_t i = 0; i < p->n_location; i++)
+		p->location[i]->n_line = n_line[i];
+	free(n_line);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	if (!raw)
+		return -ENOMEM;
+	gzFile gz = gzopen(out_path, "wb");
+	r = gz && gzwrite(gz, raw, (unsigned)len) == (int)len ? 0 : -EIO;
+	if (gz && gzclose(gz) != Z_OK)
+		r = -EIO;
+	free(raw);
+	return r;
 }

@@ -37,4 +37,11 @@ const Perftools__Profiles__Function *pprof_function(const Perftools__Profiles__P
 int pprof_sample_frames(const Perftools__Profiles__Profile *p,
 			const Perftools__Profiles__Sample *s, const char **names, size_t max);
 
+/* Write a copy of the profile at in_path to out_path (gzipped) with every
+ * trace of symbolization removed: no Functions, no Lines, and mappings that
+ * say so (has_functions etc. false), as a profiler that records raw
+ * addresses only would write it. Lets a test prove that a consumer
+ * symbolized the addresses itself. */
+int pprof_write_unsymbolized(const char *in_path, const char *out_path);
+
 #endif
