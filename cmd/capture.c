@@ -86,6 +86,9 @@ static void usage(FILE *f)
 	      "     --stack-bytes N      cap on each thread's stack copy (default 524288)\n"
 	      "     --stop-timeout MS    deadline for all threads to stop (default 100)\n"
 	      "     --debuginfod         allow DEBUGINFOD_URLS lookups (can stall for minutes)\n"
+	      "     --symbols full|names full (default): function, file:line and inline\n"
+	      "                          frames from DWARF; names: function names from symbol\n"
+	      "                          tables only, skipping compressed DWARF (faster)\n"
 	      "     --with-binaries[=CAP] copy debug files (or the ELF) of every module into\n"
 	      "                          binaries/<build-id>/, at most CAP bytes (default 1G), so\n"
 	      "                          PPROF_BINARY_PATH=DIR/binaries works on another host\n"
@@ -109,7 +112,7 @@ static void usage(FILE *f)
 	      "  7  the process is already traced by another tracer\n"
 	      "  8  the process is diag-attach itself or its tracer\n"
 	      "  9  output directory exists and is not empty, or is unusable\n"
-	      " 10  writing the bundle failed (disk full, I/O error)\n"
+	      " 10  writing the bundle failed (disk full, I/O error), or printing its path\n"
 	      " 11  internal error\n"
 	      " 12  interrupted while writing; bundle abandoned (no manifest)\n"
 	      "\n"
@@ -127,6 +130,7 @@ enum {
 	OPT_STACK_BYTES,
 	OPT_STOP_TIMEOUT,
 	OPT_DEBUGINFOD,
+	OPT_SYMBOLS,
 	OPT_WITH_BINARIES,
 	OPT_NO_INTERRUPT_BLOCKED,
 	OPT_WATCHDOG,
@@ -185,6 +189,7 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 		{"stack-bytes", required_argument, NULL, OPT_STACK_BYTES},
 		{"stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT},
 		{"debuginfod", no_argument, NULL, OPT_DEBUGINFOD},
+		{"symbols", required_argument, NULL, OPT_SYMBOLS},
 		{"with-binaries", optional_argument, NULL, OPT_WITH_BINARIES},
 		{"no-interrupt-blocked", no_argument, NULL, OPT_NO_INTERRUPT_BLOCKED},
 		{"watchdog", required_argument, NULL, OPT_WATCHDOG},
@@ -296,6 +301,14 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 		case OPT_DEBUGINFOD:
 			o->debuginfod = true;
 			break;
+		case OPT_SYMBOLS:
+			if (strcmp(optarg, "names") == 0) {
+				o->names_only = true;
+			} else if (strcmp(optarg, "full") != 0) {
+				die_message("invalid --symbols '%s' (full or names)", optarg);
+				return -1;
+			}
+			break;
 		case OPT_NO_INTERRUPT_BLOCKED:
 			o->attach.no_interrupt_blocked = true;
 			break;
@@ -388,7 +401,7 @@ static void default_output(pid_t pid, char *buf, size_t size)
 	snprintf(buf, size, "diag-%d-%s", (int)pid, stamp);
 }
 
-static int output_error(const char *dir, int err)
+static int output_error(const char *dir, bool existed, int err)
 {
 	switch (-err) {
 	case EEXIST:
@@ -402,6 +415,15 @@ static int output_error(const char *dir, int err)
 	case ENOTDIR:
 		die_message("output path '%s' exists and is not a directory", dir);
 		break;
+	case EROFS:
+	case EACCES:
+	case EPERM:
+		if (existed) {
+			die_message("output directory '%s' is not writable: %s", dir, strerror(-err));
+			break;
+		}
+		/* mkdir failed: the general message says it as it is */
+		/* fall through */
 	default:
 		die_message("cannot create output directory '%s': %s", dir, strerror(-err));
 		break;
@@ -414,6 +436,22 @@ int write_error_exit(const char *dir, int err)
 	die_message("cannot write bundle '%s': %s", dir, strerror(-err));
 	if (err == -ENOSPC || err == -EDQUOT || err == -EFBIG)
 		hint_message("free some space or choose another -o; the directory has no manifest, so it is not a bundle");
+	return EXIT_WRITE_FAILED;
+}
+
+/* The finished bundle's path is the one thing on stdout (for scripts:
+ * dir=$(diag-attach ...)). If it cannot be written (/dev/full, a closed
+ * pipe: SIGPIPE is ignored) the caller never learns where the bundle is,
+ * so say so and fail like any other failed write, but make clear that the
+ * bundle itself is complete. Checked here, not left to exit(), which would
+ * drop the error silently. */
+static int print_bundle_path(const char *dir)
+{
+	if (printf("%s\n", dir) >= 0 && fflush(stdout) == 0)
+		return EXIT_OK;
+	int e = errno;
+	die_message("bundle '%s' is complete, but writing its path to standard output failed: %s",
+		    dir, strerror(e));
 	return EXIT_WRITE_FAILED;
 }
 
@@ -576,6 +614,7 @@ int cmd_capture(int argc, char **argv)
 
 	struct capture_session s = {.opt = &opt, .started_wall_ns = realtime_ns()};
 	s.symopt.allow_debuginfod = opt.debuginfod;
+	s.symopt.names_only = opt.names_only;
 	int r = attach_target_open(opt.pid, &s.target);
 	if (r < 0) {
 		if (r == -ESRCH) {
@@ -611,7 +650,7 @@ int cmd_capture(int argc, char **argv)
 		interp_free(s.interp);
 		go_session_free(s.go);
 		attach_target_close(&s.target);
-		return output_error(dir, r);
+		return output_error(dir, existed, r);
 	}
 	/* If we are ever stopped or hung while holding the target, a separate
 	 * process kills us, which releases it (the kernel detaches a dead
@@ -646,7 +685,7 @@ int cmd_capture(int argc, char **argv)
 		if (r < 0)
 			exit_code = write_error_exit(dir, r);
 		else
-			printf("%s\n", dir);
+			exit_code = print_bundle_path(dir);
 	}
 	if (s.bundle) {
 		bundle_abandon(s.bundle);

@@ -31,6 +31,7 @@ struct capture_options {
 	uint64_t interval_ns;      /* timeline interval */
 	bool quiet;
 	bool debuginfod;
+	bool names_only; /* --symbols names */
 	uint64_t with_binaries_cap; /* 0: do not copy binaries into the bundle */
 	unsigned watchdog_ms;       /* 0: no watchdog */
 	const char *annotations[MAX_ANNOTATIONS];

@@ -647,4 +647,6 @@ void interp_describe(const struct interp *in, cJSON *o)
 	cJSON_AddNumberToObject(o, "worker_restarts", in->restarts);
 	cJSON_AddNumberToObject(o, "stacks_lost", (double)in->stacks_lost);
 	cJSON_AddNumberToObject(o, "symbol_batches_lost", (double)in->batches_lost);
+	/* "names": no file:line or inline frames were looked for. */
+	cJSON_AddStringToObject(o, "symbols", in->opts.names_only ? "names" : "full");
 }

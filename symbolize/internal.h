@@ -73,7 +73,7 @@ void cu_index_release(struct cu_index *idx);
 /* Fills frames[0..SYM_MAX_FRAMES) innermost first and returns how many.
  * Strings point into libdw/libelf data (alive as long as the Dwfl) or into
  * the arena (demangled names). Returns a count >= 0 or -ENOMEM. */
-int sym_resolve_dwfl(Dwfl_Module *mod, struct cu_index *idx, uint64_t pc,
+int sym_resolve_dwfl(Dwfl_Module *mod, struct cu_index *idx, bool names_only, uint64_t pc,
 		     struct arena *strings, struct sym_frame *frames);
 
 /* ---- demangle.c ---- */

@@ -45,6 +45,24 @@ static bool lang_is_c(int lang)
 
 /* A demangled copy in the arena, or NULL (not mangled / no demangler).
  * *err is set on allocation failure. */
+/* "__libc_start_main@@GLIBC_2.34" -> "__libc_start_main": a .symtab name
+ * may carry its symbol version, which no source name has and which would
+ * split one function into two in a profile. */
+static const char *unversioned(const char *name, struct arena *a, int *err)
+{
+	const char *at = name ? strchr(name, '@') : NULL;
+	if (!at || at == name)
+		return name;
+	char *copy = arena_alloc(a, (size_t)(at - name) + 1);
+	if (!copy) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	memcpy(copy, name, (size_t)(at - name));
+	copy[at - name] = '\0';
+	return copy;
+}
+
 static const char *demangled(const char *name, struct arena *a, int *err)
 {
 	char *d, *copy;
@@ -295,7 +313,7 @@ static int dwarf_frames(Dwarf_Die *cudie, Dwarf_Addr bias, uint64_t pc, const ch
 	return n;
 }
 
-int sym_resolve_dwfl(Dwfl_Module *mod, struct cu_index *idx, uint64_t pc,
+int sym_resolve_dwfl(Dwfl_Module *mod, struct cu_index *idx, bool names_only, uint64_t pc,
 		     struct arena *strings, struct sym_frame *frames)
 {
 	Dwarf_Die cumem, *cudie;
@@ -308,13 +326,13 @@ int sym_resolve_dwfl(Dwfl_Module *mod, struct cu_index *idx, uint64_t pc,
 	bool have_entry = false;
 	int lineno = 0, n = 0, err = 0;
 
-	cudie = dwfl_module_addrdie(mod, pc, &bias);
-	if (!cudie) {
+	cudie = names_only ? NULL : dwfl_module_addrdie(mod, pc, &bias);
+	if (!cudie && !names_only) {
 		cudie = cu_index_find(mod, idx, pc, &cumem, &bias, &err);
 		if (err)
 			return err;
 	}
-	line = dwfl_module_getsrc(mod, pc);
+	line = names_only ? NULL : dwfl_module_getsrc(mod, pc);
 	if (line) {
 		src = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
 	} else if (cudie) {
@@ -341,6 +359,9 @@ int sym_resolve_dwfl(Dwfl_Module *mod, struct cu_index *idx, uint64_t pc,
 		symname = dwfl_module_addrinfo(mod, pc, &symoff, &sym, NULL, NULL, NULL);
 		if (symname && symname[0] == '\0')
 			symname = NULL;
+		symname = unversioned(symname, strings, &err);
+		if (err)
+			return err;
 	}
 	if (n > 0) {
 		struct sym_frame *outer = &frames[n - 1];

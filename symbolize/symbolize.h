@@ -51,6 +51,12 @@ const struct maps_entry *maps_find(const struct maps *m, uint64_t addr);
 
 struct symbolize_options {
 	bool allow_debuginfod; /* honour DEBUGINFOD_URLS (can stall for minutes) */
+	/* Function names from ELF symbol tables only: no DWARF, so no
+	 * file:line and no inline frames. Distributions ship debug files with
+	 * zlib-compressed DWARF, and libdw inflates every debug section of a
+	 * module on first use (about 40 ms of CPU for libc alone); names come
+	 * from the uncompressed .symtab. */
+	bool names_only;
 };
 
 /* One frame; an inline chain yields several for one PC. Strings are owned

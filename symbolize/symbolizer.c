@@ -50,6 +50,7 @@ struct symbolizer {
 	size_t nmodules;
 	const char *main_build_id;
 
+	bool names_only;     /* symbolize_options.names_only */
 	struct pc_cache cache;
 	struct perfmap *perfmap;
 	bool perfmap_tried;
@@ -331,6 +332,7 @@ int symbolizer_new(pid_t pid, const char *maps_text, size_t maps_len,
 		return -ENOMEM;
 	s->pid = pid;
 	s->rootfd = -1;
+	s->names_only = opts && opts->names_only;
 	r = maps_parse(maps_text ? maps_text : "", maps_len, &s->maps);
 	if (r < 0) {
 		free(s);
@@ -434,7 +436,8 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t pc, const struct sym_locati
 		/* Only code has frames; a data address would otherwise pick
 		 * up the nearest data symbol. */
 		if (is_exec(e) && g >= 0 && s->groups[g].mod)
-			n = sym_resolve_dwfl(s->groups[g].mod, &s->groups[g].cus, pc, &s->arena, tmp);
+			n = sym_resolve_dwfl(s->groups[g].mod, &s->groups[g].cus, s->names_only, pc,
+					     &s->arena, tmp);
 		else if (is_exec(e))
 			n = resolve_jit(s, pc, tmp);
 		if (n < 0)

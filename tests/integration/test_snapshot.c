@@ -307,3 +307,47 @@ Test(snapshot, with_binaries_copies_modules_by_build_id)
 	target_kill(&t);
 	rm_rf(dir);
 }
+
+/* --symbols names: the same chain by function name from the symbol table
+ * (the inlined step has no symbol of its own, so it is absent), no
+ * file:line anywhere, no symbol version suffixes, and the manifest says
+ * which kind of symbols the bundle has. */
+Test(snapshot, names_only_symbols)
+{
+	const char *argv[] = {target_path("chains_stripped"), NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16], path[600];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "--symbols=names", "-o", out, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	snprintf(path, sizeof(path), "%s/threads.txt", out);
+	char *text = read_file(path, NULL);
+	cr_assert(text);
+	char *a = thread_block(text, "parker-a");
+	cr_assert(a, "no parker-a in:\n%s", text);
+	const char *p = a;
+	for (size_t i = 0; i < sizeof(chain_a) / sizeof(chain_a[0]); i++) {
+		char needle[96];
+		snprintf(needle, sizeof(needle), "  %s+0x", chain_a[i]);
+		p = strstr(p, needle);
+		cr_assert(p, "frame %s missing or out of order:\n%s", chain_a[i], a);
+	}
+	cr_expect(!strstr(text, ".c:"), "file:line resolved with --symbols=names:\n%s", text);
+	cr_expect(!strstr(text, "[inlined]"), "inline frame with --symbols=names");
+	cr_expect(!strstr(text, "@@"), "symbol version suffix left in:\n%s", text);
+	free(a);
+	free(text);
+	snprintf(path, sizeof(path), "%s/manifest.json", out);
+	char *m = read_file(path, NULL);
+	cr_expect(m && strstr(m, "\"symbols\":\t\"names\""), "manifest does not say names");
+	free(m);
+	const char *vargs[] = {"verify", out, NULL};
+	tool_run(&r, vargs);
+	cr_expect_eq(r.exit_code, 0, "verify: %s", r.out);
+	target_kill(&t);
+	rm_rf(dir);
+}
