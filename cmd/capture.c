@@ -484,6 +484,8 @@ static int run_snapshot(struct capture_session *s)
 		go_session_arm(s->go, &ao);
 
 	int r = attach_capture(&s->target, &ao, &pc);
+	if (s->go)
+		go_session_released(s->go);
 	if (r < 0) {
 		process_capture_release(&pc);
 		if (r == -ESRCH) {

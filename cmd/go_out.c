@@ -1,6 +1,7 @@
 #include "go_out.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ struct go_session {
 	pid_t pid;
 	struct go_target *target;
 	struct go_snapshot *snap; /* from the last armed capture */
+	int parked_error;         /* go_capture_parked() ran out of memory */
 	struct go_heap *heap;     /* heap-profile buckets from the same stop */
 	int heap_error;
 	int capture_error;
@@ -114,8 +116,10 @@ static void while_held(void *ctx, const struct process_capture *pc)
 	}
 	go_snapshot_free(g->snap);
 	g->snap = NULL;
+	g->parked_error = 0;
 	uint64_t t0 = monotonic_ns();
-	g->capture_error = go_capture(g->target, read_ranges, g, regs, n, NULL, &g->snap);
+	const struct go_capture_limits lim = {.defer_parked_stacks = true};
+	g->capture_error = go_capture(g->target, read_ranges, g, regs, n, &lim, &g->snap);
 	/* The heap buckets too, in the same stop, so both describe one moment. */
 	go_heap_free(g->heap);
 	g->heap = NULL;
@@ -125,10 +129,48 @@ static void while_held(void *ctx, const struct process_capture *pc)
 	g->capture_ns = monotonic_ns() - t0;
 }
 
+void go_session_released(struct go_session *g)
+{
+	if (g && g->snap && go_capture_parked(g->snap, read_ranges, g) < 0) {
+		/* Out of memory: the parked goroutines print "stack unavailable". */
+		g->parked_error = -ENOMEM;
+	}
+}
+
+/* Faults in, now, the heap the capture will allocate while every thread is
+ * held: a fresh page costs a fault inside the pause otherwise. glibc is
+ * told to serve such blocks from the heap rather than from new mappings
+ * and to keep freed memory instead of trimming it, so the blocks touched
+ * here are the ones the capture gets back. The tool is short-lived; its
+ * peak RSS does not change, it is only reached earlier. */
+static void prefault_heap(size_t bytes)
+{
+	enum { PIECE = 8 << 20 };
+	void *pieces[64];
+	size_t n = 0;
+	if (!bytes)
+		return;
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 512 << 20);
+	for (size_t done = 0; done < bytes && n < 64; done += PIECE) {
+		pieces[n] = malloc(PIECE);
+		if (!pieces[n])
+			break;
+		/* One store per page, through volatile: malloc+memset(0) is
+		 * turned into calloc, which skips fresh (known-zero) memory. */
+		volatile char *page = pieces[n++];
+		for (size_t off = 0; off < PIECE; off += 4096)
+			page[off] = 1;
+	}
+	while (n)
+		free(pieces[--n]);
+}
+
 void go_session_arm(struct go_session *g, struct attach_options *opts)
 {
 	if (!go_target_can_list_goroutines(g->target))
 		return;
+	prefault_heap(go_capture_heap_hint(g->target, read_ranges, g));
 	opts->while_held = while_held;
 	opts->while_held_ctx = g;
 }
@@ -394,9 +436,20 @@ int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 		go_snapshot_stats(g->snap, &stats);
 		cJSON_AddNumberToObject(o, "goroutines", (double)stats.goroutines);
 		cJSON_AddNumberToObject(o, "read_us", (double)g->capture_ns / 1000.0);
+		cJSON_AddNumberToObject(o, "goroutines_us", (double)stats.pause_ns / 1000.0);
 		cJSON_AddNumberToObject(o, "bytes_read", (double)stats.bytes_read);
 		cJSON_AddNumberToObject(o, "stacks_truncated", (double)stats.stacks_truncated);
 		cJSON_AddNumberToObject(o, "unreadable", (double)stats.unreadable);
+		/* The pause covers the goroutine list and the stacks of the
+		 * goroutines not parked; parked ones are copied after release
+		 * and dropped if they ran before the copy finished. */
+		cJSON_AddNumberToObject(o, "stacks_copied_after_release",
+					(double)stats.stacks_deferred);
+		cJSON_AddNumberToObject(o, "stacks_changed_before_copy",
+					(double)stats.stacks_changed);
+		cJSON_AddNumberToObject(o, "after_release_us", (double)stats.parked_ns / 1000.0);
+		if (g->parked_error)
+			cJSON_AddStringToObject(o, "after_release_error", strerror(-g->parked_error));
 	}
 	if (!g->snap)
 		return 0;

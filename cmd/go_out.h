@@ -29,6 +29,11 @@ void go_session_describe(struct go_session *g, cJSON *target);
 /* Arm opts so the next capture also copies the goroutines. */
 void go_session_arm(struct go_session *g, struct attach_options *opts);
 
+/* Right after the armed capture released the target: copy the stacks of
+ * the parked goroutines, which the pause left out (go_capture_parked()).
+ * The sooner it runs, the fewer goroutines wake before their copy. */
+void go_session_released(struct go_session *g);
+
 /* After the release: write <prefix>goroutine.txt and goroutine.pprof from
  * the goroutines copied during the last armed capture. 0 when there was
  * nothing to write; -errno on a bundle write error. */

@@ -367,8 +367,10 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 		go_session_arm(s->go, &ao);
 	const struct process_capture *final = NULL;
 	const struct unwound_stack *final_stacks = NULL;
-	if (!sp->target_exited && attach_capture(&s->target, &ao, &sp->cur) == 0 &&
-	    grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) == 0) {
+	int fr = sp->target_exited ? -ESRCH : attach_capture(&s->target, &ao, &sp->cur);
+	if (s->go)
+		go_session_released(s->go);
+	if (fr == 0 && grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) == 0) {
 		pause_add(&sp->pause, sp->cur.hold_ns);
 		interp_unwind(s->interp, &sp->cur, sp->stacks);
 		final = &sp->cur;

@@ -131,6 +131,8 @@ static int dump_snapshot(struct timeline_run *t, const char *prefix)
 	if (t->s->go)
 		go_session_arm(t->s->go, &ao);
 	int r = attach_capture(&t->s->target, &ao, &pc);
+	if (t->s->go)
+		go_session_released(t->s->go);
 	if (r < 0) {
 		process_capture_release(&pc);
 		return r;

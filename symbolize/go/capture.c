@@ -392,8 +392,9 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 	if (!go_target_can_list_goroutines(t))
 		return -ENOTSUP;
 	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-	struct go_capture_limits lim = {64 * 1024, 10000000, 1000};
+	struct go_capture_limits lim = {64 * 1024, 10000000, 1000, false};
 	if (limits) {
+		lim.defer_parked_stacks = limits->defer_parked_stacks;
 		if (limits->max_stack_bytes)
 			lim.max_stack_bytes = limits->max_stack_bytes;
 		if (limits->max_goroutines)
@@ -521,7 +522,8 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 	}
 	free(mb);
 
-	/* E: the stacks, into one arena */
+	/* E: the stacks, into one arena (deferred ones get their place in
+	 * it later, so the pause does not fault in memory for them) */
 	size_t total = 0;
 	for (size_t i = 0; i < s->ngs; i++) {
 		struct go_g *g = &s->gs[i];
@@ -534,8 +536,13 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 			g->truncated = true;
 			s->stats.stacks_truncated++;
 		}
-		g->copy_off = total;
 		g->copy_len = len;
+		if (len && lim.defer_parked_stacks && (g->status & ~(uint32_t)G_SCAN) == G_WAITING) {
+			g->deferred = true;
+			s->stats.stacks_deferred++;
+			continue;
+		}
+		g->copy_off = total;
 		total += len;
 	}
 	s->arena = malloc(total + 1);
@@ -545,13 +552,15 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 	size_t nr = 0;
 	for (size_t i = 0; i < s->ngs; i++) {
 		struct go_g *g = &s->gs[i];
-		if (g->have_start && g->copy_len)
-			rg[nr++] = (struct go_mem_range){g->start_sp, s->arena + g->copy_off, g->copy_len};
+		if (!g->have_start || !g->copy_len || g->deferred)
+			continue;
+		rg[nr++] = (struct go_mem_range){g->start_sp, s->arena + g->copy_off, g->copy_len};
 	}
+	s->deferred_pending = s->stats.stacks_deferred > 0;
 	rd_ranges(&r, rg, nr, ok);
 	for (size_t i = 0, k = 0; i < s->ngs; i++) {
 		struct go_g *g = &s->gs[i];
-		if (g->have_start && g->copy_len) {
+		if (g->have_start && g->copy_len && !g->deferred) {
 			g->copy_ok = ok[k++];
 			if (!g->copy_ok)
 				s->stats.unreadable++;
@@ -603,6 +612,96 @@ fail:
 	free(ms);
 	go_snapshot_free(s);
 	return ret_code;
+}
+
+size_t go_capture_heap_hint(struct go_target *t, go_read_mem_fn read, void *read_ctx)
+{
+	if (!go_target_can_list_goroutines(t))
+		return 0;
+	struct go_capture_stats st = {0};
+	struct rd r = {read, read_ctx, &st};
+	uint64_t allglen = 0;
+	if (rd_one(&r, t->sym_allglen + t->bias, &allglen, 8) != 0 || allglen > 10000000)
+		return 0;
+	/* Per g: its copy, a merged read of it with the gap rd_coalesced()
+	 * may span, the go_g, the pointer, the range, the sort index and
+	 * flags; doubled, since goroutines come and go. */
+	size_t per = 2 * t->L.g_read + 512 + sizeof(struct go_g) + 8 + sizeof(struct go_mem_range) +
+		     sizeof(struct span_ix) + 3 * sizeof(size_t) + 2;
+	return (size_t)allglen * per * 2;
+}
+
+int go_capture_parked(struct go_snapshot *s, go_read_mem_fn read, void *read_ctx)
+{
+	if (!s->deferred_pending)
+		return 0;
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+	const struct go_layout *L = &s->t->L;
+	struct rd r = {read, read_ctx, &s->stats};
+	size_t n = s->stats.stacks_deferred;
+	struct go_mem_range *rg = calloc(n + 1, sizeof(*rg));
+	bool *ok = calloc(n + 1, sizeof(*ok));
+	bool *hok = calloc(n + 1, sizeof(*hok));
+	uint8_t *gbuf = malloc(n * L->g_read + 1);
+	size_t *which = calloc(n + 1, sizeof(*which));
+	int ret = -ENOMEM;
+	if (!rg || !ok || !hok || !gbuf || !which)
+		goto out;
+	size_t total = s->arena_len;
+	for (size_t i = 0; i < s->ngs; i++) {
+		struct go_g *g = &s->gs[i];
+		if (g->deferred) {
+			g->copy_off = total;
+			total += g->copy_len;
+		}
+	}
+	uint8_t *arena = realloc(s->arena, total + 1);
+	if (!arena)
+		goto out;
+	s->arena = arena;
+	s->arena_len = total;
+	size_t k = 0;
+	for (size_t i = 0; i < s->ngs && k < n; i++) {
+		struct go_g *g = &s->gs[i];
+		if (!g->deferred)
+			continue;
+		which[k] = i;
+		rg[k++] = (struct go_mem_range){g->start_sp, s->arena + g->copy_off, g->copy_len};
+	}
+	/* Stacks first, then the headers: a goroutine that ran at any point
+	 * before its header is read again shows it there. */
+	rd_ranges(&r, rg, k, ok);
+	for (size_t j = 0; j < k; j++)
+		rg[j] = (struct go_mem_range){s->gs[which[j]].addr, gbuf + j * L->g_read, L->g_read};
+	if (rd_coalesced(&r, rg, k, hok, 512) == -ENOMEM)
+		goto out;
+	for (size_t j = 0; j < k; j++) {
+		struct go_g *g = &s->gs[which[j]];
+		const uint8_t *b = gbuf + j * L->g_read;
+		bool same = hok[j] &&
+			    (go_u32(b + L->g_atomicstatus) & ~(uint32_t)G_SCAN) ==
+				    (g->status & ~(uint32_t)G_SCAN) &&
+			    go_u64(b + L->g_goid) == g->goid &&
+			    go_u64(b + L->g_sched_sp) == g->sched_sp &&
+			    go_u64(b + L->g_sched_pc) == g->sched_pc &&
+			    go_u64(b + L->g_stack_lo) == g->stack_lo &&
+			    go_u64(b + L->g_stack_hi) == g->stack_hi;
+		g->copy_ok = ok[j] && same;
+		if (!ok[j])
+			s->stats.unreadable++;
+		else if (!same)
+			s->stats.stacks_changed++;
+	}
+	s->deferred_pending = false;
+	ret = 0;
+out:
+	free(rg);
+	free(ok);
+	free(hok);
+	free(gbuf);
+	free(which);
+	s->stats.parked_ns = now_ns(CLOCK_MONOTONIC) - t0;
+	return ret;
 }
 
 /*

@@ -147,6 +147,7 @@ struct go_g {
 	/* the copy of [start_sp, copy_end) */
 	size_t copy_off, copy_len;
 	bool copy_ok, truncated;
+	bool deferred;  /* stack left for go_capture_parked() */
 	int labelset;   /* index into snapshot lsets, -1 if none */
 	/* after unwinding */
 	struct go_pframe *frames;
@@ -169,6 +170,7 @@ struct go_snapshot {
 	bool fing_running;
 	struct go_capture_stats stats;
 	bool unwound;
+	bool deferred_pending; /* go_capture_parked() still to run */
 };
 
 /* little-endian readers */

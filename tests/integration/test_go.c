@@ -146,6 +146,17 @@ Test(go, snapshot_matches_runtime_dump)
 	cJSON *go = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go");
 	cr_assert(go, "manifest has no target.go");
 	cr_expect(strncmp(cJSON_GetObjectItem(go, "version")->valuestring, "go1.", 4) == 0);
+	/* Parked goroutines are copied after the release, and none of the
+	 * fixture's parked ones woke in between (they block for good: channels
+	 * nobody sends to, a held lock, an hour's sleep), so none lost its
+	 * stack. */
+	cJSON *gc = cJSON_GetObjectItem(go, "goroutine_capture");
+	cJSON *deferred = cJSON_GetObjectItem(gc, "stacks_copied_after_release");
+	cJSON *changed = cJSON_GetObjectItem(gc, "stacks_changed_before_copy");
+	cr_assert(cJSON_IsNumber(deferred) && cJSON_IsNumber(changed), "no deferred-stack figures");
+	cr_expect_geq(deferred->valuedouble, 20, "only %g stacks copied after release",
+		      deferred->valuedouble);
+	cr_expect_leq(changed->valuedouble, 2, "%g parked goroutines changed", changed->valuedouble);
 	cJSON_Delete(m);
 
 	struct tool_result r;
