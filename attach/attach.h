@@ -197,8 +197,16 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 void process_capture_release(struct process_capture *pc);
 
 /* Detach threads left late by an earlier capture that have trapped since.
- * Call it between captures (attach_capture also does it first). */
-void attach_service_late(void);
+ * Call it between captures (attach_capture also does it first). Returns
+ * how many are still late: each will sit in a ptrace-stop from the moment
+ * it traps until the next call, so call again soon while this is not 0. */
+size_t attach_service_late(void);
+
+/* After a last capture: wait up to timeout_ms for its late threads to
+ * reach their stop, detaching each as it does, so that none sits stopped
+ * through the work that follows (symbols can take seconds). Threads still
+ * late after that (in D) are detached by the kernel when we exit. */
+void attach_settle_late(unsigned timeout_ms);
 
 /* Read target memory (process_vm_readv). Returns bytes read or -errno. */
 ssize_t attach_read_memory(pid_t pid, uint64_t addr, void *buf, size_t len);

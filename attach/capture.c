@@ -564,6 +564,7 @@ static int scan_and_seize(struct capture_run *run)
 	 * interrupt them back to back so they stop as close together as we can
 	 * manage (the snapshot is only consistent across that window). */
 	pid_t fresh[512];
+	bool fresh_late[512]; /* still late from an earlier capture */
 	size_t nfresh = 0;
 
 	if (lseek(run->t->task_dirfd, 0, SEEK_SET) < 0)
@@ -580,10 +581,17 @@ static int scan_and_seize(struct capture_run *run)
 			if (d->d_name[0] < '0' || d->d_name[0] > '9')
 				continue;
 			pid_t tid = (pid_t)atoi(d->d_name);
-			if (find_thread(pc, tid) || is_late(tid))
+			if (find_thread(pc, tid))
 				continue;
-			if (nfresh < sizeof(fresh) / sizeof(fresh[0]))
+			/* A thread still late from an earlier capture (in D, or
+			 * never scheduled) keeps our interrupt pending: it is not
+			 * seized again, but it is listed, as late, so that every
+			 * capture (and the final snapshot) shows it instead of
+			 * silently dropping it. */
+			if (nfresh < sizeof(fresh) / sizeof(fresh[0])) {
+				fresh_late[nfresh] = is_late(tid);
 				fresh[nfresh++] = tid;
+			}
 		}
 	}
 
@@ -592,6 +600,10 @@ static int scan_and_seize(struct capture_run *run)
 		struct thread_capture *tc = add_thread(pc, fresh[i]);
 		if (!tc)
 			return -ENOMEM;
+		if (fresh_late[i]) {
+			read_thread_proc(run, tc); /* outcome stays THREAD_LATE */
+			continue;
+		}
 		/* An idle thread keeps its last state: one read instead of two. */
 		if (run->o->skip_idle && skip_if_idle(run, tc))
 			continue;
@@ -607,8 +619,8 @@ static int scan_and_seize(struct capture_run *run)
 		struct hold *h = &run->holds[i];
 		memset(h, 0, sizeof(*h));
 		found++;
-		if (tc->not_stopped || tc->outcome == THREAD_UNCHANGED)
-			continue; /* sampled from /proc, or idle: never stopped */
+		if (tc->not_stopped || tc->outcome == THREAD_UNCHANGED || fresh_late[i - base])
+			continue; /* sampled from /proc, idle, or still late: not stopped */
 		/* No options: no EXITKILL (the target must survive our death), no
 		 * TRACECLONE/EXEC (per-capture seize rescans instead). */
 		if (ptrace(PTRACE_SEIZE, tc->tid, 0, 0) < 0) {
@@ -973,6 +985,7 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 	pc->pid = t->pid;
 	pc->nthreads = 0;
 	pc->hold_ns = 0;
+	pc->nlate = pc->ngone = pc->nunchanged = pc->nnot_stopped = 0;
 	pc->target_exited = false;
 	pc->wall_ns = now_ns(CLOCK_REALTIME);
 
@@ -1055,7 +1068,17 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 	return 0;
 }
 
-void attach_service_late(void)
+size_t attach_service_late(void)
 {
 	service_late();
+	return nlate_tids;
+}
+
+void attach_settle_late(unsigned timeout_ms)
+{
+	uint64_t until = now_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000ull;
+	while (attach_service_late() && now_ns(CLOCK_MONOTONIC) < until) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
 }

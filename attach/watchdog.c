@@ -60,20 +60,6 @@ static _Noreturn void watchdog_main(int tool_pidfd, struct wd_shared *w)
 	static const int ignored[] = {SIGINT, SIGHUP, SIGTERM, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE};
 	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
 		signal(ignored[i], SIG_IGN);
-	/* Hold nothing of the tool's: an inherited pipe end would keep a
-	 * reader (a shell, a test) waiting after the tool is gone. */
-	if (tool_pidfd != 3) {
-		dup2(tool_pidfd, 3);
-		tool_pidfd = 3;
-	}
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null >= 0) {
-		dup2(null, 0);
-		dup2(null, 1);
-		dup2(null, 2);
-	}
-	syscall(SYS_close_range, 4u, ~0u, 0u);
-
 	uint64_t limit_ns = (uint64_t)w->limit_ms * 1000000ull;
 	/* Overshoot at most a tenth of the limit; a poll every 50 ms (for the
 	 * default 500 ms) costs nothing measurable. */
@@ -121,6 +107,25 @@ int attach_watchdog_start(unsigned limit_ms)
 		int pfd = (int)syscall(SYS_pidfd_open, tool, 0);
 		if (pfd < 0)
 			_exit(1);
+		/* Hold nothing of the tool's: an inherited pipe end would keep a
+		 * reader (a shell, a test) waiting after the tool is gone, and
+		 * the target's capture lock (target.c) would refuse the next
+		 * capture as "already traced". Dropped here, before the second
+		 * fork, while the tool waits for us: done in the watchdog itself,
+		 * a watchdog starved of CPU on a loaded machine (seen: seconds,
+		 * past the tool's wait for it and past the tool's own exit)
+		 * held them all that time. */
+		if (pfd != 3) {
+			dup2(pfd, 3);
+			pfd = 3;
+		}
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		syscall(SYS_close_range, 4u, ~0u, 0u);
 		pid_t gc = fork();
 		if (gc < 0)
 			_exit(1);

@@ -114,6 +114,17 @@ int bundle_create(const char *dir, struct bundle **ret)
 		r = r == 0 ? -EEXIST : r;
 		goto fail;
 	}
+	/* An existing empty directory we cannot write into (read-only mount,
+	 * immutable, no permission) must be refused now, before the caller
+	 * attaches to anything, not at the first member write. AT_EACCESS:
+	 * the effective ids are the ones that will write. */
+	if (faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) < 0) {
+		r = -errno;
+		close(fd);
+		if (made)
+			(void)rmdir(path);
+		goto fail;
+	}
 	b = calloc(1, sizeof(*b));
 	if (!b) {
 		close(fd);

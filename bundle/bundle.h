@@ -22,7 +22,8 @@ struct bundle;
 
 /* Open dir for writing a bundle. dir must not exist (it is created 0700)
  * or be an empty directory that is not a symlink. -EEXIST if it is not empty,
- * -ENOTDIR if it is a file, -ELOOP if a symlink, other -errno on failure. */
+ * -ENOTDIR if it is a file, -ELOOP if a symlink, -EROFS / -EACCES / -EPERM
+ * if it cannot be written into, other -errno on failure. */
 int bundle_create(const char *dir, struct bundle **ret);
 
 /* Write a whole member atomically: <name>.tmp, fsync, rename to name,

@@ -86,6 +86,10 @@ static void usage(FILE *f)
 	      "     --stack-bytes N      cap on each thread's stack copy (default 524288)\n"
 	      "     --stop-timeout MS    deadline for all threads to stop (default 100)\n"
 	      "     --debuginfod         allow DEBUGINFOD_URLS lookups (can stall for minutes)\n"
+	      "     --record-environ     also record the target's environment in the manifest\n"
+	      "                          (values of credential-like names redacted)\n"
+	      "     --force              capture a process that is not dumpable (setuid, or\n"
+	      "                          PR_SET_DUMPABLE 0): it asked not to be inspected\n"
 	      "     --symbols full|names full (default): function, file:line and inline\n"
 	      "                          frames from DWARF; names: function names from symbol\n"
 	      "                          tables only, skipping compressed DWARF (faster)\n"
@@ -115,6 +119,7 @@ static void usage(FILE *f)
 	      " 10  writing the bundle failed (disk full, I/O error), or printing its path\n"
 	      " 11  internal error\n"
 	      " 12  interrupted while writing; bundle abandoned (no manifest)\n"
+	      " 13  the process is not dumpable; --force captures it anyway\n"
 	      "\n"
 	      "See diag-attach(1).\n",
 	      f);
@@ -134,6 +139,8 @@ enum {
 	OPT_WITH_BINARIES,
 	OPT_NO_INTERRUPT_BLOCKED,
 	OPT_WATCHDOG,
+	OPT_RECORD_ENVIRON,
+	OPT_FORCE,
 };
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
@@ -193,6 +200,8 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 		{"with-binaries", optional_argument, NULL, OPT_WITH_BINARIES},
 		{"no-interrupt-blocked", no_argument, NULL, OPT_NO_INTERRUPT_BLOCKED},
 		{"watchdog", required_argument, NULL, OPT_WATCHDOG},
+		{"record-environ", no_argument, NULL, OPT_RECORD_ENVIRON},
+		{"force", no_argument, NULL, OPT_FORCE},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -312,6 +321,12 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 		case OPT_NO_INTERRUPT_BLOCKED:
 			o->attach.no_interrupt_blocked = true;
 			break;
+		case OPT_RECORD_ENVIRON:
+			o->record_environ = true;
+			break;
+		case OPT_FORCE:
+			o->force = true;
+			break;
 		case OPT_WATCHDOG:
 			if (parse_uint(optarg, 600000, &v) < 0 || (v && v < 50)) {
 				die_message("invalid watchdog limit '%s' (0 = off, or 50 to 600000 ms)", optarg);
@@ -389,6 +404,36 @@ int capture_refuse(pid_t pid, const struct attach_probe *pr)
 		return EXIT_NOT_PERMITTED;
 	}
 	return EXIT_INTERNAL;
+}
+
+/*
+ * Has pid asked not to be inspected (PR_SET_DUMPABLE 0, a setuid program,
+ * changed credentials)? The kernel hands every file of /proc/PID, but not
+ * the directory itself, to root when the process is not dumpable
+ * (fs/proc/base.c task_dump_owner): "status" owned by root while the
+ * process's effective uid or gid is not root means not dumpable. A process
+ * that runs as root:root looks the same either way, and every access check
+ * that could tell needs CAP_SYS_PTRACE against it anyway: it passes.
+ */
+static bool target_dumpable(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* gone: the capture will say so */
+	struct stat st;
+	ssize_t n = fstat(fd, &st) == 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	unsigned long ruid, euid, rgid, egid;
+	const char *u = strstr(buf, "\nUid:"), *g = strstr(buf, "\nGid:");
+	if (!u || !g || sscanf(u + 5, "%lu %lu", &ruid, &euid) != 2 ||
+	    sscanf(g + 5, "%lu %lu", &rgid, &egid) != 2)
+		return true;
+	return !((st.st_uid == 0 && euid != 0) || (st.st_gid == 0 && egid != 0));
 }
 
 static void default_output(pid_t pid, char *buf, size_t size)
@@ -486,6 +531,8 @@ static int run_snapshot(struct capture_session *s)
 	int r = attach_capture(&s->target, &ao, &pc);
 	if (s->go)
 		go_session_released(s->go);
+	/* Late threads must not sit stopped while we symbolize. */
+	attach_settle_late(ao.stop_timeout_ms);
 	if (r < 0) {
 		process_capture_release(&pc);
 		if (r == -ESRCH) {
@@ -574,7 +621,7 @@ static cJSON *initial_manifest(struct capture_session *s)
 	cJSON *tool = cJSON_AddObjectToObject(m, "tool");
 	cJSON_AddStringToObject(tool, "name", "diag-attach");
 	cJSON_AddStringToObject(tool, "version", DIAG_ATTACH_VERSION);
-	cJSON *target = target_info_json(&s->target);
+	cJSON *target = target_info_json(&s->target, s->opt->record_environ);
 	if (target && s->go)
 		go_session_describe(s->go, target);
 	cJSON_AddItemToObject(m, "target", target);
@@ -604,6 +651,23 @@ int cmd_capture(int argc, char **argv)
 	}
 	if (pr.refusal != ATTACH_OK)
 		return capture_refuse(opt.pid, &pr);
+	/* A non-dumpable process (PR_SET_DUMPABLE 0, setuid, changed
+	 * credentials) asked not to be inspected: no core dumps, no ptrace
+	 * without CAP_SYS_PTRACE. Root may still trace it, and a bundle is
+	 * meant to travel, so that takes an explicit --force. */
+	/* attach_target_probe's dumpable looks at the /proc/PID directory,
+	 * which keeps the process's uid: ask its files too. */
+	pr.dumpable = pr.dumpable && target_dumpable(opt.pid);
+	if (!pr.dumpable && !pr.have_cap_sys_ptrace) {
+		pr.refusal = ATTACH_NOT_PERMITTED; /* the kernel would say so */
+		return capture_refuse(opt.pid, &pr);
+	}
+	if (!pr.dumpable && !opt.force) {
+		die_message("refusing to capture pid %d: it is not dumpable (setuid, or PR_SET_DUMPABLE 0)",
+			    (int)opt.pid);
+		hint_message("it asked not to be inspected and may hold secrets; add --force to capture it anyway");
+		return EXIT_NOT_DUMPABLE;
+	}
 
 	char default_dir[64];
 	const char *dir = opt.output;
@@ -660,6 +724,8 @@ int cmd_capture(int argc, char **argv)
 	if (opt.watchdog_ms && attach_watchdog_start(opt.watchdog_ms) < 0 && !opt.quiet)
 		die_message("warning: could not start the watchdog; continuing without it");
 	s.manifest = initial_manifest(&s);
+	if (s.manifest && !pr.dumpable)
+		cJSON_AddFalseToObject(cJSON_GetObjectItem(s.manifest, "target"), "dumpable");
 	if (!s.manifest) {
 		die_message("out of memory");
 		bundle_abandon(s.bundle);

@@ -31,6 +31,8 @@ struct capture_options {
 	uint64_t interval_ns;      /* timeline interval */
 	bool quiet;
 	bool debuginfod;
+	bool record_environ;        /* put the target's environ (redacted) in the manifest */
+	bool force;                 /* capture a non-dumpable process anyway */
 	bool names_only; /* --symbols names */
 	uint64_t with_binaries_cap; /* 0: do not copy binaries into the bundle */
 	unsigned watchdog_ms;       /* 0: no watchdog */

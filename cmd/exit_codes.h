@@ -20,6 +20,7 @@ enum exit_code {
 	EXIT_WRITE_FAILED = 10,  /* writing the bundle failed (disk full, I/O error) */
 	EXIT_INTERNAL = 11,      /* out of memory or an unexpected failure */
 	EXIT_INTERRUPTED = 12,   /* interrupted while writing; the bundle was abandoned */
+	EXIT_NOT_DUMPABLE = 13,  /* the process is not dumpable (asked not to be inspected); see --force */
 };
 
 #endif

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "attach/unwind.h"
+#include "unwind_gate.h"
 #include "util.h"
 
 #define MAX_MESSAGE (1u << 30)
@@ -48,6 +49,7 @@ struct interp {
 	unsigned restarts;
 	uint64_t stacks_lost, batches_lost;
 	/* In-process fallback state. */
+	struct unwind_gate *gate;
 	struct unwinder *uw;
 	struct symbolizer *sym;
 	char *sym_maps;
@@ -201,6 +203,7 @@ static int install_seccomp(bool allow_network)
 struct worker_state {
 	pid_t pid;
 	struct symbolize_options opts;
+	struct unwind_gate *gate;
 	struct unwinder *uw;
 	char *uw_maps;
 	size_t uw_maps_len;
@@ -292,12 +295,19 @@ static void worker_unwind(struct worker_state *w, struct cursor *c, struct msg *
 		return;
 	if (!same_maps(w->uw_maps, w->uw_maps_len, maps, maps_len)) {
 		char *copy = dup_bytes(maps, maps_len);
-		if (!copy)
+		/* libunwind opens the files itself: only those it may
+		 * (unwind_gate.h) keep their paths. */
+		size_t glen;
+		char *gated = copy ? unwind_gate_filter(w->gate, copy, maps_len, &glen) : NULL;
+		if (!gated) {
+			free(copy);
 			return;
+		}
 		if (w->uw)
-			unwinder_update_maps(w->uw, copy, maps_len);
-		else if (unwinder_new(w->pid, copy, maps_len, &w->uw) < 0)
+			unwinder_update_maps(w->uw, gated, glen);
+		else if (unwinder_new(w->pid, gated, glen, &w->uw) < 0)
 			w->uw = NULL;
+		free(gated);
 		free(w->uw_maps);
 		w->uw_maps = copy;
 		w->uw_maps_len = maps_len;
@@ -364,7 +374,9 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 	signal(SIGHUP, SIG_IGN);
 	if (install_seccomp(opts->allow_debuginfod) < 0)
 		_exit(3);
-	struct worker_state w = {.pid = pid, .opts = *opts};
+	struct worker_state w = {.pid = pid, .opts = *opts, .gate = unwind_gate_new(pid)};
+	if (!w.gate)
+		_exit(4);
 	/* Test-only: crash on the Nth unwind request, to prove that a crash
 	 * in interpretation loses only the samples in flight. */
 	const char *crash = getenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT");
@@ -429,6 +441,15 @@ static int start_worker(struct interp *in)
 	}
 	if (pid == 0) {
 		close(sv[0]);
+		/* Keep nothing of the tool's but stdio and our socket. Above all
+		 * not the target's capture lock (attach/target.c), a socket that
+		 * is released only when its last holder is gone: held here it
+		 * outlives a SIGKILLed tool until PDEATHSIG has reaped us, and a
+		 * capture started right then is refused as "already traced" by
+		 * a dead pid. */
+		if (sv[1] > 3)
+			syscall(SYS_close_range, 3u, (unsigned)sv[1] - 1, 0u);
+		syscall(SYS_close_range, (unsigned)sv[1] + 1, ~0u, 0u);
 		worker_main(sv[1], in->pid, &in->opts);
 		_exit(0);
 	}
@@ -457,6 +478,7 @@ void interp_free(struct interp *in)
 		return;
 	stop_worker(in);
 	unwinder_free(in->uw);
+	unwind_gate_free(in->gate);
 	symbolizer_free(in->sym);
 	free(in->sym_maps);
 	free(in);
@@ -521,11 +543,19 @@ void interp_unwind(struct interp *in, const struct process_capture *pc,
 		   struct unwound_stack *stacks)
 {
 	if (!in->sandboxed) {
-		if (!in->uw && unwinder_new(pc->pid, pc->maps_text, pc->maps_len, &in->uw) < 0) {
+		size_t glen;
+		char *gated = NULL;
+		if (!in->gate)
+			in->gate = unwind_gate_new(pc->pid);
+		if (in->gate)
+			gated = unwind_gate_filter(in->gate, pc->maps_text, pc->maps_len, &glen);
+		if (!gated || (!in->uw && unwinder_new(pc->pid, gated, glen, &in->uw) < 0)) {
+			free(gated);
 			leaf_only(pc, stacks);
 			return;
 		}
-		unwinder_update_maps(in->uw, pc->maps_text, pc->maps_len);
+		unwinder_update_maps(in->uw, gated, glen);
+		free(gated);
 		for (size_t i = 0; i < pc->nthreads; i++) {
 			stacks[i].n = 0;
 			stacks[i].truncated = true;

@@ -25,18 +25,21 @@
 #define PAUSE_RESERVOIR 65536
 #define PROGRESS_EVERY_NS 250000000ull
 #define WARM_EVERY_NS 1000000000ull
+#define LATE_POLL_NS 2000000ull
 
 struct pause_stats {
 	uint64_t *reservoir;
 	size_t n;
 	uint64_t seen;
 	uint64_t max_ns;
+	uint64_t total_ns; /* every hold added up: the time the target stood still */
 	uint64_t rng;
 };
 
 static void pause_add(struct pause_stats *p, uint64_t ns)
 {
 	p->seen++;
+	p->total_ns += ns;
 	if (ns > p->max_ns)
 		p->max_ns = ns;
 	if (p->n < PAUSE_RESERVOIR) {
@@ -58,6 +61,7 @@ static void pause_json(cJSON *o, struct pause_stats *p)
 	cJSON_ReplaceItemInObject(o, "stops", cJSON_CreateNumber((double)p->seen));
 	if (p->seen)
 		cJSON_ReplaceItemInObject(o, "max_us", cJSON_CreateNumber((double)p->max_ns / 1000.0));
+	cJSON_AddNumberToObject(o, "total_us", (double)p->total_ns / 1000.0);
 }
 
 /* Previous on-CPU time per thread, to tell running from runnable. */
@@ -118,6 +122,13 @@ struct sampler {
 	 * so many threads cannot turn sampling into a standing stop. */
 	uint64_t requested_period_ns, tick_cost_ewma_ns;
 	uint64_t one_time_ns; /* this tick's one-off work (loading modules): not its cost */
+	uint64_t tick_hold_ns; /* this tick's hold (cur and last swap at its end) */
+	/* Pause budget (judge_pause): the current window's start, holds and
+	 * ticks, the last window's mean hold, and the shortest period it
+	 * allows; cost_period_ns is what our own cost allows. */
+	uint64_t prev_hold_ns, win_start_ns, win_hold_ns, win_ticks, win_mean_hold_ns;
+	uint64_t pause_floor_ns, cost_period_ns;
+	uint64_t late_samples; /* threads found late, summed over the ticks */
 	cJSON *adaptations;
 	/* Addresses already resolved in the worker during the capture, so the
 	 * end (which must be quick after Ctrl-C) only resolves what is new. */
@@ -223,21 +234,93 @@ static void reuse_idle_stacks(struct sampler *sp)
 
 #define BUDGET_SHARE_HIGH 2 /* cost > period / 2: halve the rate */
 #define BUDGET_SHARE_LOW 8  /* cost < period / 8: double it back */
+/* Pause budget: the target may stand still at most 1/PAUSE_SHARE_MAX of
+ * the time (5%), judged over windows of PAUSE_WINDOW_NS (and at once when
+ * it stands still longer than it runs). Past it the period becomes the
+ * requested one doubled until the window's mean hold is 1/PAUSE_SHARE_TARGET
+ * of it (2%); each window that stays under the budget lets it come back
+ * down as far as its mean hold stays under 1/PAUSE_SHARE_BACK (4%). */
+#define PAUSE_SHARE_MAX 20
+#define PAUSE_SHARE_TARGET 50
+#define PAUSE_SHARE_BACK 25
+#define PAUSE_WINDOW_NS 1000000000ull
+#define PAUSE_PERIOD_MAX_NS 10000000000ull
+/* The first ticks warm caches (unwind tables, page cache), fault in our
+ * buffers inside the hold and stop idle threads too: neither our cost nor
+ * the holds are judged on them, except holds longer than the period twice
+ * running, which are acted on from the second tick (the first may have
+ * waited for a thread caught in D, which later ticks skip). */
+#define WARMUP_TICKS 5
 #define MAX_ADAPTATIONS_RECORDED 64
 
-static void adapt_rate(struct sampler *sp, uint64_t cost_ns, uint64_t at_ns)
+static uint64_t pause_floor_for(const struct sampler *sp, uint64_t mean_hold_ns, unsigned share)
 {
-	/* The first ticks warm caches (unwind tables, page cache): judge the
-	 * steady state. */
-	if (sp->ticks <= 5)
+	uint64_t want = mean_hold_ns * share, floor = sp->requested_period_ns;
+	while (floor < want && floor < PAUSE_PERIOD_MAX_NS)
+		floor *= 2;
+	return floor;
+}
+
+/* The target feels our holds, not our cost: with hundreds of threads (each
+ * must be scheduled to reach its stop) one hold can take tens of
+ * milliseconds, and at the requested rate it would stand still most of the
+ * time (py-spy #872). Judged on the time held per window rather than per
+ * tick: on a busy machine holds alternate between microseconds and the stop
+ * deadline, and what the target feels is their sum. */
+static void judge_pause(struct sampler *sp, uint64_t hold_ns, uint64_t at_ns)
+{
+	uint64_t both = sp->prev_hold_ns < hold_ns ? sp->prev_hold_ns : hold_ns;
+	sp->prev_hold_ns = hold_ns;
+	if (sp->ticks >= 2 && both > sp->period_ns) {
+		/* Stopped longer than it runs: no time to lose. */
+		sp->win_mean_hold_ns = both;
+		uint64_t floor = pause_floor_for(sp, both, PAUSE_SHARE_TARGET);
+		if (floor > sp->pause_floor_ns)
+			sp->pause_floor_ns = floor;
+		sp->win_start_ns = at_ns;
+		sp->win_hold_ns = sp->win_ticks = 0;
 		return;
-	sp->tick_cost_ewma_ns = sp->tick_cost_ewma_ns ? (sp->tick_cost_ewma_ns * 4 + cost_ns) / 5
-						     : cost_ns;
+	}
+	if (sp->ticks <= WARMUP_TICKS) {
+		sp->win_start_ns = at_ns;
+		return;
+	}
+	sp->win_hold_ns += hold_ns;
+	sp->win_ticks++;
+	if (sp->win_ticks < 2)
+		return; /* one hold alone is no measure of a share of time */
+	uint64_t elapsed = at_ns - sp->win_start_ns;
+	if (elapsed < PAUSE_WINDOW_NS)
+		return;
+	bool over = sp->win_hold_ns > elapsed / PAUSE_SHARE_MAX;
+	sp->win_mean_hold_ns = sp->win_hold_ns / sp->win_ticks;
+	uint64_t floor = pause_floor_for(sp, sp->win_mean_hold_ns,
+					 over ? PAUSE_SHARE_TARGET : PAUSE_SHARE_BACK);
+	if (over ? floor > sp->pause_floor_ns : floor < sp->pause_floor_ns)
+		sp->pause_floor_ns = floor;
+	sp->win_start_ns = at_ns;
+	sp->win_hold_ns = 0;
+	sp->win_ticks = 0;
+}
+
+static void adapt_rate(struct sampler *sp, uint64_t cost_ns, uint64_t hold_ns, uint64_t at_ns)
+{
 	uint64_t p = sp->period_ns;
-	if (sp->tick_cost_ewma_ns > p / BUDGET_SHARE_HIGH && p < 1000000000ull)
-		sp->period_ns = p * 2;
-	else if (sp->tick_cost_ewma_ns < p / BUDGET_SHARE_LOW && p > sp->requested_period_ns)
-		sp->period_ns = p / 2 < sp->requested_period_ns ? sp->requested_period_ns : p / 2;
+	judge_pause(sp, hold_ns, at_ns);
+	/* Our own cost: when a tick takes more than half the period the rate
+	 * halves (and recovers when cheap again). */
+	uint64_t cp = sp->cost_period_ns ? sp->cost_period_ns : sp->requested_period_ns;
+	if (sp->ticks > WARMUP_TICKS) {
+		sp->tick_cost_ewma_ns = sp->tick_cost_ewma_ns
+						? (sp->tick_cost_ewma_ns * 4 + cost_ns) / 5
+						: cost_ns;
+		if (sp->tick_cost_ewma_ns > cp / BUDGET_SHARE_HIGH && cp < 1000000000ull)
+			cp *= 2;
+		else if (sp->tick_cost_ewma_ns < cp / BUDGET_SHARE_LOW && cp > sp->requested_period_ns)
+			cp = cp / 2 < sp->requested_period_ns ? sp->requested_period_ns : cp / 2;
+		sp->cost_period_ns = cp;
+	}
+	sp->period_ns = cp > sp->pause_floor_ns ? cp : sp->pause_floor_ns;
 	if (sp->period_ns == p)
 		return;
 	if (sp->adaptations && cJSON_GetArraySize(sp->adaptations) < MAX_ADAPTATIONS_RECORDED) {
@@ -245,6 +328,7 @@ static void adapt_rate(struct sampler *sp, uint64_t cost_ns, uint64_t at_ns)
 		cJSON_AddNumberToObject(o, "at_s", (double)at_ns / 1e9);
 		cJSON_AddNumberToObject(o, "hz", 1e9 / (double)sp->period_ns);
 		cJSON_AddNumberToObject(o, "tick_cost_us", (double)sp->tick_cost_ewma_ns / 1000.0);
+		cJSON_AddNumberToObject(o, "hold_us", (double)sp->win_mean_hold_ns / 1000.0);
 		cJSON_AddItemToArray(sp->adaptations, o);
 	}
 }
@@ -253,12 +337,20 @@ static void adapt_rate(struct sampler *sp, uint64_t cost_ns, uint64_t at_ns)
 static int sample_tick(struct sampler *sp)
 {
 	int r = attach_capture(&sp->s->target, &sp->ao, &sp->cur);
-	if (r < 0)
+	sp->late_samples += sp->cur.nlate;
+	sp->tick_hold_ns = sp->cur.hold_ns;
+	if (r < 0) {
+		if (sp->cur.hold_ns) /* it held the target before it failed */
+			pause_add(&sp->pause, sp->cur.hold_ns);
 		return r;
+	}
 	pause_add(&sp->pause, sp->cur.hold_ns);
 
 	/* Released: everything below costs the target nothing but shared CPU. */
 	if (!sp->prepared_once) {
+		/* Loading modules takes a while (hundreds of ms): threads this
+		 * first capture left late must not sit stopped through it. */
+		attach_settle_late(sp->ao.stop_timeout_ms);
 		/* Load modules while the target is alive, in case it exits before
 		 * the end: after that /proc/PID/root and map_files are gone. */
 		uint64_t t0 = monotonic_ns();
@@ -269,6 +361,7 @@ static int sample_tick(struct sampler *sp)
 	if (grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) < 0)
 		return -ENOMEM;
 	interp_unwind(sp->s->interp, &sp->cur, sp->stacks);
+	attach_service_late(); /* late threads that trapped while we unwound */
 	reuse_idle_stacks(sp);
 	sp->unchanged += sp->cur.nunchanged;
 
@@ -282,9 +375,11 @@ static int sample_tick(struct sampler *sp)
 		/* attach/ already reports S for a thread read as R that the stop
 		 * found asleep in a syscall our previous release had woken. */
 		char state = tc->state;
-		char labels[128];
+		/* The name escaped as in threads.txt (snapshot_out.c says why). */
+		char labels[160], comm[4 * sizeof(tc->comm) + 1];
+		escape_text(tc->comm, comm, sizeof(comm));
 		snprintf(labels, sizeof(labels), "tid=%d" LABEL_SEP "thread_comm=%s" LABEL_SEP "state=%c",
-			 (int)tc->tid, tc->comm, state);
+			 (int)tc->tid, comm, state);
 		int64_t wall_values[2] = {1, period};
 		if (stackagg_add(sp->wall, st->pcs, st->n, labels, wall_values) < 0)
 			return -ENOMEM;
@@ -298,7 +393,7 @@ static int sample_tick(struct sampler *sp)
 			seen->cpu_ns = tc->cpu_ns;
 		if (state == 'R' && advanced) {
 			snprintf(labels, sizeof(labels), "tid=%d" LABEL_SEP "thread_comm=%s", (int)tc->tid,
-				 tc->comm);
+				 comm);
 			int64_t cpu_values[2] = {1, period};
 			if (stackagg_add(sp->cpu, st->pcs, st->n, labels, cpu_values) < 0)
 				return -ENOMEM;
@@ -370,6 +465,8 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 	int fr = sp->target_exited ? -ESRCH : attach_capture(&s->target, &ao, &sp->cur);
 	if (s->go)
 		go_session_released(s->go);
+	/* Late threads of this capture must not sit stopped while we symbolize. */
+	attach_settle_late(ao.stop_timeout_ms);
 	if (fr == 0 && grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) == 0) {
 		pause_add(&sp->pause, sp->cur.hold_ns);
 		interp_unwind(s->interp, &sp->cur, sp->stacks);
@@ -513,9 +610,14 @@ int sampler_run(struct capture_session *s)
 			next_tick += sp.period_ns;
 			sp.ticks++;
 			uint64_t tick_start = monotonic_ns();
+			uint64_t period_before = sp.period_ns;
 			r = sample_tick(&sp);
-			adapt_rate(&sp, monotonic_ns() - tick_start - sp.one_time_ns,
+			adapt_rate(&sp, monotonic_ns() - tick_start - sp.one_time_ns, sp.tick_hold_ns,
 				   tick_start - start);
+			/* A longer period applies from this tick on, not after
+			 * one more at the old rate. */
+			if (sp.period_ns > period_before)
+				next_tick = tick_start + sp.period_ns;
 			sp.one_time_ns = 0;
 			if (r == -ESRCH || (r < 0 && !attach_target_alive(&s->target))) {
 				sp.target_exited = true;
@@ -549,6 +651,7 @@ int sampler_run(struct capture_session *s)
 		}
 		now = monotonic_ns();
 		if (now >= next_warm) {
+			attach_service_late();
 			warm_symbols(&sp);
 			next_warm = monotonic_ns() + WARM_EVERY_NS;
 		}
@@ -573,6 +676,10 @@ int sampler_run(struct capture_session *s)
 			wake = next_timeline;
 		if (next_progress < wake)
 			wake = next_progress;
+		/* A late thread stands still in a ptrace-stop from the moment it
+		 * traps until we detach it: while there are any, look often. */
+		if (attach_service_late() && monotonic_ns() + LATE_POLL_NS < wake)
+			wake = monotonic_ns() + LATE_POLL_NS;
 		sleep_until(wake);
 		if (sp.timeline == NULL && sp.period_ns == 0)
 			continue;
@@ -624,6 +731,9 @@ int sampler_run(struct capture_session *s)
 		cJSON_AddNumberToObject(cap, "thread_samples", (double)sp.samples);
 		cJSON_AddNumberToObject(cap, "cpu_samples", (double)sp.cpu_samples);
 		cJSON_AddNumberToObject(cap, "failed_ticks", (double)sp.errors);
+		/* Threads that could not be stopped by the deadline (in D, or not
+		 * scheduled), counted once per tick that found them so. */
+		cJSON_AddNumberToObject(cap, "late_thread_samples", (double)sp.late_samples);
 		cJSON_AddNumberToObject(cap, "idle_thread_samples_not_stopped", (double)sp.unchanged);
 		cJSON_AddNumberToObject(cap, "final_hz", sp.period_ns ? 1e9 / (double)sp.period_ns : 0);
 		cJSON_AddItemToObject(cap, "rate_adaptations", sp.adaptations);

@@ -20,36 +20,50 @@ static void print_frame_line(FILE *f, unsigned *frame_no, uint64_t pc, uint64_t 
 			     const struct sym_location *loc)
 {
 	const char *module = loc && loc->module ? basename_of(loc->module->path) : "??";
+	/* Module paths, function and file names come from the target's files:
+	 * escaped, so that none of them can break or forge a line. */
 	if (!loc || loc->nframes == 0) {
 		/* Never blank: module+offset is enough to symbolize later. */
-		if (loc && loc->module)
-			fprintf(f, "#%-3u 0x%016llx  %s+0x%llx\n", (*frame_no)++, (unsigned long long)pc,
-				module, (unsigned long long)loc->module_offset);
-		else
-			fprintf(f, "#%-3u 0x%016llx  ??\n", (*frame_no)++, (unsigned long long)pc);
+		fprintf(f, "#%-3u 0x%016llx  ", (*frame_no)++, (unsigned long long)pc);
+		if (loc && loc->module) {
+			escape_text_put(module, f);
+			fprintf(f, "+0x%llx\n", (unsigned long long)loc->module_offset);
+		} else {
+			fputs("??\n", f);
+		}
 		return;
 	}
 	for (size_t i = 0; i < loc->nframes; i++) {
 		const struct sym_frame *fr = &loc->frames[i];
 		fprintf(f, "#%-3u 0x%016llx  ", (*frame_no)++, (unsigned long long)pc);
 		if (fr->function) {
-			fputs(fr->function, f);
+			escape_text_put(fr->function, f);
 			if (!fr->inlined)
 				fprintf(f, "+0x%llx", (unsigned long long)(fr->function_offset + (pc - lookup)));
 		} else {
-			fprintf(f, "%s+0x%llx", module, (unsigned long long)loc->module_offset);
+			escape_text_put(module, f);
+			fprintf(f, "+0x%llx", (unsigned long long)loc->module_offset);
 		}
-		if (fr->file)
-			fprintf(f, "  (%s:%d)", fr->file, fr->line);
+		if (fr->file) {
+			fputs("  (", f);
+			escape_text_put(fr->file, f);
+			fprintf(f, ":%d)", fr->line);
+		}
 		if (fr->inlined)
 			fputs("  [inlined]", f);
-		fprintf(f, "  %s\n", module);
+		fputs("  ", f);
+		escape_text_put(module, f);
+		fputc('\n', f);
 	}
 }
 
 static void print_thread_header(FILE *f, const struct thread_capture *tc)
 {
-	fprintf(f, "Thread %d \"%s\" (state %c)", (int)tc->tid, tc->comm, tc->state ? tc->state : '?');
+	/* The name is the thread's own choice (prctl, /proc/.../comm): escaped,
+	 * one thread stays one line ("a\nThread 1 ..." would forge another). */
+	char comm[4 * sizeof(tc->comm) + 1];
+	fprintf(f, "Thread %d \"%s\" (state %c)", (int)tc->tid,
+		escape_text(tc->comm, comm, sizeof(comm)), tc->state ? tc->state : '?');
 	if (tc->group_stopped)
 		fputs(" [stopped by job control]", f);
 	if (tc->not_stopped)
@@ -136,9 +150,12 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 			fputs("    ... (stack truncated: unwinding stopped early)\n", f);
 		fputc('\n', f);
 
-		char labels[128];
+		/* Escaped as in the header: a raw LABEL_SEP in a name would add a
+		 * label of the thread's choosing. */
+		char labels[160], comm[4 * sizeof(tc->comm) + 1];
 		snprintf(labels, sizeof(labels), "tid=%d" LABEL_SEP "thread_comm=%s" LABEL_SEP "state=%c",
-			 (int)tc->tid, tc->comm, tc->state ? tc->state : '?');
+			 (int)tc->tid, escape_text(tc->comm, comm, sizeof(comm)),
+			 tc->state ? tc->state : '?');
 		int64_t one = 1;
 		if (n > 0 && stackagg_add(agg, pcs, n, labels, &one) < 0) {
 			r = -ENOMEM;

@@ -29,14 +29,16 @@ static uint64_t boot_time_s(void)
 	return btime;
 }
 
-static cJSON *argv_json(const struct attach_target *t)
+/* Read a NUL-separated /proc file (cmdline, environ) of the target: up to
+ * CMDLINE_MAX bytes, split into at most ARGV_MAX strings pointing into
+ * *ret_buf (caller frees). Returns the count; 0 when unreadable. */
+static size_t read_nul_list(const struct attach_target *t, const char *name, char **ret_buf,
+			    char **list)
 {
-	cJSON *arr = cJSON_CreateArray();
-	if (!arr)
-		return NULL;
-	int fd = openat(t->proc_dirfd, "cmdline", O_RDONLY | O_CLOEXEC);
+	*ret_buf = NULL;
+	int fd = openat(t->proc_dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return arr;
+		return 0;
 	char *buf = malloc(CMDLINE_MAX + 1);
 	ssize_t len = 0;
 	if (buf) {
@@ -47,25 +49,168 @@ static cJSON *argv_json(const struct attach_target *t)
 	}
 	close(fd);
 	if (!buf)
-		return arr;
-	char *args[ARGV_MAX];
-	size_t argc = 0;
-	for (ssize_t off = 0; off < len && argc < ARGV_MAX;) {
-		args[argc++] = buf + off;
+		return 0;
+	size_t count = 0;
+	for (ssize_t off = 0; off < len && count < ARGV_MAX;) {
+		list[count++] = buf + off;
 		off += (ssize_t)strlen(buf + off) + 1;
 	}
-	/* argv often carries credentials: only the redacted form is kept. */
-	char **red = bundle_redact_argv(args, argc);
-	if (red) {
-		for (size_t i = 0; i < argc; i++)
-			cJSON_AddItemToArray(arr, cJSON_CreateString(red[i]));
-		bundle_redacted_free(red, argc);
+	*ret_buf = buf;
+	return count;
+}
+
+/* A JSON string of s, which the target wrote: JSON must be UTF-8. */
+static void add_target_string(cJSON *arr_or_obj, const char *key, const char *s)
+{
+	char *clean = utf8_sanitize(s);
+	if (!clean)
+		return;
+	if (key)
+		cJSON_AddStringToObject(arr_or_obj, key, clean);
+	else
+		cJSON_AddItemToArray(arr_or_obj, cJSON_CreateString(clean));
+	free(clean);
+}
+
+static cJSON *argv_json(const struct attach_target *t)
+{
+	cJSON *arr = cJSON_CreateArray();
+	if (!arr)
+		return NULL;
+	char *buf = NULL, **args = malloc(ARGV_MAX * sizeof(*args));
+	size_t argc = args ? read_nul_list(t, "cmdline", &buf, args) : 0;
+	if (argc) {
+		/* argv often carries credentials: only the redacted form is kept. */
+		char **red = bundle_redact_argv(args, argc);
+		if (red) {
+			for (size_t i = 0; i < argc; i++)
+				add_target_string(arr, NULL, red[i]);
+			bundle_redacted_free(red, argc);
+		}
 	}
+	/* Also when empty (a zombie leader's cmdline): the buffer was read. */
 	free(buf);
+	free(args);
 	return arr;
 }
 
-cJSON *target_info_json(const struct attach_target *t)
+/*
+ * One environment entry, redacted with the argv rules (bundle.h): a
+ * variable whose name says credential (AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN)
+ * keeps only its name; any other value is redacted word by word as if it
+ * were a command line, so JAVA_TOOL_OPTIONS="-Dx.password=..." and
+ * "--token x" inside a value go too, and so do URL passwords and
+ * recognizable tokens (JWTs, AKIA...) anywhere. NULL on ENOMEM.
+ */
+static char *redact_env_entry(const char *entry)
+{
+	char *whole_in[2] = {"", (char *)entry};
+	char **whole = bundle_redact_argv(whole_in, 2);
+	if (!whole)
+		return NULL;
+	const char *eq = strchr(entry, '=');
+	size_t klen = eq ? (size_t)(eq - entry) : 0;
+	/* A rule took the whole entry (a PEM private key): keep the name. */
+	if (eq && strcmp(whole[1], BUNDLE_REDACTED) == 0) {
+		char *r = malloc(klen + sizeof("=" BUNDLE_REDACTED));
+		if (r)
+			sprintf(r, "%.*s=%s", (int)klen, entry, BUNDLE_REDACTED);
+		bundle_redacted_free(whole, 2);
+		return r;
+	}
+	/* The name rule fired: "KEY=[REDACTED]" and nothing else. */
+	if (!eq || (strncmp(whole[1], entry, klen + 1) == 0 &&
+		    strcmp(whole[1] + klen + 1, BUNDLE_REDACTED) == 0)) {
+		char *r = whole[1];
+		whole[1] = NULL;
+		bundle_redacted_free(whole, 2);
+		return r;
+	}
+	bundle_redacted_free(whole, 2);
+
+	/* Words of the value, with "" as argv[0] (kept verbatim by the rules). */
+	const char *value = eq + 1;
+	size_t nwords = 1;
+	for (const char *p = value; *p;) {
+		p += strspn(p, " \t");
+		if (*p) {
+			nwords++;
+			p += strcspn(p, " \t");
+		}
+	}
+	char **words = calloc(nwords, sizeof(*words));
+	char *copy = strdup(value);
+	char **red = NULL;
+	char *out = NULL;
+	if (!words || !copy)
+		goto done;
+	words[0] = "";
+	size_t w = 1;
+	for (char *p = copy; *p;) {
+		p += strspn(p, " \t");
+		if (!*p)
+			break;
+		words[w++] = p;
+		p += strcspn(p, " \t");
+		if (*p)
+			*p++ = '\0';
+	}
+	red = bundle_redact_argv(words, nwords);
+	if (!red)
+		goto done;
+	/* Rebuild with the original separators between the redacted words. */
+	size_t len = klen + 2;
+	for (size_t i = 1; i < nwords; i++)
+		len += strlen(red[i]);
+	len += strlen(value);
+	out = malloc(len);
+	if (!out)
+		goto done;
+	memcpy(out, entry, klen + 1);
+	char *o = out + klen + 1;
+	w = 1;
+	for (const char *p = value; *p;) {
+		size_t sep = strspn(p, " \t");
+		memcpy(o, p, sep);
+		o += sep;
+		p += sep;
+		if (!*p)
+			break;
+		size_t rl = strlen(red[w]);
+		memcpy(o, red[w], rl);
+		o += rl;
+		w++;
+		p += strcspn(p, " \t");
+	}
+	*o = '\0';
+done:
+	bundle_redacted_free(red, nwords);
+	free(copy);
+	free(words);
+	return out;
+}
+
+/* environ, only on request (--record-environ): each entry redacted. */
+static cJSON *environ_json(const struct attach_target *t)
+{
+	cJSON *arr = cJSON_CreateArray();
+	if (!arr)
+		return NULL;
+	char *buf = NULL, **vars = malloc(ARGV_MAX * sizeof(*vars));
+	size_t n = vars ? read_nul_list(t, "environ", &buf, vars) : 0;
+	for (size_t i = 0; i < n; i++) {
+		char *red = redact_env_entry(vars[i]);
+		/* Out of memory: drop the entry rather than keep a secret. */
+		if (red)
+			add_target_string(arr, NULL, red);
+		free(red);
+	}
+	free(buf);
+	free(vars);
+	return arr;
+}
+
+cJSON *target_info_json(const struct attach_target *t, bool record_environ)
 {
 	cJSON *o = cJSON_CreateObject();
 	if (!o)
@@ -75,10 +220,12 @@ cJSON *target_info_json(const struct attach_target *t)
 	ssize_t n = readlinkat(t->proc_dirfd, "exe", exe, sizeof(exe) - 1);
 	if (n > 0) {
 		exe[n] = '\0';
-		cJSON_AddStringToObject(o, "exe", exe);
+		add_target_string(o, "exe", exe);
 	}
 	cJSON_AddItemToObject(o, "argv", argv_json(t));
-	cJSON_AddStringToObject(o, "comm", t->comm);
+	if (record_environ)
+		cJSON_AddItemToObject(o, "environ", environ_json(t));
+	add_target_string(o, "comm", t->comm);
 	long hz = sysconf(_SC_CLK_TCK);
 	uint64_t btime = boot_time_s();
 	if (hz > 0 && btime) {

@@ -3,13 +3,16 @@
 #define DIAG_CMD_TARGET_INFO_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "attach/attach.h"
 
-/* {pid, exe, argv (redacted), comm, start_time}. NULL on ENOMEM. build_id
- * is added by the caller once symbols are loaded. */
-cJSON *target_info_json(const struct attach_target *t);
+/* {pid, exe, argv (redacted), comm, start_time}, and environ (redacted,
+ * as "KEY=value" strings) only if record_environ: it holds secrets more
+ * often than argv does. Strings are made valid UTF-8. NULL on ENOMEM.
+ * build_id is added by the caller once symbols are loaded. */
+cJSON *target_info_json(const struct attach_target *t, bool record_environ);
 
 /* {kernel, arch, num_cpu, hostname}. */
 cJSON *host_info_json(void);

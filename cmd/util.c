@@ -131,3 +131,101 @@ const char *syscall_name(long nr)
 			return table[i].name;
 	return NULL;
 }
+
+/* Length of the valid UTF-8 character at s (1 to 4), or 0 when s does not
+ * start one (stray continuation byte, overlong form, surrogate, beyond
+ * U+10FFFF, cut short). s is NUL-terminated, which is never a continuation. */
+static size_t utf8_char_len(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	size_t n = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
+		   : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+		   : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+						  : 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+/* The escaped form of the character at s into e (at most 5 bytes + NUL);
+ * returns how many bytes of s it stands for. */
+static size_t escape_one(const char *s, char e[8])
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = utf8_char_len(u);
+	if (n > 1) {
+		memcpy(e, s, n);
+		e[n] = '\0';
+		return n;
+	}
+	if (u[0] == '\\')
+		snprintf(e, 8, "\\\\");
+	else if (u[0] == '\n')
+		snprintf(e, 8, "\\n");
+	else if (u[0] == '\t')
+		snprintf(e, 8, "\\t");
+	else if (u[0] == '\r')
+		snprintf(e, 8, "\\r");
+	else if (u[0] < 0x20 || u[0] >= 0x7f)
+		snprintf(e, 8, "\\x%02x", u[0]);
+	else
+		snprintf(e, 8, "%c", u[0]);
+	return 1;
+}
+
+char *escape_text(const char *s, char *out, size_t out_size)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	while (*s) {
+		char e[8];
+		size_t used = escape_one(s, e), el = strlen(e);
+		if (len + el >= out_size)
+			break;
+		memcpy(out + len, e, el + 1);
+		len += el;
+		s += used;
+	}
+	return out;
+}
+
+void escape_text_put(const char *s, FILE *f)
+{
+	while (*s) {
+		char e[8];
+		s += escape_one(s, e);
+		fputs(e, f);
+	}
+}
+
+char *utf8_sanitize(const char *s)
+{
+	size_t n = 0;
+	for (const char *p = s; *p; n++) {
+		size_t l = utf8_char_len((const unsigned char *)p);
+		p += l ? l : 1;
+		n += l ? l - 1 : 2; /* U+FFFD is 3 bytes */
+	}
+	char *out = malloc(n + 1), *o = out;
+	if (!out)
+		return NULL;
+	while (*s) {
+		size_t l = utf8_char_len((const unsigned char *)s);
+		if (l) {
+			memcpy(o, s, l);
+			o += l;
+			s += l;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+			s++;
+		}
+	}
+	*o = '\0';
+	return out;
+}

@@ -53,6 +53,22 @@ int sym_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e);
 /* Copy the target's [vdso] mapping e into a malloc'd buffer. */
 int sym_read_vdso(pid_t pid, const struct maps_entry *e, void **ret_buf, size_t *ret_len);
 
+/* ---- debuginfo.c: separate debug files, found without trusting the target ---- */
+/* What the find_debuginfo callback needs of a module (its Dwfl userdata). */
+struct sym_debug_ctx {
+	const char *path;  /* the module's path in maps: the target's view */
+	int rootfd;        /* the target's root (O_PATH), or -1 */
+	bool foreign_root; /* the target's / is not ours */
+};
+/* A Dwfl_Callbacks.find_debuginfo: by build-id in the host's debug store
+ * (and debuginfod when allowed), then by .gnu_debuglink inside the
+ * target's root, never blocking, following no symlink out of it; a
+ * candidate must carry the module's build-id or the debuglink's CRC.
+ * *userdata must be a struct sym_debug_ctx (or NULL: build-id only). */
+int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		       const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+		       char **debuginfo_file_name);
+
 /* ---- elfinfo.c ---- */
 /* Load bias (runtime address - link-time vaddr) of elf as mapped by e,
  * found through the PT_LOAD segment that contains e->offset. -ENOEXEC if none

@@ -28,6 +28,7 @@ struct sym_group {
 	size_t exec;        /* an executable line of it, or SIZE_MAX */
 	bool vdso;
 	Dwfl_Module *mod;   /* NULL when it could not be opened or parsed */
+	struct sym_debug_ctx debug; /* mod's userdata, for sym_find_debuginfo */
 	struct cu_index cus;
 	const char *build_id;
 };
@@ -209,6 +210,11 @@ static int report_group(struct symbolizer *s, struct sym_group *g)
 		close(fd); /* consumed only on success */
 		return -ENOEXEC;
 	}
+	void **userdata;
+	g->debug = (struct sym_debug_ctx){.path = e->path, .rootfd = s->rootfd,
+					  .foreign_root = s->foreign_root};
+	if (dwfl_module_info(g->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL))
+		*userdata = &g->debug;
 	return 0;
 }
 
@@ -344,7 +350,9 @@ int symbolizer_new(pid_t pid, const char *maps_text, size_t maps_len,
 
 	open_root(s);
 	s->callbacks.find_elf = no_find_elf;
-	s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+	/* Not dwfl_standard_find_debuginfo: it opens the target's paths
+	 * blindly (debuginfo.c). */
+	s->callbacks.find_debuginfo = sym_find_debuginfo;
 	s->callbacks.section_address = dwfl_offline_section_address;
 	s->callbacks.debuginfo_path = &s->debuginfo_path;
 	s->dwfl = dwfl_begin(&s->callbacks);

@@ -87,8 +87,15 @@ Test(reliability_lifecycle, b3_leader_pthread_exit, .timeout = 600)
 	cr_expect(!err || (!strstr(err, "ermission") && !strstr(err, "not permitted")), "stderr: %s", err);
 	free(err);
 	cJSON *m = manifest(&c);
+	/* Every tick samples the three workers (none refused as "not
+	 * permitted" behind the dead leader). How many ticks there are is the
+	 * pause budget's business: three spinners on two CPUs make each hold
+	 * long, and the rate comes down (README, "Pause budget"). */
 	double samples = capture_number(m, "thread_samples");
-	cr_expect(samples > 3 * 200, "only %.0f thread samples of 3 workers at 200 Hz for 2 s", samples);
+	double ticks = capture_number(m, "ticks");
+	cr_expect_geq(ticks, 20, "only %.0f ticks in 2 s", ticks);
+	cr_expect(samples >= 3 * ticks * 0.9, "%.0f thread samples of 3 workers in %.0f ticks", samples,
+		  ticks);
 	cr_expect_eq(capture_number(m, "failed_ticks"), 0);
 	cJSON_Delete(m);
 	struct health h = {0};

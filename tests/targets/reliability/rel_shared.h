@@ -33,6 +33,7 @@ enum rel_command {
 	REL_CMD_EXIT42,   /* exit(42) from the main thread */
 	REL_CMD_SIGKILL,  /* raise(SIGKILL) */
 	REL_CMD_SIGSEGV,  /* fault (default action: killed, maybe core) */
+	REL_CMD_EXIT_GROUP, /* "exit_race" mode: a spinner calls exit_group(43) */
 };
 
 struct rel_shared {
@@ -73,6 +74,14 @@ struct rel_shared {
 	 * thread, in ns. */
 	_Atomic uint64_t max_gap_ns;
 	_Atomic uint64_t probe_last_ns;
+
+	/* B1/B2 ("churn"): threads created and joined so far. */
+	_Atomic uint64_t churned;
+	/* B9 ("vfork_hold"): tid of the thread sitting in vfork (in D), the
+	 * vfork child's pid, and whether the vfork has returned. */
+	_Atomic int32_t vfork_tid;
+	_Atomic int32_t vfork_child;
+	_Atomic uint64_t vfork_hold_done;
 };
 
 #endif

@@ -22,6 +22,21 @@
  *                       parent sits in D), then exits 7.
  *   blocked             one thread per rel_blocked_call, each blocked in its
  *                       call forever, counting EINTR returns; one spinner.
+ *   churn N             N "churner" threads creating and joining trivial
+ *                       threads as fast as they can (.churned), + a probe.
+ *   vfork_hold SECS N   N spinners + a probe + "vfork-hold", which vforks a
+ *                       child that sleeps SECS s (the parent sits in D) and
+ *                       then records .vfork_hold_done; ready once it is in D.
+ *   idle N              N threads asleep for good (64 KiB stacks) and a
+ *                       "heartbeat" that bumps .progress every 10 ms: every
+ *                       thread is in S nearly all the time.
+ *   crowd N             like spin N, but the spinners start spinning only
+ *                       once all exist and "ready" is out (with hundreds of
+ *                       them, the main thread would otherwise take seconds
+ *                       to get there).
+ *   exit_race N         N spinners that call exit_group(43) the moment
+ *                       .command is REL_CMD_EXIT_GROUP, + a probe; the main
+ *                       thread only sleeps (it never consumes the command).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -465,6 +480,192 @@ static void mode_blocked(void)
 	obey_commands();
 }
 
+/* B1/B2: thread churn. The children do nothing: the point is the rate at
+ * which threads appear and vanish under the tool's /proc/PID/task scans. */
+static void *churn_child(void *arg)
+{
+	return arg;
+}
+
+static void *churner_main(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "churner");
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	for (;;) {
+		pthread_t t;
+		if (pthread_create(&t, &attr, churn_child, NULL) != 0)
+			continue;
+		pthread_join(t, NULL);
+		atomic_fetch_add_explicit(&sh->churned, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&sh->progress, 1, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+static void mode_churn(int n)
+{
+	for (int i = 0; i < n; i++)
+		start(churner_main, NULL);
+	start(probe_main, NULL);
+	ready();
+	obey_commands();
+}
+
+/* B9: a thread in vfork for SECS seconds: in D (killable), so no
+ * PTRACE_INTERRUPT can stop it until the child exits. */
+static void *vfork_hold_main(void *arg)
+{
+	long secs = (long)(intptr_t)arg;
+	pthread_setname_np(pthread_self(), "vfork-hold");
+	atomic_store(&sh->vfork_tid, (int32_t)gettid());
+	pid_t p = vfork();
+	if (p == 0) {
+		/* Only raw syscalls and plain stores in a vfork child. */
+		atomic_store(&sh->vfork_child, (int32_t)syscall(SYS_getpid));
+		struct timespec ts = {secs, 0};
+		syscall(SYS_nanosleep, &ts, NULL);
+		syscall(SYS_exit, 7);
+	}
+	if (p > 0)
+		check_child(p, 7);
+	atomic_store(&sh->vfork_hold_done, 1);
+	for (;;) {
+		struct timespec ts = {1, 0};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[512] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return '?';
+	char *ok = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	char *p = ok ? strrchr(buf, ')') : NULL;
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+static void mode_vfork_hold(long secs, int n)
+{
+	for (int i = 0; i < n; i++)
+		start(spinner_main, NULL);
+	start(probe_main, NULL);
+	start(vfork_hold_main, (void *)(intptr_t)secs);
+	/* Ready once the vfork parent is in D. */
+	for (;;) {
+		pid_t tid = atomic_load(&sh->vfork_tid);
+		if (tid && atomic_load(&sh->vfork_child) && thread_state(tid) == 'D')
+			break;
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	ready();
+	obey_commands();
+}
+
+/* B10: an idle process, or a huge one (2,000 threads) that is idle too. */
+static void *sleeper_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct timespec ts = {1000, 0};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static void *heartbeat_main(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "heartbeat");
+	for (;;) {
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+		atomic_fetch_add(&sh->progress, 1);
+	}
+	return NULL;
+}
+
+static void mode_idle(int n)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	for (int i = 0; i < n; i++) {
+		pthread_t t;
+		if (pthread_create(&t, &attr, sleeper_main, NULL) != 0)
+			die("pthread_create");
+	}
+	start(heartbeat_main, NULL);
+	ready();
+	obey_commands();
+}
+
+/* A9: many spinners, released together once the process is ready. */
+static atomic_int crowd_go;
+
+static void *crowd_spinner_main(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "spinner");
+	while (!atomic_load(&crowd_go)) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	spin_work();
+	return NULL;
+}
+
+static void mode_crowd(int n)
+{
+	for (int i = 0; i < n; i++)
+		start(crowd_spinner_main, NULL);
+	start(probe_main, NULL);
+	ready();
+	atomic_store(&crowd_go, 1);
+	obey_commands();
+}
+
+/* B8: exit_group from a spinning thread at a moment the test picks. */
+NOINLINE static void racer_work(void)
+{
+	for (;;) {
+		for (volatile int i = 0; i < 4096; i++)
+			;
+		atomic_fetch_add_explicit(&sh->progress, 1, memory_order_relaxed);
+		if (atomic_load_explicit(&sh->command, memory_order_relaxed) == REL_CMD_EXIT_GROUP)
+			syscall(SYS_exit_group, 43);
+	}
+}
+
+static void *racer_main(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "racer");
+	racer_work();
+	return NULL;
+}
+
+static void mode_exit_race(int n)
+{
+	for (int i = 0; i < n; i++)
+		start(racer_main, NULL);
+	start(probe_main, NULL);
+	ready();
+	for (;;) {
+		struct timespec ts = {1, 0};
+		nanosleep(&ts, NULL);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	/* A process group of its own, whose parent (the test) is in another
@@ -510,6 +711,16 @@ int main(int argc, char **argv)
 		mode_fork();
 	if (strcmp(mode, "blocked") == 0)
 		mode_blocked();
+	if (strcmp(mode, "churn") == 0)
+		mode_churn(argc > 2 ? atoi(argv[2]) : 1);
+	if (strcmp(mode, "vfork_hold") == 0)
+		mode_vfork_hold(argc > 2 ? atol(argv[2]) : 10, argc > 3 ? atoi(argv[3]) : 2);
+	if (strcmp(mode, "idle") == 0)
+		mode_idle(argc > 2 ? atoi(argv[2]) : 8);
+	if (strcmp(mode, "crowd") == 0)
+		mode_crowd(argc > 2 ? atoi(argv[2]) : 200);
+	if (strcmp(mode, "exit_race") == 0)
+		mode_exit_race(argc > 2 ? atoi(argv[2]) : 3);
 	fprintf(stderr, "unknown mode %s\n", mode);
 	return 97;
 }
