@@ -258,6 +258,19 @@ bool have_go(void)
 	return system("command -v go >/dev/null 2>&1") == 0;
 }
 
+int shell_output(const char *cmd, char *out, size_t out_size)
+{
+	FILE *p = popen(cmd, "r");
+	cr_assert(p);
+	size_t n = fread(out, 1, out_size - 1, p);
+	out[n] = '\0';
+	char scratch[4096];
+	while (fread(scratch, 1, sizeof(scratch), p) > 0)
+		;
+	int status = pclose(p);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 int go_pprof(const char *args, const char *file, char *out, size_t out_size, char *err,
 	     size_t err_size)
 {
@@ -269,18 +282,11 @@ int go_pprof(const char *args, const char *file, char *out, size_t out_size, cha
 	snprintf(cmd, sizeof(cmd),
 		 "HOME=${HOME:-/tmp} GOCACHE=${GOCACHE:-/tmp/diag-test-gocache} go tool pprof %s '%s' 2>'%s'",
 		 args, file, errp);
-	FILE *p = popen(cmd, "r");
-	cr_assert(p);
-	size_t n = fread(out, 1, out_size - 1, p);
-	out[n] = '\0';
-	char scratch[4096];
-	while (fread(scratch, 1, sizeof(scratch), p) > 0)
-		;
-	int status = pclose(p);
+	int status = shell_output(cmd, out, out_size);
 	slurp_fd(efd, err, err_size);
 	close(efd);
 	unlink(errp);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return status;
 }
 
 uint64_t now_ms(void)

@@ -108,6 +108,10 @@ uint64_t now_ms(void);
  * first line at or after from that contains needle, or NULL. */
 const char *find_line(const char *from, const char *needle);
 
+/* Run cmd with /bin/sh; its stdout (NUL-terminated, cut at out_size - 1,
+ * the rest drained) into out. Returns its exit status, -1 if killed. */
+int shell_output(const char *cmd, char *out, size_t out_size);
+
 /* Is `go` on PATH (for `go tool pprof` checks)? */
 bool have_go(void);
 /* Run `go tool pprof ARGS FILE`; returns its exit status; stderr captured

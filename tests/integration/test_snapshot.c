@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -208,15 +207,7 @@ static int upstream_pprof_traces(const char *pprof, const char *binary_path, con
 	snprintf(cmd, sizeof(cmd),
 		 "HOME=/nonexistent PPROF_BINARY_PATH='%s' '%s' -symbolize=local -traces '%s' 2>&1",
 		 binary_path, pprof, file);
-	FILE *p = popen(cmd, "r");
-	cr_assert(p);
-	size_t n = fread(out, 1, out_size - 1, p);
-	out[n] = '\0';
-	char scratch[4096];
-	while (fread(scratch, 1, sizeof(scratch), p) > 0)
-		;
-	int status = pclose(p);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return shell_output(cmd, out, out_size);
 }
 
 Test(snapshot, with_binaries_copies_modules_by_build_id)
