@@ -211,6 +211,20 @@ static void scan(struct sbuf *b, const char *s)
 	}
 }
 
+/* The first n bytes of s, kept as the name of a credential whose value is
+ * redacted: scanned all the same, as a token may hide in the name part too
+ * ("--x\xffghp_...-key=v"). */
+static void scan_prefix(struct sbuf *b, const char *s, size_t n)
+{
+	char *name = strndup(s, n);
+	if (!name) {
+		b->oom = true;
+		return;
+	}
+	scan(b, name);
+	free(name);
+}
+
 /* ---- whole-argument rules ---- */
 
 static bool is_env_key(const char *s, size_t n)
@@ -251,7 +265,7 @@ static char *redact_one(const char *arg, const char *next, bool *redact_next)
 		bool short_opt = arg[1] != '-' && nlen <= 1;
 		if (!short_opt && name_is_credential(name, nlen)) {
 			if (eq && eq[1]) {
-				sb_add(&b, arg, (size_t)(eq - arg) + 1);
+				scan_prefix(&b, arg, (size_t)(eq - arg) + 1);
 				sb_str(&b, BUNDLE_REDACTED);
 				return sb_finish(&b);
 			}
@@ -262,7 +276,7 @@ static char *redact_one(const char *arg, const char *next, bool *redact_next)
 		}
 	} else if (eq && is_env_key(arg, (size_t)(eq - arg)) &&
 		   name_is_credential(arg, (size_t)(eq - arg)) && eq[1]) {
-		sb_add(&b, arg, (size_t)(eq - arg) + 1);
+		scan_prefix(&b, arg, (size_t)(eq - arg) + 1);
 		sb_str(&b, BUNDLE_REDACTED);
 		return sb_finish(&b);
 	} else {
@@ -271,7 +285,7 @@ static char *redact_one(const char *arg, const char *next, bool *redact_next)
 		    name_is_credential(arg, (size_t)(colon - arg))) {
 			size_t ws = strspn(colon + 1, " \t");
 			if (colon[1 + ws]) {
-				sb_add(&b, arg, (size_t)(colon - arg) + 1 + ws);
+				scan_prefix(&b, arg, (size_t)(colon - arg) + 1 + ws);
 				sb_str(&b, BUNDLE_REDACTED);
 				return sb_finish(&b);
 			}

@@ -735,6 +735,7 @@ int cmd_capture(int argc, char **argv)
 		return EXIT_INTERNAL;
 	}
 
+	trace_phase("ready to capture");
 	int exit_code = opt.snapshot ? run_snapshot(&s) : sampler_run(&s);
 	if (exit_code == EXIT_OK)
 		interp_describe(s.interp, cJSON_AddObjectToObject(s.manifest, "interpretation"));
@@ -748,6 +749,7 @@ int cmd_capture(int argc, char **argv)
 		format_rfc3339_ms(realtime_ns(), when);
 		cJSON_AddStringToObject(s.manifest, "ended_at", when);
 		r = bundle_finalize(s.bundle, s.manifest);
+		trace_phase("bundle finalized");
 		s.manifest = NULL;
 		s.bundle = NULL;
 		if (r < 0)
@@ -764,7 +766,9 @@ int cmd_capture(int argc, char **argv)
 	attach_watchdog_stop();
 	cJSON_Delete(s.manifest);
 	interp_free(s.interp);
+	trace_phase("worker gone");
 	go_session_free(s.go);
 	attach_target_close(&s.target);
+	trace_phase("done");
 	return exit_code;
 }

@@ -463,13 +463,16 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 	const struct process_capture *final = NULL;
 	const struct unwound_stack *final_stacks = NULL;
 	int fr = sp->target_exited ? -ESRCH : attach_capture(&s->target, &ao, &sp->cur);
+	trace_phase("final capture");
 	if (s->go)
 		go_session_released(s->go);
 	/* Late threads of this capture must not sit stopped while we symbolize. */
 	attach_settle_late(ao.stop_timeout_ms);
+	trace_phase("late threads settled");
 	if (fr == 0 && grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) == 0) {
 		pause_add(&sp->pause, sp->cur.hold_ns);
 		interp_unwind(s->interp, &sp->cur, sp->stacks);
+		trace_phase("final unwound");
 		final = &sp->cur;
 		final_stacks = sp->stacks;
 	} else if (sp->have_last) {
@@ -492,6 +495,7 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 		const struct process_capture *maps = final ? final : &sp->last;
 		r = interp_symbolize(s->interp, maps->maps_text ? maps->maps_text : "",
 				     maps->maps_text ? maps->maps_len : 0, addrs, n, &st);
+		trace_phase("symbolized");
 	}
 	cJSON *target = cJSON_GetObjectItem(s->manifest, "target");
 	if (r == 0 && final)
@@ -528,6 +532,7 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 			free(gz);
 		}
 	}
+	trace_phase("members written");
 	if (r == 0 && st)
 		cJSON_AddStringToObject(target, "build_id", symtab_main_build_id(st));
 	if (r == 0 && st && s->opt->with_binaries_cap)
@@ -685,6 +690,7 @@ int sampler_run(struct capture_session *s)
 			continue;
 	}
 	uint64_t duration = monotonic_ns() - start;
+	trace_phase(capture_stop_requests ? "sampling ended: stop requested" : "sampling ended");
 	progress(&sp, duration, true);
 	if (!sp.target_exited && !attach_target_alive(&s->target))
 		sp.target_exited = true;

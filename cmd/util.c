@@ -229,3 +229,17 @@ char *utf8_sanitize(const char *s)
 	*o = '\0';
 	return out;
 }
+
+void trace_phase(const char *what)
+{
+	static int enabled = -1;
+	static uint64_t first;
+	if (enabled < 0)
+		enabled = getenv("DIAG_ATTACH_TRACE") != NULL;
+	if (!enabled)
+		return;
+	uint64_t now = monotonic_ns();
+	if (!first)
+		first = now;
+	fprintf(stderr, "diag-attach: trace +%.1f ms %s\n", (double)(now - first) / 1e6, what);
+}

@@ -20,6 +20,12 @@ int parse_duration_ns(const char *s, uint64_t *ret);
 void die_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void hint_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* With DIAG_ATTACH_TRACE set in the environment, prints "diag-attach:
+ * trace +MS what" to stderr, MS counted from the first call: where the
+ * time of a slow exit goes, on a machine where a profiler cannot be used
+ * on the profiler. Otherwise does nothing. */
+void trace_phase(const char *what);
+
 /* Random RFC 4122 version-4 UUID string. */
 void make_uuid(char out[37]);
 

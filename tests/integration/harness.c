@@ -38,6 +38,12 @@ static const char *tool_path(void)
 
 struct target target_start(const char *const *argv, const char *ready_word)
 {
+	return target_start_logged(argv, ready_word, NULL);
+}
+
+struct target target_start_logged(const char *const *argv, const char *ready_word,
+				  const char *stderr_path)
+{
 	int fds[2], in[2];
 	cr_assert(pipe2(fds, O_CLOEXEC) == 0);
 	cr_assert(pipe2(in, O_CLOEXEC) == 0);
@@ -49,6 +55,11 @@ struct target target_start(const char *const *argv, const char *ready_word)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(in[0], STDIN_FILENO);
 		dup2(fds[1], STDOUT_FILENO);
+		if (stderr_path) {
+			int err = open(stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+			if (err >= 0)
+				dup2(err, STDERR_FILENO);
+		}
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
@@ -345,7 +356,9 @@ void rel_stop(struct rel_target *rt)
 	rt->shm_path[0] = '\0';
 }
 
-int traced_threads(pid_t pid)
+/* Threads of pid that are traced (TracerPid set) or, with only_stopped,
+ * that sit in a ptrace-stop ('t'). */
+static int count_threads(pid_t pid, bool only_stopped)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
@@ -364,12 +377,23 @@ int traced_threads(pid_t pid)
 			continue;
 		const char *state = strstr(st, "\nState:");
 		const char *tracer = strstr(st, "\nTracerPid:");
-		if ((tracer && atoi(tracer + 11) != 0) || (state && state[8] == 't'))
+		bool stopped = state && state[8] == 't';
+		if (stopped || (!only_stopped && tracer && atoi(tracer + 11) != 0))
 			n++;
 		free(st);
 	}
 	closedir(d);
 	return n;
+}
+
+int traced_threads(pid_t pid)
+{
+	return count_threads(pid, false);
+}
+
+int ptrace_stopped_threads(pid_t pid)
+{
+	return count_threads(pid, true);
 }
 
 static bool all_threads_stopped(pid_t pid, char *why, size_t why_size)
@@ -437,4 +461,29 @@ bool rel_healthy(struct rel_target *rt, const struct health *h, char *why, size_
 	}
 	snprintf(why, why_size, "target made no progress for 2 s after the tool exited");
 	return false;
+}
+
+/* The state letter of /proc/PID/task/TID/stat, after the last ")" (a
+ * thread name may hold one), or '?' when it cannot be read. */
+char task_state(pid_t pid, const char *tid)
+{
+	char path[128], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return '?';
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return '?';
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+char proc_state(pid_t pid)
+{
+	char tid[16];
+	snprintf(tid, sizeof(tid), "%d", (int)pid);
+	return task_state(pid, tid);
 }

@@ -26,6 +26,11 @@ const char *target_path(const char *name);
  * to 10 s for a line starting with "ready" (or any line if ready_word is
  * NULL). Asserts on failure. */
 struct target target_start(const char *const *argv, const char *ready_word);
+/* The same, with the target's stderr sent to stderr_path (criterion does
+ * not pass a test's own stderr on to the log, so a failing test quotes the
+ * file in its message instead). */
+struct target target_start_logged(const char *const *argv, const char *ready_word,
+				  const char *stderr_path);
 /* SIGKILL and reap. Returns the wait status. */
 int target_kill(struct target *t);
 
@@ -96,6 +101,12 @@ bool rel_healthy(struct rel_target *rt, const struct health *h, char *why, size_
 
 /* Threads of pid in ptrace-stop or traced right now (0 = none). */
 int traced_threads(pid_t pid);
+/* Threads of pid in a ptrace-stop (state 't'): held by a tracer now. */
+int ptrace_stopped_threads(pid_t pid);
+/* One thread's state letter (R, S, D, T, t, Z...), or '?' when it cannot be
+ * read (gone, or reaped); proc_state is the same for a process's leader. */
+char task_state(pid_t pid, const char *tid);
+char proc_state(pid_t pid);
 
 /* How many times to repeat racy tests: $DIAG_REL_LOOPS if set, else
  * default_loops. */

@@ -214,12 +214,32 @@ Test(reliability_interrupt, c3_stopped_sampler_watchdog, .timeout = 600)
 		snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
 		const char *dargv[] = {target_path("reliability/rel_driver"), pid, "20000", "4",
 				       "watchdog=500", "hold=100", NULL};
-		struct target drv = target_start(dargv, "started");
+		char errlog[] = "/tmp/diag-c3-driver-XXXXXX";
+		int errfd = mkstemp(errlog);
+		cr_assert(errfd >= 0);
+		close(errfd);
+		struct target drv = target_start_logged(dargv, "started", errlog);
 		usleep(300000 + (useconds_t)(rand() % 300) * 1000u);
-		/* Wait until it holds the target, then stop it there. */
-		for (uint64_t t0 = now_ms(); !traced_threads(rt.t.pid) && now_ms() - t0 < 2000;)
-			usleep(200);
-		kill(drv.pid, SIGSTOP);
+		/* Stop it while it holds the target. A SIGSTOP that lands just
+		 * after a release (the test itself may be descheduled between
+		 * seeing the hold and sending the signal) leaves nothing for the
+		 * watchdog to do: seen from the frozen driver, no target thread
+		 * is in a ptrace-stop then, so let it go on and try again. */
+		bool held = false;
+		for (uint64_t t0 = now_ms(); !held && now_ms() - t0 < 10000;) {
+			if (!ptrace_stopped_threads(rt.t.pid)) {
+				usleep(200);
+				continue;
+			}
+			kill(drv.pid, SIGSTOP);
+			for (uint64_t s0 = now_ms(); now_ms() - s0 < 1000; usleep(200))
+				if (strchr("TZ?", proc_state(drv.pid)))
+					break;
+			held = ptrace_stopped_threads(rt.t.pid) > 0 || proc_state(drv.pid) != 'T';
+			if (!held)
+				kill(drv.pid, SIGCONT);
+		}
+		cr_expect(held, "run %d: never caught the driver inside a hold in 10 s", it);
 		atomic_store(&rt.sh->max_gap_ns, 0);
 		uint64_t t0 = now_ms();
 		int st = 0;
@@ -234,9 +254,16 @@ Test(reliability_interrupt, c3_stopped_sampler_watchdog, .timeout = 600)
 		}
 		drv.pid = 0;
 		target_kill(&drv);
+		size_t errlen = 0;
+		char *err = read_file(errlog, &errlen);
+		unlink(errlog);
+		/* The end of what the driver printed (a sanitizer report, say). */
+		const char *tail = err ? (errlen > 1500 ? err + errlen - 1500 : err) : "";
 		cr_expect(r != 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
-			  "run %d: stopped sampler not killed by the watchdog (status %#x after %llu ms)", it,
-			  st, (unsigned long long)took);
+			  "run %d: stopped sampler not killed by the watchdog (status %#x after %llu ms); "
+			  "driver stderr: %s",
+			  it, st, (unsigned long long)took, tail);
+		free(err);
 		cr_expect(took < 1500, "run %d: watchdog took %llu ms", it, (unsigned long long)took);
 		/* Let the probe thread run once after the kill, so the gap that
 		 * spans it is recorded. */

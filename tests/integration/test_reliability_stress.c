@@ -161,22 +161,6 @@ struct tstop_watch {
 	pid_t worst_tid;
 };
 
-static char task_state(pid_t pid, const char *tid)
-{
-	char path[128], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return '?';
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return '?';
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : '?';
-}
-
 static void tstop_poll(struct tstop_watch *w, pid_t pid)
 {
 	char path[64];
@@ -805,13 +789,6 @@ static pid_t find_by_arg(const char *needle)
 	if (d)
 		closedir(d);
 	return found;
-}
-
-static char proc_state(pid_t pid)
-{
-	char tid[16];
-	snprintf(tid, sizeof(tid), "%d", (int)pid);
-	return task_state(pid, tid);
 }
 
 /* C4: ^Z typed in the terminal the tool runs in (an interactive shell in

@@ -67,6 +67,9 @@ static const struct row rows[] = {
 	{ { "curl", "-H", "Authorization: Bearer abc.def", "-H", "Accept: */*" },
 	  { "curl", "-H", "Authorization: " R, "-H", "Accept: */*" } },
 	{ { "curl", "-H", "X-Api-Key: k" }, { "curl", "-H", "X-Api-Key: " R } },
+	/* a token in the kept name part of a credential (found by fuzz_redact) */
+	{ { "app", "--x\xffghp_0123456789abcdefghijABCDEF\xff-key=v" },
+	  { "app", "--x\xff" R "\xff-key=" R } },
 	/* the program path is never rewritten */
 	{ { "/opt/token/bin/app", "x" }, { "/opt/token/bin/app", "x" } },
 };
