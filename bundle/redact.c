@@ -166,6 +166,8 @@ static bool word_boundary(const char *s, size_t i)
 	return i == 0 || !(isalnum((unsigned char)s[i - 1]) || s[i - 1] == '_');
 }
 
+static void scan_prefix(struct sbuf *b, const char *s, size_t n);
+
 /* Copy s, replacing URL passwords and recognizable tokens. */
 static void scan(struct sbuf *b, const char *s)
 {
@@ -193,13 +195,11 @@ static void scan(struct sbuf *b, const char *s)
 			sb_add(b, "://", 3);
 			i += 3;
 			if (colon) {
-				/* user:pass@host -> user:[REDACTED]@host; a user part
-				 * that is itself a token (https://ghp_...:x@github.com)
-				 * goes too. */
-				if (token_at(auth))
-					sb_str(b, BUNDLE_REDACTED);
-				else
-					sb_add(b, auth, (size_t)(colon - auth));
+				/* user:pass@host -> user:[REDACTED]@host; a token in
+				 * the user part (https://ghp_...:x@github.com) goes
+				 * too. It holds no '/', so this recursion stops at one
+				 * level. */
+				scan_prefix(b, auth, (size_t)(colon - auth));
 				sb_add(b, ":", 1);
 				sb_str(b, BUNDLE_REDACTED);
 				i += (size_t)(at - auth);
@@ -212,8 +212,8 @@ static void scan(struct sbuf *b, const char *s)
 }
 
 /* The first n bytes of s, kept as the name of a credential whose value is
- * redacted: scanned all the same, as a token may hide in the name part too
- * ("--x\xffghp_...-key=v"). */
+ * redacted or as a URL's user: scanned all the same, as a token may hide
+ * there too ("--x\xffghp_...-key=v", "https://<ghp_...:x@host"). */
 static void scan_prefix(struct sbuf *b, const char *s, size_t n)
 {
 	char *name = strndup(s, n);
@@ -260,6 +260,16 @@ static char *redact_one(const char *arg, const char *next, bool *redact_next)
 		const char *name = arg + (arg[1] == '-' ? 2 : 1);
 		size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
 
+		/* A token inside the option's name: the whole argument goes.
+		 * Redacting only the token would rename the option, and the
+		 * new name may read as a credential flag on a second pass
+		 * ("--password-ghp_file" -> "--password-[REDACTED]", whose next
+		 * argument would then go too): redaction must be idempotent. */
+		for (size_t k = 0; k < nlen; k++)
+			if (word_boundary(name, k) && token_at(name + k)) {
+				sb_str(&b, BUNDLE_REDACTED);
+				return sb_finish(&b);
+			}
 		/* Short options ("-p x") are left alone: one letter says too
 		 * little to tell "-p password" from "-p port". */
 		bool short_opt = arg[1] != '-' && nlen <= 1;

@@ -639,6 +639,7 @@ int cmd_capture(int argc, char **argv)
 	 * something, and the earlier the handlers are in, the smaller the
 	 * window in which it still could (before main, it always can). */
 	install_signal_handlers();
+	trace_phase("started");
 	struct capture_options opt;
 	if (parse_options(argc, argv, &opt) < 0)
 		return EXIT_USAGE;
@@ -700,6 +701,7 @@ int cmd_capture(int argc, char **argv)
 	}
 	/* A Go target gets its goroutines read too. Parsing its binary happens
 	 * here, before anything is stopped. */
+	trace_phase("target opened");
 	s.go = go_session_open(opt.pid);
 	/* Unwinding and symbols run in a sandboxed worker, forked before we
 	 * hold anything. */
@@ -711,6 +713,7 @@ int cmd_capture(int argc, char **argv)
 	}
 	/* Create the output before attaching: an unusable directory must fail
 	 * before we pause anything. */
+	trace_phase("worker started");
 	r = bundle_create(dir, &s.bundle);
 	if (r < 0) {
 		interp_free(s.interp);
@@ -721,8 +724,10 @@ int cmd_capture(int argc, char **argv)
 	/* If we are ever stopped or hung while holding the target, a separate
 	 * process kills us, which releases it (the kernel detaches a dead
 	 * tracer's tracees). */
+	trace_phase("bundle directory created");
 	if (opt.watchdog_ms && attach_watchdog_start(opt.watchdog_ms) < 0 && !opt.quiet)
 		die_message("warning: could not start the watchdog; continuing without it");
+	trace_phase("watchdog started");
 	s.manifest = initial_manifest(&s);
 	if (s.manifest && !pr.dumpable)
 		cJSON_AddFalseToObject(cJSON_GetObjectItem(s.manifest, "target"), "dumpable");

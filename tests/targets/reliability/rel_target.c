@@ -22,8 +22,9 @@
  *                       parent sits in D), then exits 7.
  *   blocked             one thread per rel_blocked_call, each blocked in its
  *                       call forever, counting EINTR returns; one spinner.
- *   churn N             N "churner" threads creating and joining trivial
- *                       threads as fast as they can (.churned), + a probe.
+ *   churn N [RATE]      N "churner" threads creating and joining trivial
+ *                       threads as fast as they can (.churned), or RATE
+ *                       per second each (bench/soak), + a probe.
  *   vfork_hold SECS N   N spinners + a probe + "vfork-hold", which vforks a
  *                       child that sleeps SECS s (the parent sits in D) and
  *                       then records .vfork_hold_done; ready once it is in D.
@@ -496,6 +497,8 @@ static void *churn_child(void *arg)
 	return arg;
 }
 
+static unsigned churn_rate; /* threads per second per churner; 0: flat out */
+
 static void *churner_main(void *arg)
 {
 	(void)arg;
@@ -503,7 +506,13 @@ static void *churner_main(void *arg)
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
+	uint64_t next = mono_ns();
 	for (;;) {
+		if (churn_rate) {
+			next += 1000000000ull / churn_rate;
+			struct timespec ts = {(time_t)(next / 1000000000ull), (long)(next % 1000000000ull)};
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		}
 		pthread_t t;
 		if (pthread_create(&t, &attr, churn_child, NULL) != 0)
 			continue;
@@ -514,8 +523,9 @@ static void *churner_main(void *arg)
 	return NULL;
 }
 
-static void mode_churn(int n)
+static void mode_churn(int n, unsigned rate)
 {
+	churn_rate = rate;
 	for (int i = 0; i < n; i++)
 		start(churner_main, NULL);
 	start(probe_main, NULL);
@@ -721,7 +731,7 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "blocked") == 0)
 		mode_blocked();
 	if (strcmp(mode, "churn") == 0)
-		mode_churn(argc > 2 ? atoi(argv[2]) : 1);
+		mode_churn(argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? (unsigned)atoi(argv[3]) : 0);
 	if (strcmp(mode, "vfork_hold") == 0)
 		mode_vfork_hold(argc > 2 ? atol(argv[2]) : 10, argc > 3 ? atoi(argv[3]) : 2);
 	if (strcmp(mode, "idle") == 0)

@@ -68,8 +68,10 @@ static const struct row rows[] = {
 	  { "curl", "-H", "Authorization: " R, "-H", "Accept: */*" } },
 	{ { "curl", "-H", "X-Api-Key: k" }, { "curl", "-H", "X-Api-Key: " R } },
 	/* a token in the kept name part of a credential (found by fuzz_redact) */
-	{ { "app", "--x\xffghp_0123456789abcdefghijABCDEF\xff-key=v" },
-	  { "app", "--x\xff" R "\xff-key=" R } },
+	{ { "app", "--x\xffghp_0123456789abcdefghijABCDEF\xff-key=v" }, { "app", R } },
+	{ { "app", "--password-ghp_file", "/x" }, { "app", R, "/x" } },
+	{ { "git", "https://<ghp_0123456789abcdABCDEF:x@github.com/r" },
+	  { "git", "https://<" R ":" R "@github.com/r" } },
 	/* the program path is never rewritten */
 	{ { "/opt/token/bin/app", "x" }, { "/opt/token/bin/app", "x" } },
 };
