@@ -66,7 +66,12 @@ enum attach_refusal {
 	ATTACH_KERNEL_THREAD,
 	ATTACH_SELF,          /* ourselves, or a process in our tracer chain */
 	ATTACH_ALREADY_TRACED,/* another tracer holds it: tracer_pid / tracer_comm */
-	ATTACH_NOT_PERMITTED, /* see uid / yama_scope / have_cap_sys_ptrace */
+	ATTACH_NOT_PERMITTED, /* see uid / yama_scope / have_cap_sys_ptrace / dumpable */
+	/* /proc is the procfs of another pid namespace than ours (a tool run
+	 * by `unshare -p -f` without --mount-proc, or a container's /proc
+	 * seen from the host): the pids in it are not the ones ptrace and
+	 * pidfd_open take, so we could read one process and stop another. */
+	ATTACH_FOREIGN_PROCFS,
 };
 
 struct attach_probe {
@@ -80,12 +85,18 @@ struct attach_probe {
 	uid_t target_uid;
 	int yama_scope;            /* -1 if Yama is absent */
 	bool have_cap_sys_ptrace;
-	bool dumpable;             /* false for setuid / PR_SET_DUMPABLE 0 */
+	/* false if the process asked not to be inspected (PR_SET_DUMPABLE 0, a
+	 * setuid program, changed credentials). Without CAP_SYS_PTRACE that
+	 * is ATTACH_NOT_PERMITTED; with it the probe says ATTACH_OK and the
+	 * caller decides (diag-attach wants --force). A process running as
+	 * root:root cannot be told apart and reads as dumpable. */
+	bool dumpable;
 };
 
 /* Look at pid without touching it and say whether we can capture it.
  * Returns 0 (result in *ret, including refusals) or -errno on our own
- * failure. */
+ * failure. ATTACH_FOREIGN_PROCFS is checked first: with it, nothing else
+ * in *ret means anything. */
 int attach_target_probe(pid_t pid, struct attach_probe *ret);
 
 /* Open pid for capturing. Returns 0, -ESRCH if it does not exist or is a

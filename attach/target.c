@@ -133,12 +133,90 @@ static int lock_take(pid_t pid, uint64_t starttime)
 	return fd;
 }
 
+/*
+ * Is /proc the procfs of our own pid namespace? /proc/self resolves to our
+ * pid as that procfs's namespace numbers it: our getpid() if it is ours,
+ * our pid in an ancestor namespace if it is an ancestor's (a tool run by
+ * `unshare -p -f` without --mount-proc), and nothing at all (ENOENT, while
+ * the link itself exists) if it is a descendant's (a container's /proc
+ * mounted on the host), where we are invisible. In both foreign cases the
+ * pid the user gave and every /proc/PID we read name one process while
+ * ptrace and pidfd_open, which take pids of our namespace, would act on
+ * another one. Any other failure (no /proc at all) is left to the reads
+ * that follow.
+ */
+static bool procfs_is_ours(void)
+{
+	char buf[32];
+	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
+	if (n < 0) {
+		struct stat sb;
+		return !(errno == ENOENT && lstat("/proc/self", &sb) == 0);
+	}
+	buf[n] = '\0';
+	char *end;
+	long self = strtol(buf, &end, 10);
+	return *end == '\0' && self == (long)getpid();
+}
+
+/*
+ * Has the process asked not to be inspected (PR_SET_DUMPABLE 0, a setuid
+ * program, changed credentials)? The kernel hands every file of /proc/PID,
+ * but not the directory itself (fs/proc/base.c task_dump_owner: the 0555
+ * directories keep the effective ids so that stat(/proc/PID) still tells
+ * the owner), to root when the process is not dumpable: "status" owned by
+ * root while the process's effective uid (or gid) is not root means not
+ * dumpable. A process running as root:root looks the same either way, and
+ * every access check that could tell needs CAP_SYS_PTRACE against it
+ * anyway: it reads as dumpable. status_st is an fstat of the status file
+ * whose text is status.
+ */
+static bool status_says_dumpable(const struct stat *status_st, const char *status)
+{
+	unsigned long ruid, euid, rgid, egid;
+	const char *u = strstr(status, "\nUid:"), *g = strstr(status, "\nGid:");
+	if (!u || !g || sscanf(u + 5, "%lu %lu", &ruid, &euid) != 2 ||
+	    sscanf(g + 5, "%lu %lu", &rgid, &egid) != 2)
+		return true;
+	return !((status_st->st_uid == 0 && euid != 0) || (status_st->st_gid == 0 && egid != 0));
+}
+
+/* The status file of the process at dirfd, with its owner (see
+ * status_says_dumpable). Returns 0 or -errno. */
+static int read_status_and_owner(int dirfd, char *buf, size_t size, struct stat *ret_st)
+{
+	int fd = openat(dirfd, "status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t off = 0;
+	int r = fstat(fd, ret_st) < 0 ? -errno : 0;
+	while (r == 0 && off < size - 1) {
+		ssize_t n = read(fd, buf + off, size - 1 - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			r = -errno;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	close(fd);
+	buf[off] = '\0';
+	return r;
+}
+
 int attach_target_probe(pid_t pid, struct attach_probe *ret)
 {
 	struct attach_probe pr = {.refusal = ATTACH_OK, .yama_scope = read_yama_scope(),
 				  .have_cap_sys_ptrace = have_cap_sys_ptrace(), .dumpable = true};
 	char path[64], buf[4096];
 
+	/* First: every other answer below would come from the wrong /proc. */
+	if (!procfs_is_ours()) {
+		pr.refusal = ATTACH_FOREIGN_PROCFS;
+		*ret = pr;
+		return 0;
+	}
 	if (pid <= 0) {
 		pr.refusal = ATTACH_NO_SUCH_PROCESS;
 		*ret = pr;
@@ -154,8 +232,9 @@ int attach_target_probe(pid_t pid, struct attach_probe *ret)
 	/* /proc/PID is a thread-group leader only; /proc/TID of a non-leader
 	 * thread opens too, but its Tgid differs: the user gave a thread id. */
 	struct procfs_stat st;
+	struct stat status_st;
 	if (procfs_read_at(dirfd, "stat", buf, sizeof(buf)) < 0 || procfs_parse_stat(buf, &st) < 0 ||
-	    read_status(dirfd, buf, sizeof(buf)) < 0) {
+	    read_status_and_owner(dirfd, buf, sizeof(buf), &status_st) < 0) {
 		close(dirfd);
 		pr.refusal = ATTACH_NO_SUCH_PROCESS;
 		*ret = pr;
@@ -169,12 +248,7 @@ int attach_target_probe(pid_t pid, struct attach_probe *ret)
 	if (u)
 		uid = strtol(u + 5, NULL, 10);
 	pr.target_uid = (uid_t)uid;
-
-	struct stat sb;
-	/* The kernel makes /proc/PID owned by root when the process is not
-	 * dumpable (setuid, PR_SET_DUMPABLE 0). */
-	if (fstat(dirfd, &sb) == 0 && sb.st_uid == 0 && uid != 0)
-		pr.dumpable = false;
+	pr.dumpable = status_says_dumpable(&status_st, buf);
 	close(dirfd);
 
 	if (st.flags & PF_KTHREAD)

@@ -4,7 +4,6 @@
 #include "capture.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +119,7 @@ static void usage(FILE *f)
 	      " 11  internal error\n"
 	      " 12  interrupted while writing; bundle abandoned (no manifest)\n"
 	      " 13  the process is not dumpable; --force captures it anyway\n"
+	      " 14  /proc belongs to another pid namespace (mount one for this namespace)\n"
 	      "\n"
 	      "See diag-attach(1).\n",
 	      f);
@@ -383,6 +383,8 @@ int capture_refuse(pid_t pid, const struct attach_probe *pr)
 		return EXIT_KERNEL_THREAD;
 	case ATTACH_SELF:
 		die_message("cannot attach to pid %d: it is diag-attach itself or traces it", (int)pid);
+		hint_message("tracing ourselves or our own tracer would deadlock both; "
+			     "give the pid of another process");
 		return EXIT_SELF;
 	case ATTACH_ALREADY_TRACED:
 		die_message("cannot attach to pid %d: already traced by pid %d (%s)", (int)pid,
@@ -394,46 +396,45 @@ int capture_refuse(pid_t pid, const struct attach_probe *pr)
 		if (pr->yama_scope == 3)
 			hint_message("kernel.yama.ptrace_scope=3 forbids all tracing until reboot");
 		else if (pr->target_uid != getuid() && !pr->have_cap_sys_ptrace)
-			hint_message("it belongs to uid %d; run as that user or as root (CAP_SYS_PTRACE)",
-				     (int)pr->target_uid);
+			hint_message("it belongs to uid %d and we run as uid %d; run as that user or "
+				     "as root (CAP_SYS_PTRACE)",
+				     (int)pr->target_uid, (int)getuid());
 		else if (!pr->dumpable)
 			hint_message("it is not dumpable (setuid or PR_SET_DUMPABLE 0); CAP_SYS_PTRACE is needed");
 		else
 			hint_message("kernel.yama.ptrace_scope=%d; run as root or with CAP_SYS_PTRACE",
 				     pr->yama_scope);
 		return EXIT_NOT_PERMITTED;
+	case ATTACH_FOREIGN_PROCFS:
+		die_message("cannot attach to pid %d: /proc does not belong to this pid namespace",
+			    (int)pid);
+		hint_message("its pids are not ours, so we could read one process and stop another; "
+			     "mount a /proc for this namespace (unshare --mount-proc) or run from the host");
+		return EXIT_FOREIGN_PROCFS;
 	}
 	return EXIT_INTERNAL;
 }
 
-/*
- * Has pid asked not to be inspected (PR_SET_DUMPABLE 0, a setuid program,
- * changed credentials)? The kernel hands every file of /proc/PID, but not
- * the directory itself, to root when the process is not dumpable
- * (fs/proc/base.c task_dump_owner): "status" owned by root while the
- * process's effective uid or gid is not root means not dumpable. A process
- * that runs as root:root looks the same either way, and every access check
- * that could tell needs CAP_SYS_PTRACE against it anyway: it passes.
- */
-static bool target_dumpable(pid_t pid)
+int capture_check_target(pid_t pid, bool force, struct attach_probe *ret)
 {
-	char path[64], buf[4096];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true; /* gone: the capture will say so */
-	struct stat st;
-	ssize_t n = fstat(fd, &st) == 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
-	unsigned long ruid, euid, rgid, egid;
-	const char *u = strstr(buf, "\nUid:"), *g = strstr(buf, "\nGid:");
-	if (!u || !g || sscanf(u + 5, "%lu %lu", &ruid, &euid) != 2 ||
-	    sscanf(g + 5, "%lu %lu", &rgid, &egid) != 2)
-		return true;
-	return !((st.st_uid == 0 && euid != 0) || (st.st_gid == 0 && egid != 0));
+	if (attach_target_probe(pid, ret) < 0) {
+		die_message("cannot inspect pid %d", (int)pid);
+		return EXIT_INTERNAL;
+	}
+	if (ret->refusal != ATTACH_OK)
+		return capture_refuse(pid, ret);
+	/* A non-dumpable process (PR_SET_DUMPABLE 0, setuid, changed
+	 * credentials) asked not to be inspected: no core dumps, no ptrace
+	 * without CAP_SYS_PTRACE (the probe refuses it then). Root may still
+	 * trace it, and a bundle is meant to travel (and top shows its
+	 * stacks), so that takes an explicit --force. */
+	if (!ret->dumpable && !force) {
+		die_message("refusing to capture pid %d: it is not dumpable (setuid, or PR_SET_DUMPABLE 0)",
+			    (int)pid);
+		hint_message("it asked not to be inspected and may hold secrets; add --force to capture it anyway");
+		return EXIT_NOT_DUMPABLE;
+	}
+	return EXIT_OK;
 }
 
 static void default_output(pid_t pid, char *buf, size_t size)
@@ -646,29 +647,9 @@ int cmd_capture(int argc, char **argv)
 
 	/* Refuse what we can refuse without touching the target or the disk. */
 	struct attach_probe pr;
-	if (attach_target_probe(opt.pid, &pr) < 0) {
-		die_message("cannot inspect pid %d", (int)opt.pid);
-		return EXIT_INTERNAL;
-	}
-	if (pr.refusal != ATTACH_OK)
-		return capture_refuse(opt.pid, &pr);
-	/* A non-dumpable process (PR_SET_DUMPABLE 0, setuid, changed
-	 * credentials) asked not to be inspected: no core dumps, no ptrace
-	 * without CAP_SYS_PTRACE. Root may still trace it, and a bundle is
-	 * meant to travel, so that takes an explicit --force. */
-	/* attach_target_probe's dumpable looks at the /proc/PID directory,
-	 * which keeps the process's uid: ask its files too. */
-	pr.dumpable = pr.dumpable && target_dumpable(opt.pid);
-	if (!pr.dumpable && !pr.have_cap_sys_ptrace) {
-		pr.refusal = ATTACH_NOT_PERMITTED; /* the kernel would say so */
-		return capture_refuse(opt.pid, &pr);
-	}
-	if (!pr.dumpable && !opt.force) {
-		die_message("refusing to capture pid %d: it is not dumpable (setuid, or PR_SET_DUMPABLE 0)",
-			    (int)opt.pid);
-		hint_message("it asked not to be inspected and may hold secrets; add --force to capture it anyway");
-		return EXIT_NOT_DUMPABLE;
-	}
+	int refused = capture_check_target(opt.pid, opt.force, &pr);
+	if (refused != EXIT_OK)
+		return refused;
 
 	char default_dir[64];
 	const char *dir = opt.output;
@@ -678,6 +659,15 @@ int cmd_capture(int argc, char **argv)
 	}
 	struct stat st;
 	bool existed = lstat(dir, &st) == 0;
+	/* An existing directory of another user (pre-created in /tmp, say)
+	 * would receive argv, stacks and maybe secrets that its owner could
+	 * then read or swap under us: only a new directory or one of our own. */
+	if (existed && S_ISDIR(st.st_mode) && st.st_uid != geteuid()) {
+		die_message("output directory '%s' belongs to uid %d, not to us (uid %d)", dir,
+			    (int)st.st_uid, (int)geteuid());
+		hint_message("give a new directory, or an empty one you own, with -o");
+		return EXIT_OUTPUT_DIR;
+	}
 
 	struct capture_session s = {.opt = &opt, .started_wall_ns = realtime_ns()};
 	s.symopt.allow_debuginfod = opt.debuginfod;

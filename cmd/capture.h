@@ -71,6 +71,12 @@ int sampler_run(struct capture_session *s);
  * matching exit status. */
 int capture_refuse(pid_t pid, const struct attach_probe *pr);
 
+/* Probe pid (result in *ret) and refuse, with a message, what must be
+ * refused before anything is touched: every refusal of the probe, and a
+ * process that is not dumpable unless force. Returns EXIT_OK or the exit
+ * status. Shared by capture and top. */
+int capture_check_target(pid_t pid, bool force, struct attach_probe *ret);
+
 /* Report a bundle write failure; returns EXIT_WRITE_FAILED. */
 int write_error_exit(const char *dir, int err);
 

@@ -21,6 +21,7 @@ enum exit_code {
 	EXIT_INTERNAL = 11,      /* out of memory or an unexpected failure */
 	EXIT_INTERRUPTED = 12,   /* interrupted while writing; the bundle was abandoned */
 	EXIT_NOT_DUMPABLE = 13,  /* the process is not dumpable (asked not to be inspected); see --force */
+	EXIT_FOREIGN_PROCFS = 14,/* /proc belongs to another pid namespace than ours */
 };
 
 #endif

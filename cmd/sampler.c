@@ -236,20 +236,19 @@ static void reuse_idle_stacks(struct sampler *sp)
 #define BUDGET_SHARE_LOW 8  /* cost < period / 8: double it back */
 /* Pause budget: the target may stand still at most 1/PAUSE_SHARE_MAX of
  * the time (5%), judged over windows of PAUSE_WINDOW_NS (and at once when
- * it stands still longer than it runs). Past it the period becomes the
+ * a window's budget is spent before its end, or when it stands still
+ * longer than it runs). Past it the period becomes the
  * requested one doubled until the window's mean hold is 1/PAUSE_SHARE_TARGET
  * of it (2%); each window that stays under the budget lets it come back
- * down as far as its mean hold stays under 1/PAUSE_SHARE_BACK (4%). */
+ * down as far as its mean hold stays under 1/PAUSE_SHARE_BACK (3%). */
 #define PAUSE_SHARE_MAX 20
 #define PAUSE_SHARE_TARGET 50
-#define PAUSE_SHARE_BACK 25
+#define PAUSE_SHARE_BACK 33
 #define PAUSE_WINDOW_NS 1000000000ull
 #define PAUSE_PERIOD_MAX_NS 10000000000ull
-/* The first ticks warm caches (unwind tables, page cache), fault in our
- * buffers inside the hold and stop idle threads too: neither our cost nor
- * the holds are judged on them, except holds longer than the period twice
- * running, which are acted on from the second tick (the first may have
- * waited for a thread caught in D, which later ticks skip). */
+/* The first ticks warm caches (unwind tables, page cache) and fault in our
+ * buffers: our cost is not judged on them (judge_pause has its own, shorter
+ * warm-up for holds). */
 #define WARMUP_TICKS 5
 #define MAX_ADAPTATIONS_RECORDED 64
 
@@ -281,17 +280,29 @@ static void judge_pause(struct sampler *sp, uint64_t hold_ns, uint64_t at_ns)
 		sp->win_hold_ns = sp->win_ticks = 0;
 		return;
 	}
-	if (sp->ticks <= WARMUP_TICKS) {
+	/* The first tick stops idle threads too (later ticks skip them): its
+	 * hold says little about the next ones. Every later hold counts,
+	 * warm-up or not: the target feels them all. */
+	if (sp->ticks <= 1) {
 		sp->win_start_ns = at_ns;
 		return;
 	}
 	sp->win_hold_ns += hold_ns;
 	sp->win_ticks++;
-	if (sp->win_ticks < 2)
-		return; /* one hold alone is no measure of a share of time */
 	uint64_t elapsed = at_ns - sp->win_start_ns;
-	if (elapsed < PAUSE_WINDOW_NS)
+	/* A window's whole budget already spent: act now, not at its end
+	 * (two holds of 100 ms in the first 30 ms, say). Otherwise one hold
+	 * alone is no measure of a share of time, unless the period is a
+	 * window or longer: then hold / period is the share (and waiting for a
+	 * second tick would keep a rate lowered in an emergency, 0.2 Hz say,
+	 * low for twice its period after the holds got short again). */
+	bool spent = sp->win_hold_ns > PAUSE_WINDOW_NS / PAUSE_SHARE_MAX;
+	if (!spent && sp->win_ticks < 2 && sp->period_ns < PAUSE_WINDOW_NS)
 		return;
+	if (!spent && elapsed < PAUSE_WINDOW_NS)
+		return;
+	if (elapsed < PAUSE_WINDOW_NS)
+		elapsed = PAUSE_WINDOW_NS;
 	bool over = sp->win_hold_ns > elapsed / PAUSE_SHARE_MAX;
 	sp->win_mean_hold_ns = sp->win_hold_ns / sp->win_ticks;
 	uint64_t floor = pause_floor_for(sp, sp->win_mean_hold_ns,

@@ -210,12 +210,46 @@ static cJSON *environ_json(const struct attach_target *t)
 	return arr;
 }
 
+/* The target's pid in its own (innermost) pid namespace: the last field
+ * of NSpid in its status, what it and its logs call itself inside a
+ * container. 0 if unknown. */
+static long inner_pid(const struct attach_target *t)
+{
+	char buf[4096];
+	int fd = openat(t->proc_dirfd, "status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strstr(buf, "\nNSpid:");
+	if (!p)
+		return 0;
+	p += 7;
+	char *eol = strchr(p, '\n');
+	if (eol)
+		*eol = '\0'; /* strtol would skip the newline into the next line */
+	long last = 0;
+	for (char *end;; p = end) {
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		last = v;
+	}
+	return last;
+}
+
 cJSON *target_info_json(const struct attach_target *t, bool record_environ)
 {
 	cJSON *o = cJSON_CreateObject();
 	if (!o)
 		return NULL;
 	cJSON_AddNumberToObject(o, "pid", t->pid);
+	long ns_pid = inner_pid(t);
+	if (ns_pid > 0 && ns_pid != t->pid)
+		cJSON_AddNumberToObject(o, "ns_pid", (double)ns_pid);
 	char exe[4096];
 	ssize_t n = readlinkat(t->proc_dirfd, "exe", exe, sizeof(exe) - 1);
 	if (n > 0) {

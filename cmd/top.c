@@ -258,8 +258,11 @@ static void usage(FILE *f)
 	      " -p, --pid PID        process to watch\n"
 	      " -F, --frequency HZ   samples per second (default 99)\n"
 	      " -n, --iterations N   exit after N refreshes (for scripts; default: until q)\n"
+	      "     --force          watch a process that is not dumpable (setuid, or\n"
+	      "                      PR_SET_DUMPABLE 0): it asked not to be inspected\n"
 	      " -h, --help           display this help\n\n"
-	      "Exit status: as for capture (0 ok, 2 usage, 3 no such process, 6 not permitted, ...).\n",
+	      "Exit status: as for capture (0 ok, 2 usage, 3 no such process, 6 not permitted,\n"
+	      "13 not dumpable, 14 /proc of another pid namespace, ...).\n",
 	      f);
 }
 
@@ -269,11 +272,13 @@ int cmd_top(int argc, char **argv)
 		{"pid", required_argument, NULL, 'p'},
 		{"frequency", required_argument, NULL, 'F'},
 		{"iterations", required_argument, NULL, 'n'},
+		{"force", no_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	pid_t pid = -1;
 	long hz = 99, iterations = 0;
+	bool force = false;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:F:n:h", longopts, NULL)) != -1) {
@@ -300,6 +305,9 @@ int cmd_top(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case 'f': /* --force only: no short option, as for capture */
+			force = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -313,10 +321,9 @@ int cmd_top(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct attach_probe pr;
-	if (attach_target_probe(pid, &pr) < 0)
-		return EXIT_INTERNAL;
-	if (pr.refusal != ATTACH_OK)
-		return capture_refuse(pid, &pr);
+	int refused = capture_check_target(pid, force, &pr);
+	if (refused != EXIT_OK)
+		return refused;
 
 	struct top *t = calloc(1, sizeof(*t));
 	if (!t)

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -118,12 +119,23 @@ static void slurp_fd(int fd, char *buf, size_t size)
 	buf[len] = '\0';
 }
 
-void tool_run(struct tool_result *r, const char *const *args)
+/* Become uid:gid with no supplementary groups; from root that also drops
+ * every capability (no SECBIT_KEEP_CAPS). In a forked child only. */
+static void drop_to(uid_t uid, gid_t gid)
+{
+	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+		_exit(126);
+}
+
+static pid_t spawn(bool drop, uid_t uid, gid_t gid, const char *const *args, const char *out_path,
+		   const char *err_path);
+
+static void run(struct tool_result *r, bool drop, uid_t uid, gid_t gid, const char *const *args)
 {
 	char outp[] = "/tmp/diag-test-out-XXXXXX", errp[] = "/tmp/diag-test-err-XXXXXX";
 	int ofd = mkstemp(outp), efd = mkstemp(errp);
 	cr_assert(ofd >= 0 && efd >= 0);
-	pid_t pid = tool_spawn(args, outp, errp);
+	pid_t pid = spawn(drop, uid, gid, args, outp, errp);
 	int code = tool_wait(pid, 120000);
 	memset(r, 0, sizeof(*r));
 	r->exit_code = code;
@@ -135,7 +147,42 @@ void tool_run(struct tool_result *r, const char *const *args)
 	unlink(errp);
 }
 
+void tool_run(struct tool_result *r, const char *const *args)
+{
+	run(r, false, 0, 0, args);
+}
+
+void tool_run_as(struct tool_result *r, uid_t uid, gid_t gid, const char *const *args)
+{
+	run(r, true, uid, gid, args);
+}
+
 pid_t tool_spawn(const char *const *args, const char *out_path, const char *err_path)
+{
+	return spawn(false, 0, 0, args, out_path, err_path);
+}
+
+pid_t tool_spawn_as(uid_t uid, gid_t gid, const char *const *args, const char *out_path,
+		    const char *err_path)
+{
+	return spawn(true, uid, gid, args, out_path, err_path);
+}
+
+bool can_exec_as(uid_t uid, gid_t gid, const char *path)
+{
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		drop_to(uid, gid);
+		_exit(access(path, X_OK) == 0 ? 0 : 1);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static pid_t spawn(bool drop, uid_t uid, gid_t gid, const char *const *args, const char *out_path,
+		   const char *err_path)
 {
 	const char *argv[64];
 	size_t n = 0;
@@ -154,6 +201,9 @@ pid_t tool_spawn(const char *const *args, const char *out_path, const char *err_
 			int fd = open(err_path, O_WRONLY | O_TRUNC);
 			dup2(fd, STDERR_FILENO);
 		}
+		/* After the opens: the output files stay root's. */
+		if (drop)
+			drop_to(uid, gid);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}

@@ -46,6 +46,15 @@ void tool_run(struct tool_result *r, const char *const *args);
 /* Start the tool in the background; returns its pid; output goes to files
  * out_path / err_path (may be NULL). */
 pid_t tool_spawn(const char *const *args, const char *out_path, const char *err_path);
+/* The same two, with the tool running as uid:gid, no supplementary groups
+ * and (dropped from root) no capabilities: an ordinary user. The output
+ * files are opened before the drop. Exit status 126 if the drop failed. */
+void tool_run_as(struct tool_result *r, uid_t uid, gid_t gid, const char *const *args);
+pid_t tool_spawn_as(uid_t uid, gid_t gid, const char *const *args, const char *out_path,
+		    const char *err_path);
+/* May uid:gid (no supplementary groups) execute path? Asked by a child
+ * that has dropped to those ids. */
+bool can_exec_as(uid_t uid, gid_t gid, const char *path);
 /* Wait for a spawned tool, with a timeout in ms; returns the exit code or
  * -1 (killed by signal) or -2 (timed out: it is then SIGKILLed). */
 int tool_wait(pid_t pid, int timeout_ms);

@@ -1,8 +1,13 @@
 /*
  * Bad input: each refusal gets one clear line, its own exit status, no
- * bundle directory, and an untouched target.
+ * bundle directory, and an untouched target. Reliability catalogue
+ * (reliability.md section 4) group D, and E7.
  */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cmd/exit_codes.h"
 #include "harness.h"
 
 static void expect_refusal(const char *pid, int code, const char *msg_part)
@@ -151,5 +157,513 @@ Test(errors, verify_not_a_bundle)
 	tool_run(&r, args);
 	cr_expect_eq(r.exit_code, 1, "%s", r.err);
 	cr_expect(strstr(r.err, "no manifest"), "%s", r.err);
+	rm_rf(dir);
+}
+
+/* ---- helpers for the catalogue tests below ---- */
+
+/* An ordinary user: nobody:nogroup. */
+#define NOBODY 65534
+
+static const char *tool_exe(void)
+{
+	const char *p = getenv("DIAG_ATTACH");
+	cr_assert(p, "DIAG_ATTACH not set (run through meson test)");
+	return p;
+}
+
+/* The refusal format of STYLE.md: exactly one line "diag-attach: ..."
+ * naming the failure (with what), then one "hint: ..." line (with
+ * hint_part). */
+static void expect_message(const char *err, const char *what, const char *hint_part)
+{
+	const char *nl = strchr(err, '\n');
+	cr_expect(strncmp(err, "diag-attach: ", 13) == 0 && nl, "message format: %s", err);
+	if (!nl)
+		return;
+	cr_expect(memmem(err, (size_t)(nl - err), what, strlen(what)), "first line lacks '%s': %s",
+		  what, err);
+	const char *hint = nl + 1, *end = strchr(hint, '\n');
+	cr_expect(strncmp(hint, "hint: ", 6) == 0 && end, "no hint line: %s", err);
+	if (!end)
+		return;
+	cr_expect(memmem(hint, (size_t)(end - hint), hint_part, strlen(hint_part)),
+		  "hint lacks '%s': %s", hint_part, err);
+	cr_expect(end[1] == '\0', "more than a message and a hint: %s", err);
+}
+
+static void expect_no_dir(const char *out)
+{
+	struct stat st;
+	cr_expect(lstat(out, &st) != 0, "a refused capture left %s behind", out);
+}
+
+static void expect_untouched(pid_t pid, const char *what)
+{
+	char why[256];
+	cr_expect(target_healthy(pid, false, why, sizeof(why)), "%s: %s", what, why);
+}
+
+static void expect_bundle_verifies(const char *out, const char *what)
+{
+	struct tool_result r;
+	const char *args[] = {"verify", out, NULL};
+	tool_run(&r, args);
+	cr_expect_eq(r.exit_code, 0, "%s: bundle %s does not verify: %s", what, out, r.err);
+}
+
+/* A temp dir that nobody can create the output in, so that a refusal of
+ * an unprivileged tool is about ptrace, never about the directory. */
+static void make_world_tmpdir(char *buf, size_t size)
+{
+	make_tmpdir(buf, size);
+	cr_assert_eq(chmod(buf, 0777), 0);
+}
+
+/* Skip unless we are root and nobody can run the tool and the target
+ * (the build tree may sit under a private home directory). */
+static void need_nobody(const char *target)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root: the test drops the tool to uid %d", NOBODY);
+	if (access("/usr/bin/setpriv", X_OK) != 0)
+		cr_skip_test("/usr/bin/setpriv (util-linux) is missing");
+	if (!can_exec_as(NOBODY, NOBODY, tool_exe()) || !can_exec_as(NOBODY, NOBODY, target))
+		cr_skip_test("uid %d cannot execute %s or %s: the build tree is not world-readable",
+			     NOBODY, tool_exe(), target);
+}
+
+/* chains_fp running as nobody (setpriv drops, then execs: the exec makes
+ * it dumpable again, as any program started by that user). The test stays
+ * its parent. */
+static struct target start_as_nobody(void)
+{
+	const char *argv[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+			      target_path("chains_fp"), NULL};
+	return target_start(argv, "ready");
+}
+
+/* Run sh -c script with $0 = the tool and $1 = arg1, under a KILL timeout
+ * of 60 s (status 137 then), stderr into err. Returns the exit status. */
+static int run_script(const char *script, const char *arg1, char *out, size_t out_size, char *err,
+		      size_t err_size)
+{
+	char errp[] = "/tmp/diag-test-err-XXXXXX";
+	int efd = mkstemp(errp);
+	cr_assert(efd >= 0);
+	char cmd[8192];
+	snprintf(cmd, sizeof(cmd), "timeout -s KILL 60 sh -c '%s' '%s' '%s' 2>'%s'", script,
+		 tool_exe(), arg1, errp);
+	int status = shell_output(cmd, out, out_size);
+	ssize_t n = read(efd, err, err_size - 1);
+	err[n > 0 ? n : 0] = '\0';
+	close(efd);
+	unlink(errp);
+	return status;
+}
+
+/* ---- D2: another user's process, as a non-root tool ---- */
+
+/* A tool running as nobody, without capabilities, on a root process: the
+ * kernel would refuse; we refuse first, say whose process it is and what
+ * would let us (its uid, or CAP_SYS_PTRACE). */
+Test(errors, d2_other_users_process_not_permitted)
+{
+	need_nobody(target_path("chains_fp"));
+	const char *argv[] = {target_path("chains_fp"), NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16];
+	make_world_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/bundle", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
+	tool_run_as(&r, NOBODY, NOBODY, args);
+	cr_expect_eq(r.exit_code, EXIT_NOT_PERMITTED, "exit %d, want %d: %s", r.exit_code,
+		     EXIT_NOT_PERMITTED, r.err);
+	expect_message(r.err, "not permitted", "CAP_SYS_PTRACE");
+	cr_expect(strstr(r.err, "uid 0"), "the hint does not name the owner's uid: %s", r.err);
+	expect_no_dir(out);
+	expect_untouched(t.pid, "d2 refused");
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+/* The counterpart: the same unprivileged tool on a process of its own
+ * user works. Root is not needed. */
+Test(errors, d2_same_user_without_root_works)
+{
+	need_nobody(target_path("chains_fp"));
+	struct target t = start_as_nobody();
+	char dir[256], out[300], pid[16];
+	make_world_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/bundle", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "-q", "-o", out, NULL};
+	tool_run_as(&r, NOBODY, NOBODY, args);
+	cr_expect_eq(r.exit_code, 0, "a non-root tool on its own user's process: exit %d: %s",
+		     r.exit_code, r.err);
+	expect_bundle_verifies(out, "d2 same user");
+	char path[320];
+	snprintf(path, sizeof(path), "%s/threads.txt", out);
+	char *txt = read_file(path, NULL);
+	cr_expect(txt && strstr(txt, "chains_fp"), "no stack of the target:\n%s", txt ? txt : "");
+	free(txt);
+	struct stat st;
+	cr_expect(stat(out, &st) == 0 && st.st_uid == NOBODY, "the bundle is not nobody's");
+	expect_untouched(t.pid, "d2 same user");
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+/* ---- D6: ourselves, our own tracer, our parent shell ---- */
+
+Test(errors, d6_self_refused)
+{
+	char dir[256], out[300], sout[4096], err[4096];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/bundle", dir);
+	/* exec: the shell's $$ becomes the tool's own pid. */
+	int status = run_script("exec \"$0\" -p $$ --snapshot -o \"$1\"", out, sout, sizeof(sout), err,
+				sizeof(err));
+	cr_expect_eq(status, EXIT_SELF, "exit %d, want %d: %s", status, EXIT_SELF, err);
+	expect_message(err, "diag-attach itself", "deadlock");
+	expect_no_dir(out);
+	rm_rf(dir);
+}
+
+/* Tracing our own tracer would deadlock both (strace #178): refused, and
+ * promptly (the script runs under a 60 s KILL timeout: 137 = hung). */
+Test(errors, d6_own_tracer_refused)
+{
+	if (system("command -v strace >/dev/null 2>&1") != 0)
+		cr_skip_test("strace is not installed");
+	char dir[256], out[300], sout[4096], err[4096];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/bundle", dir);
+	/* strace takes the shell's pid and runs the tool as its tracee, which
+	 * is then asked to attach to strace. LeakSanitizer (an ASan build)
+	 * refuses to run under ptrace: leaks are not checked in this one.
+	 * strace exits with its tracee's status. */
+	int status = run_script("ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" "
+				"exec strace -f -o /dev/null \"$0\" -p $$ --snapshot -o \"$1\"",
+				out, sout, sizeof(sout), err, sizeof(err));
+	cr_expect_neq(status, 137, "the tool hung attaching to its own tracer: %s", err);
+	cr_expect_eq(status, EXIT_SELF, "exit %d, want %d: %s", status, EXIT_SELF, err);
+	expect_message(err, "traces it", "deadlock");
+	expect_no_dir(out);
+	rm_rf(dir);
+}
+
+/* The shell that started us is an ordinary target: it is blocked in
+ * wait4 for us, which restarts after our stop. It must go on unharmed. */
+Test(errors, d6_parent_shell_works)
+{
+	char dir[256], out[300], sout[4096], err[4096];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/bundle", dir);
+	int status = run_script("\"$0\" -p $$ --snapshot -q -o \"$1\"; echo tool=$?; "
+				"grep -E \"^(State|TracerPid):\" /proc/$$/status; echo shell-alive",
+				out, sout, sizeof(sout), err, sizeof(err));
+	cr_expect_eq(status, 0, "the shell exited %d: %s", status, err);
+	cr_expect(strstr(sout, "tool=0\n"), "tool on its parent shell failed: %s%s", sout, err);
+	/* The shell is waiting for grep: S, never t (traced) or T. */
+	cr_expect(strstr(sout, "TracerPid:\t0\n") && !strstr(sout, "(tracing stop)") &&
+			  !strstr(sout, "(stopped)"),
+		  "the shell was left traced or stopped:\n%s", sout);
+	cr_expect(strstr(sout, "shell-alive\n"), "the shell did not go on: %s", sout);
+	expect_bundle_verifies(out, "d6 parent shell");
+	rm_rf(dir);
+}
+
+/* ---- D7: Yama ---- */
+
+/* kernel.yama.ptrace_scope=1: only ancestors may trace (unless the target
+ * names a tracer with PR_SET_PTRACER, which /proc does not show, so the
+ * kernel's EPERM is what tells). A non-root tool on a sibling of the same
+ * user must be refused with a hint naming the sysctl. Scope 3 is not
+ * tested: it cannot be lowered again until reboot. */
+Test(errors, d7_yama_ptrace_scope)
+{
+	const char *scope_path = "/proc/sys/kernel/yama/ptrace_scope";
+	char *old = read_file(scope_path, NULL);
+	if (!old)
+		cr_skip_test("%s does not exist: this kernel has no Yama, D7 cannot run here",
+			     scope_path);
+	need_nobody(target_path("chains_fp"));
+	if (atoi(old) == 3) {
+		free(old);
+		cr_skip_test("kernel.yama.ptrace_scope is 3 (cannot be changed until reboot)");
+	}
+	/* The target is our child and the tool our child: not its descendant. */
+	struct target t = start_as_nobody();
+	FILE *f = fopen(scope_path, "w");
+	cr_assert(f, "cannot write %s: %s", scope_path, strerror(errno));
+	fputs("1\n", f);
+	cr_assert(fclose(f) == 0, "cannot set ptrace_scope 1");
+
+	char dir[256], out[300], pid[16];
+	make_world_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/bundle", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
+	tool_run_as(&r, NOBODY, NOBODY, args);
+
+	/* Restore before any assertion can end the test. */
+	f = fopen(scope_path, "w");
+	bool restored = f && fputs(old, f) >= 0;
+	restored = f && fclose(f) == 0 && restored;
+	cr_expect(restored, "could not restore ptrace_scope %s", old);
+	free(old);
+
+	cr_expect_eq(r.exit_code, EXIT_NOT_PERMITTED, "exit %d, want %d: %s", r.exit_code,
+		     EXIT_NOT_PERMITTED, r.err);
+	expect_message(r.err, "not permitted", "kernel.yama.ptrace_scope");
+	expect_no_dir(out);
+	expect_untouched(t.pid, "d7");
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+/* ---- D9: pid namespaces ---- */
+
+static void need_pid_namespaces(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to create pid namespaces");
+	if (system("unshare -p -f --kill-child true >/dev/null 2>&1") != 0)
+		cr_skip_test("cannot create a pid namespace here (unshare -p -f failed)");
+}
+
+/* The trap: a tool in a child pid namespace whose /proc is still the
+ * host's (`unshare -p -f` without --mount-proc) would read /proc/PID of
+ * one process while ptrace and pidfd_open, which take pids of its own
+ * namespace, act on another. Refused before anything is traced. */
+Test(errors, d9_foreign_procfs_refused)
+{
+	need_pid_namespaces();
+	const char *argv[] = {target_path("chains_fp"), NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16], sout[4096], err[4096];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/bundle", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	char script[512];
+	snprintf(script, sizeof(script),
+		 "exec unshare -p -f --kill-child \"$0\" -p %s --snapshot -o \"$1\"", pid);
+	int status = run_script(script, out, sout, sizeof(sout), err, sizeof(err));
+	cr_expect_eq(status, EXIT_FOREIGN_PROCFS, "exit %d, want %d: %s", status, EXIT_FOREIGN_PROCFS,
+		     err);
+	expect_message(err, "does not belong to this pid namespace", "--mount-proc");
+	expect_no_dir(out);
+	expect_untouched(t.pid, "d9 refused");
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+/* The counterpart: tool and target in one pid namespace with its own
+ * /proc: an ordinary capture. */
+Test(errors, d9_inside_namespace_with_own_proc_works)
+{
+	need_pid_namespaces();
+	char dir[256], out[300], sout[4096], err[4096];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/bundle", dir);
+	char script[1024];
+	snprintf(script, sizeof(script),
+		 "exec unshare -p -f --kill-child --mount-proc sh -c "
+		 "\"%s > \\\"\\$1.ready\\\" & "
+		 "for i in \\$(seq 500); do "
+		 "grep -q ready \\\"\\$1.ready\\\" && break; sleep 0.02; done; "
+		 "\\\"\\$0\\\" -p \\$! --snapshot -q -o \\\"\\$1\\\"; echo tool=\\$?; "
+		 "grep -E \\\"^(State|TracerPid):\\\" /proc/\\$!/status; kill -9 \\$!\" \"$0\" \"$1\"",
+		 target_path("chains_fp"));
+	int status = run_script(script, out, sout, sizeof(sout), err, sizeof(err));
+	cr_expect_eq(status, 0, "exit %d: %s", status, err);
+	cr_expect(strstr(sout, "tool=0\n"), "capture inside the namespace failed:\n%s%s", sout, err);
+	cr_expect(strstr(sout, "TracerPid:\t0\n") && !strstr(sout, "(tracing stop)") &&
+			  !strstr(sout, "(stopped)"),
+		  "the target was left traced or stopped:\n%s", sout);
+	expect_bundle_verifies(out, "d9 inside");
+	rm_rf(dir);
+}
+
+/* From the host, a process inside a pid namespace: the manifest keeps the
+ * pid it has in there too ("ns_pid"), the one its own logs use. */
+Test(errors, d9_host_view_records_ns_pid)
+{
+	need_pid_namespaces();
+	const char *argv[] = {"/usr/bin/unshare", "-p", "-f", "--kill-child", "--mount-proc",
+			      target_path("chains_fp"), NULL};
+	struct target t = target_start(argv, "ready");
+	char path[64], *kids;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)t.pid, (int)t.pid);
+	kids = read_file(path, NULL);
+	pid_t inner = kids ? (pid_t)atoi(kids) : 0;
+	free(kids);
+	cr_assert(inner > 0, "no child of unshare %d", (int)t.pid);
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/bundle", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)inner);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "-q", "-o", out, NULL};
+	tool_run(&r, args);
+	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	expect_untouched(inner, "d9 host view");
+	char mpath[320];
+	snprintf(mpath, sizeof(mpath), "%s/manifest.json", out);
+	char *text = read_file(mpath, NULL);
+	cJSON *m = text ? cJSON_Parse(text) : NULL;
+	free(text);
+	cJSON *target = cJSON_GetObjectItem(m, "target");
+	cJSON *p = cJSON_GetObjectItem(target, "pid"), *np = cJSON_GetObjectItem(target, "ns_pid");
+	cr_expect(cJSON_IsNumber(p) && p->valueint == inner, "target.pid is not the host pid %d",
+		  (int)inner);
+	cr_expect(cJSON_IsNumber(np) && np->valueint == 1,
+		  "target.ns_pid is not 1 (the namespace's init)");
+	cJSON_Delete(m);
+	kill(inner, SIGKILL);
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+/* ---- E7: the bundle's own permissions and foreign output directories ---- */
+
+static void expect_private_modes(const char *path, int *ndirs, int *nfiles)
+{
+	struct stat st;
+	cr_assert(lstat(path, &st) == 0, "%s: %s", path, strerror(errno));
+	if (S_ISDIR(st.st_mode)) {
+		cr_expect_eq(st.st_mode & 07777, 0700, "directory %s has mode %04o, want 0700", path,
+			     st.st_mode & 07777);
+		(*ndirs)++;
+		DIR *d = opendir(path);
+		cr_assert(d);
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+				continue;
+			char sub[4096];
+			snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
+			expect_private_modes(sub, ndirs, nfiles);
+		}
+		closedir(d);
+		return;
+	}
+	cr_expect(S_ISREG(st.st_mode), "%s is not a regular file", path);
+	cr_expect_eq(st.st_mode & 07777, 0600, "member %s has mode %04o, want 0600", path,
+		     st.st_mode & 07777);
+	(*nfiles)++;
+}
+
+/* Stacks, argv and binaries can be sensitive: the bundle is 0700 and
+ * every member 0600, at every depth (binaries/<build-id>/), whatever the
+ * umask (the tool runs with umask 0 here, so a mode that only came from
+ * the umask fails). */
+Test(errors, e7_bundle_modes_private)
+{
+	const char *argv[] = {target_path("chains_fp"), NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/bundle", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "-q", "--with-binaries=64M", "-o", out, NULL};
+	mode_t old = umask(0);
+	tool_run(&r, args);
+	umask(old);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	expect_bundle_verifies(out, "e7");
+	int ndirs = 0, nfiles = 0;
+	expect_private_modes(out, &ndirs, &nfiles);
+	/* The bundle, binaries/ and at least one binaries/<build-id>/. */
+	cr_expect(ndirs >= 3, "only %d directories walked: no subdirectory was checked", ndirs);
+	cr_expect(nfiles >= 4, "only %d members walked", nfiles);
+	expect_untouched(t.pid, "e7");
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+/* An (empty) output directory that another user made, say in /tmp before
+ * us, is theirs to read and swap: refused, and left exactly as it was. */
+Test(errors, e7_other_users_output_dir_refused)
+{
+	const char *argv[] = {target_path("chains_fp"), NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/theirs", dir);
+	cr_assert(mkdir(out, 0755) == 0);
+	if (chown(out, NOBODY, NOBODY) != 0) {
+		target_kill(&t);
+		rm_rf(dir);
+		cr_skip_test("cannot chown to uid %d (not root?): %s", NOBODY, strerror(errno));
+	}
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
+	tool_run(&r, args);
+	cr_expect_eq(r.exit_code, EXIT_OUTPUT_DIR, "exit %d, want %d: %s", r.exit_code,
+		     EXIT_OUTPUT_DIR, r.err);
+	expect_message(r.err, "belongs to uid 65534", "-o");
+	struct stat st;
+	cr_expect(stat(out, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == NOBODY &&
+			  st.st_gid == NOBODY && (st.st_mode & 07777) == 0755,
+		  "the foreign directory was changed or removed");
+	DIR *d = opendir(out);
+	int entries = 0;
+	for (struct dirent *e; d && (e = readdir(d));)
+		entries += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	cr_expect_eq(entries, 0, "something was written into the foreign directory");
+	expect_untouched(t.pid, "e7 foreign dir");
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+/* ---- D8 for top (capture's D8 is in test_reliability_hostile.c) ---- */
+
+/* top shows stacks as much as a bundle does: a process that asked not to
+ * be inspected is refused without --force, and watched with it. */
+Test(errors, d8_top_refuses_non_dumpable_unless_forced)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root: the target drops to another uid");
+	char dir[256], file[300];
+	make_tmpdir(dir, sizeof(dir));
+	cr_assert_eq(chmod(dir, 0755), 0);
+	/* A page of zeros, then a pause() loop at byte 4096 for the target's
+	 * thread to sleep in (hostile_target.c). */
+	unsigned char img[8192] = {0};
+	const unsigned char pause_loop[] = {0xB8, 0x22, 0, 0, 0, 0x0F, 0x05, 0xEB, 0xF7};
+	memcpy(img + 4096, pause_loop, sizeof(pause_loop));
+	snprintf(file, sizeof(file), "%s/f.so", dir);
+	FILE *f = fopen(file, "wb");
+	cr_assert(f && fwrite(img, sizeof(img), 1, f) == 1 && fclose(f) == 0);
+	const char *argv[] = {target_path("reliability/hostile_target"), "--user", "65534",
+			      "--no-dump", file, NULL};
+	struct target t = target_start(argv, "ready");
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+
+	struct tool_result r;
+	const char *args[] = {"top", "-p", pid, "-n", "1", NULL};
+	tool_run(&r, args);
+	cr_expect_eq(r.exit_code, EXIT_NOT_DUMPABLE, "top: exit %d, want %d: %s", r.exit_code,
+		     EXIT_NOT_DUMPABLE, r.err);
+	expect_message(r.err, "not dumpable", "--force");
+	expect_untouched(t.pid, "top refused");
+
+	const char *forced[] = {"top", "-p", pid, "-n", "1", "--force", NULL};
+	tool_run(&r, forced);
+	cr_expect_eq(r.exit_code, 0, "top --force: exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.out, "f.so+0x100"), "top --force did not show the thread:\n%s", r.out);
+	expect_untouched(t.pid, "top forced");
+	target_kill(&t);
 	rm_rf(dir);
 }
