@@ -2,15 +2,29 @@
  * unwind: turn a captured thread (registers + stack copy) into an array of
  * program counters, after the target has been released.
  *
- * Uses libunwind's remote interface with our own accessors: registers come
- * from the capture, stack memory from the stack copy (never from the live
- * stack, which has moved on), and everything else (unwind tables, text)
- * from the live process with process_vm_readv; those are read-only
- * mappings that do not change. Unwind tables are located with libunwind-ptrace's
- * _UPT_find_proc_info, which reads /proc/PID/maps and the mapped ELF files
- * but never ptraces (we never hand it a stopped thread, and every write or
- * resume accessor is refused). When CFI runs out, a frame-pointer walk over
- * the stack copy continues; a stack that still ended early is "truncated".
+ * Uses libunwind's remote interface with our own accessors, and libunwind
+ * never opens a file or reads /proc itself:
+ *
+ *  - registers come from the capture, stack memory from the stack copy
+ *    (never from the live stack, which has moved on);
+ *  - unwind tables: for the executable mapping holding a PC, the caller's
+ *    opener (struct unwind_opener) hands us a descriptor of the mapped
+ *    file, once per module. We read the ELF and program headers and the
+ *    .eh_frame_hdr and .eh_frame bytes from it (every offset bounds
+ *    checked: the file is the target's, so possibly hostile), close it,
+ *    and give libunwind a remote table (dwarf_search_unwind_table) whose
+ *    bytes our memory accessor serves from that copy;
+ *  - any other memory (text, the vdso, JIT code) is read from the live
+ *    process with process_vm_readv: read-only mappings that do not change.
+ *
+ * A module the opener refuses, or whose headers or table are unusable, has
+ * no tables: its frames are walked by frame pointers. When CFI runs out, a
+ * frame-pointer walk over the stack copy continues; a stack that still
+ * ended early is "truncated". Nothing here ptraces: every write or resume
+ * accessor is refused.
+ *
+ * An unwinder is not thread-safe (libunwind's accessors reach it through a
+ * static pointer): one per thread of control.
  */
 #ifndef DIAG_UNWIND_H
 #define DIAG_UNWIND_H
@@ -24,15 +38,40 @@
 
 #define UNWIND_MAX_FRAMES_DEFAULT 256
 
+/* One executable, file-backed line of the maps text: a module whose unwind
+ * tables the unwinder wants. */
+struct unwind_module {
+	uint64_t start, limit, offset; /* as in the line */
+	const char *maps_line;         /* the whole line, without '\n', not NUL-terminated */
+	size_t maps_line_len;
+};
+
+/* How the unwinder gets at a module's file. open returns a readable
+ * descriptor of exactly the file the target has mapped at m (the callee
+ * checks that: same device and inode, no symlink or FIFO followed, a
+ * regular file), or -errno to refuse it. The unwinder takes ownership of
+ * the descriptor and closes it before returning; it also checks that it is
+ * a regular file. open is called at most once per module while the module
+ * stays in the maps (a refusal is remembered too), so it may be slow. */
+struct unwind_opener {
+	int (*open)(void *arg, const struct unwind_module *m);
+	void *arg;
+};
+
 struct unwinder;
 
 /* One unwinder per target process; it caches unwind tables per module
  * across threads and captures. maps_text is the capture's maps snapshot
- * (copied). Returns 0 or -errno. */
-int unwinder_new(pid_t pid, const char *maps_text, size_t maps_len, struct unwinder **ret);
+ * (not kept). opener may be NULL: then no module has tables, and every
+ * stack is walked by frame pointers; otherwise *opener is copied, and its
+ * arg must outlive the unwinder. Returns 0 or -errno. */
+int unwinder_new(pid_t pid, const char *maps_text, size_t maps_len,
+		 const struct unwind_opener *opener, struct unwinder **ret);
 void unwinder_free(struct unwinder *u);
 
-/* Replace the maps snapshot (a later capture saw new mappings). */
+/* Replace the maps snapshot (a later capture saw new mappings). Tables of
+ * modules whose maps line is unchanged are kept; the others are dropped
+ * and opened again on first need. Returns 0 or -ENOMEM. */
 int unwinder_update_maps(struct unwinder *u, const char *maps_text, size_t maps_len);
 
 /* Unwind tc into pcs[0..*ret_n): pcs[0] is the exact PC of the innermost

@@ -295,19 +295,15 @@ static void worker_unwind(struct worker_state *w, struct cursor *c, struct msg *
 		return;
 	if (!same_maps(w->uw_maps, w->uw_maps_len, maps, maps_len)) {
 		char *copy = dup_bytes(maps, maps_len);
-		/* libunwind opens the files itself: only those it may
-		 * (unwind_gate.h) keep their paths. */
-		size_t glen;
-		char *gated = copy ? unwind_gate_filter(w->gate, copy, maps_len, &glen) : NULL;
-		if (!gated) {
-			free(copy);
+		if (!copy)
 			return;
-		}
+		/* The unwinder opens no file itself: it asks the gate
+		 * (unwind_gate.h), once per module. */
+		struct unwind_opener op = unwind_gate_opener(w->gate);
 		if (w->uw)
-			unwinder_update_maps(w->uw, gated, glen);
-		else if (unwinder_new(w->pid, gated, glen, &w->uw) < 0)
+			unwinder_update_maps(w->uw, copy, maps_len);
+		else if (unwinder_new(w->pid, copy, maps_len, &op, &w->uw) < 0)
 			w->uw = NULL;
-		free(gated);
 		free(w->uw_maps);
 		w->uw_maps = copy;
 		w->uw_maps_len = maps_len;
@@ -543,19 +539,15 @@ void interp_unwind(struct interp *in, const struct process_capture *pc,
 		   struct unwound_stack *stacks)
 {
 	if (!in->sandboxed) {
-		size_t glen;
-		char *gated = NULL;
 		if (!in->gate)
 			in->gate = unwind_gate_new(pc->pid);
-		if (in->gate)
-			gated = unwind_gate_filter(in->gate, pc->maps_text, pc->maps_len, &glen);
-		if (!gated || (!in->uw && unwinder_new(pc->pid, gated, glen, &in->uw) < 0)) {
-			free(gated);
+		struct unwind_opener op = unwind_gate_opener(in->gate);
+		if (!in->gate ||
+		    (!in->uw && unwinder_new(pc->pid, pc->maps_text, pc->maps_len, &op, &in->uw) < 0)) {
 			leaf_only(pc, stacks);
 			return;
 		}
-		unwinder_update_maps(in->uw, gated, glen);
-		free(gated);
+		unwinder_update_maps(in->uw, pc->maps_text, pc->maps_len);
 		for (size_t i = 0; i < pc->nthreads; i++) {
 			stacks[i].n = 0;
 			stacks[i].truncated = true;

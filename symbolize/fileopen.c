@@ -98,6 +98,11 @@ int sym_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e)
 	return fd2 >= 0 ? fd2 : fd;
 }
 
+int symbolize_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e)
+{
+	return sym_open_mapped(rootfd, pid, e);
+}
+
 int sym_read_vdso(pid_t pid, const struct maps_entry *e, void **ret_buf, size_t *ret_len)
 {
 	size_t len = (size_t)(e->limit - e->start);

@@ -49,6 +49,14 @@ void maps_release(struct maps *m);
 /* The entry containing addr, or NULL. */
 const struct maps_entry *maps_find(const struct maps *m, uint64_t addr);
 
+/* Open the file behind file-backed entry e of pid's maps without trusting
+ * the target, as the symbolizer does: confined to its root (rootfd, an
+ * O_PATH descriptor of /proc/PID/root, or -1) by openat2(RESOLVE_IN_ROOT),
+ * O_NOFOLLOW, O_NONBLOCK; a regular file of at most 4 GiB with e's device
+ * and inode; else (replaced, deleted) the mapped file itself from
+ * /proc/PID/map_files. Returns a read-only O_CLOEXEC fd or -errno. */
+int symbolize_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e);
+
 struct symbolize_options {
 	bool allow_debuginfod; /* honour DEBUGINFOD_URLS (can stall for minutes) */
 	/* Function names from ELF symbol tables only: no DWARF, so no
