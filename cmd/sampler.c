@@ -75,9 +75,37 @@ struct cpu_table {
 	size_t cap, used;
 };
 
+/* The slot of tid, or NULL when it has none (and insert is false, or
+ * memory ran out). */
+static struct cpu_seen *cpu_find(struct cpu_table *t, pid_t tid, bool insert);
+
 static struct cpu_seen *cpu_lookup(struct cpu_table *t, pid_t tid)
 {
-	if (t->used * 2 >= t->cap) {
+	return cpu_find(t, tid, true);
+}
+
+/* Keeps only the threads of pc: a process that churns threads would
+ * otherwise grow the table by every thread it ever had (bench/soak). */
+static void cpu_table_prune(struct cpu_table *t, const struct process_capture *pc)
+{
+	if (t->used <= 2 * pc->nthreads + 1024)
+		return;
+	struct cpu_table kept = {0};
+	for (size_t i = 0; i < pc->nthreads; i++) {
+		struct cpu_seen *old = cpu_find(t, pc->threads[i].tid, false);
+		struct cpu_seen *s = old ? cpu_find(&kept, old->tid, true) : NULL;
+		if (s)
+			s->cpu_ns = old->cpu_ns;
+	}
+	free(t->slots);
+	*t = kept;
+}
+
+static struct cpu_seen *cpu_find(struct cpu_table *t, pid_t tid, bool insert)
+{
+	if (!insert && !t->cap)
+		return NULL;
+	if (insert && t->used * 2 >= t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 256;
 		struct cpu_seen *s = calloc(cap, sizeof(*s));
 		if (!s)
@@ -98,6 +126,8 @@ static struct cpu_seen *cpu_lookup(struct cpu_table *t, pid_t tid)
 	while (t->slots[h].tid && t->slots[h].tid != tid)
 		h = (h + 1) % t->cap;
 	if (!t->slots[h].tid) {
+		if (!insert)
+			return NULL;
 		t->slots[h].tid = tid;
 		t->slots[h].cpu_ns = UINT64_MAX; /* never seen */
 		t->used++;
@@ -113,6 +143,11 @@ struct sampler {
 	size_t stacks_cap, last_stacks_cap;
 	struct stackagg *cpu, *wall;
 	struct cpu_table cpu_seen;
+	/* Threads whose samples carry a tid label; past MAX_TID_LABELS new
+	 * threads go without one (counted), so that a process that churns
+	 * threads cannot grow the profiles by one entry per thread forever. */
+	struct cpu_table labelled;
+	uint64_t unlabelled_samples;
 	struct pause_stats pause;
 	struct timeline_run *timeline;
 	uint64_t period_ns;
@@ -345,6 +380,15 @@ static void adapt_rate(struct sampler *sp, uint64_t cost_ns, uint64_t hold_ns, u
 }
 
 /* One stack tick. Returns 0, -ESRCH when the target is gone, or -errno. */
+#define MAX_TID_LABELS 4096
+
+static bool tid_labelled(struct sampler *sp, pid_t tid)
+{
+	if (cpu_find(&sp->labelled, tid, false))
+		return true;
+	return sp->labelled.used < MAX_TID_LABELS && cpu_find(&sp->labelled, tid, true);
+}
+
 static int sample_tick(struct sampler *sp)
 {
 	int r = attach_capture(&sp->s->target, &sp->ao, &sp->cur);
@@ -387,10 +431,14 @@ static int sample_tick(struct sampler *sp)
 		 * found asleep in a syscall our previous release had woken. */
 		char state = tc->state;
 		/* The name escaped as in threads.txt (snapshot_out.c says why). */
-		char labels[160], comm[4 * sizeof(tc->comm) + 1];
+		char labels[160], comm[4 * sizeof(tc->comm) + 1], tid[32] = "";
 		escape_text(tc->comm, comm, sizeof(comm));
-		snprintf(labels, sizeof(labels), "tid=%d" LABEL_SEP "thread_comm=%s" LABEL_SEP "state=%c",
-			 (int)tc->tid, comm, state);
+		if (tid_labelled(sp, tc->tid))
+			snprintf(tid, sizeof(tid), "tid=%d" LABEL_SEP, (int)tc->tid);
+		else
+			sp->unlabelled_samples++;
+		snprintf(labels, sizeof(labels), "%sthread_comm=%s" LABEL_SEP "state=%c", tid, comm,
+			 state);
 		int64_t wall_values[2] = {1, period};
 		if (stackagg_add(sp->wall, st->pcs, st->n, labels, wall_values) < 0)
 			return -ENOMEM;
@@ -403,8 +451,7 @@ static int sample_tick(struct sampler *sp)
 		if (seen)
 			seen->cpu_ns = tc->cpu_ns;
 		if (state == 'R' && advanced) {
-			snprintf(labels, sizeof(labels), "tid=%d" LABEL_SEP "thread_comm=%s", (int)tc->tid,
-				 comm);
+			snprintf(labels, sizeof(labels), "%sthread_comm=%s", tid, comm);
 			int64_t cpu_values[2] = {1, period};
 			if (stackagg_add(sp->cpu, st->pcs, st->n, labels, cpu_values) < 0)
 				return -ENOMEM;
@@ -412,6 +459,7 @@ static int sample_tick(struct sampler *sp)
 		}
 	}
 	sp->last_threads = sp->cur.nthreads;
+	cpu_table_prune(&sp->cpu_seen, &sp->cur);
 
 	/* A capture taken while the process was exiting (exit_group takes its
 	 * threads away as we go) is no picture of it alive: keep the previous
@@ -563,6 +611,7 @@ static void sampler_release(struct sampler *sp)
 	stackagg_free(sp->cpu);
 	stackagg_free(sp->wall);
 	free(sp->cpu_seen.slots);
+	free(sp->labelled.slots);
 	free(sp->pause.reservoir);
 	timeline_run_free(sp->timeline);
 	cJSON_Delete(sp->adaptations);
@@ -752,6 +801,10 @@ int sampler_run(struct capture_session *s)
 		 * scheduled), counted once per tick that found them so. */
 		cJSON_AddNumberToObject(cap, "late_thread_samples", (double)sp.late_samples);
 		cJSON_AddNumberToObject(cap, "idle_thread_samples_not_stopped", (double)sp.unchanged);
+		/* Samples of threads beyond the first MAX_TID_LABELS seen: they
+		 * carry no tid label (thread_comm still). */
+		cJSON_AddNumberToObject(cap, "tid_labels_max", MAX_TID_LABELS);
+		cJSON_AddNumberToObject(cap, "samples_without_tid", (double)sp.unlabelled_samples);
 		cJSON_AddNumberToObject(cap, "final_hz", sp.period_ns ? 1e9 / (double)sp.period_ns : 0);
 		cJSON_AddItemToObject(cap, "rate_adaptations", sp.adaptations);
 		sp.adaptations = NULL;
