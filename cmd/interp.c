@@ -9,6 +9,15 @@
  *                  stack bytes}  ->  per thread {u32 n, u32 truncated, n x u64}
  *   'P' prepare:   u32 maps_len, maps  ->  empty
  *   'S' symbolize: u32 maps_len, maps, u32 n, n x u64  ->  symtab_encode()
+ *   'W' warm:      as 'S'  ->  empty (the symbols stay in the worker's cache)
+ *
+ * Two workers run this same code: one is sent the unwinding ('U'), the
+ * other symbolization ('P', 'S', 'W'). Loading a module's DWARF (libc's
+ * compressed debug info: tens of milliseconds, seconds on a loaded box)
+ * then never delays a tick's unwinding, and can start while the capture
+ * runs: a warm request is sent without waiting for its reply, so that by
+ * the time the capture ends (after Ctrl-C, which must be quick) the final
+ * batch is mostly cache hits.
  *
  * Everything the worker sends back is validated: it parsed hostile files
  * and may be confused or compromised. */
@@ -40,13 +49,19 @@
 #define SYMBOLIZE_TIMEOUT_MS 300000
 #define MAX_RESTARTS 8
 
+/* One worker and the socket to it. */
+struct channel {
+	pid_t worker;
+	int fd;
+	unsigned restarts;
+	bool pending; /* a warm request whose reply is not read yet */
+};
+
 struct interp {
 	pid_t pid;
 	struct symbolize_options opts;
-	pid_t worker;
-	int fd;
+	struct channel unwinding, symbols;
 	bool sandboxed; /* false: interpreting in this process */
-	unsigned restarts;
 	uint64_t stacks_lost, batches_lost;
 	/* In-process fallback state. */
 	struct unwind_gate *gate;
@@ -392,8 +407,11 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 			raise(SIGSEGV);
 		if (kind == 'U')
 			worker_unwind(&w, &c, &out);
-		else if (kind == 'S')
+		else if (kind == 'S' || kind == 'W') {
 			worker_symbolize(&w, &c, &out);
+			if (kind == 'W')
+				out.len = 0; /* only the cache was wanted */
+		}
 		else if (kind == 'P') {
 			uint32_t ml = take_u32(&c);
 			const uint8_t *maps = take(&c, ml);
@@ -410,20 +428,21 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 
 /* ---- the client ---- */
 
-static void stop_worker(struct interp *in)
+static void stop_worker(struct channel *ch)
 {
-	if (in->fd >= 0)
-		close(in->fd);
-	in->fd = -1;
-	if (in->worker > 0) {
-		kill(in->worker, SIGKILL);
+	if (ch->fd >= 0)
+		close(ch->fd);
+	ch->fd = -1;
+	ch->pending = false;
+	if (ch->worker > 0) {
+		kill(ch->worker, SIGKILL);
 		/* Our own child, never a tracee: wait for exactly it. */
-		waitpid(in->worker, NULL, __WALL);
+		waitpid(ch->worker, NULL, __WALL);
 	}
-	in->worker = 0;
+	ch->worker = 0;
 }
 
-static int start_worker(struct interp *in)
+static int start_worker(struct interp *in, struct channel *ch)
 {
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -442,7 +461,7 @@ static int start_worker(struct interp *in)
 		 * is released only when its last holder is gone: held here it
 		 * outlives a SIGKILLed tool until PDEATHSIG has reaped us, and a
 		 * capture started right then is refused as "already traced" by
-		 * a dead pid. */
+		 * a dead pid. (Nor the other worker's socket.) */
 		if (sv[1] > 3)
 			syscall(SYS_close_range, 3u, (unsigned)sv[1] - 1, 0u);
 		syscall(SYS_close_range, (unsigned)sv[1] + 1, ~0u, 0u);
@@ -450,8 +469,8 @@ static int start_worker(struct interp *in)
 		_exit(0);
 	}
 	close(sv[1]);
-	in->worker = pid;
-	in->fd = sv[0];
+	ch->worker = pid;
+	ch->fd = sv[0];
 	return 0;
 }
 
@@ -462,8 +481,12 @@ int interp_new(pid_t pid, const struct symbolize_options *opts, struct interp **
 		return -ENOMEM;
 	in->pid = pid;
 	in->opts = *opts;
-	in->fd = -1;
-	in->sandboxed = start_worker(in) == 0;
+	in->unwinding.fd = in->symbols.fd = -1;
+	in->sandboxed = start_worker(in, &in->unwinding) == 0;
+	if (in->sandboxed && start_worker(in, &in->symbols) < 0) {
+		stop_worker(&in->unwinding);
+		in->sandboxed = false;
+	}
 	*ret = in;
 	return 0;
 }
@@ -472,7 +495,8 @@ void interp_free(struct interp *in)
 {
 	if (!in)
 		return;
-	stop_worker(in);
+	stop_worker(&in->unwinding);
+	stop_worker(&in->symbols);
 	unwinder_free(in->uw);
 	unwind_gate_free(in->gate);
 	symbolizer_free(in->sym);
@@ -480,39 +504,81 @@ void interp_free(struct interp *in)
 	free(in);
 }
 
+/* Read and drop the reply to the warm request in flight, waiting for it
+ * until the deadline (0: only if it is already there). On a failure the
+ * worker is stopped, to be restarted by the next request. */
+static void drain_pending(struct channel *ch, uint64_t deadline_ns)
+{
+	if (!ch->pending)
+		return;
+	if (!deadline_ns) {
+		struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+		if (poll(&pfd, 1, 0) <= 0)
+			return;
+		deadline_ns = monotonic_ns() + SYMBOLIZE_TIMEOUT_MS * 1000000ull;
+	}
+	uint32_t rlen = 0;
+	int r = read_all(ch->fd, &rlen, 4, deadline_ns);
+	if (r == 0 && rlen > MAX_MESSAGE)
+		r = -EBADMSG;
+	uint8_t sink[4096];
+	while (r == 0 && rlen) {
+		uint32_t n = rlen < sizeof(sink) ? rlen : sizeof(sink);
+		r = read_all(ch->fd, sink, n, deadline_ns);
+		rlen -= n;
+	}
+	ch->pending = false;
+	if (r < 0)
+		stop_worker(ch);
+}
+
+/* Send one request; a channel without a worker gets one first (a bounded
+ * number of times). */
+static int send_request(struct interp *in, struct channel *ch, uint8_t kind, const struct msg *body)
+{
+	(void)in;
+	if (ch->fd < 0) {
+		if (ch->restarts >= MAX_RESTARTS || start_worker(in, ch) < 0)
+			return -ECHILD;
+		ch->restarts++;
+	}
+	uint32_t len = (uint32_t)body->len;
+	int r = write_all(ch->fd, &kind, 1);
+	if (r == 0)
+		r = write_all(ch->fd, &len, 4);
+	if (r == 0)
+		r = write_all(ch->fd, body->p, body->len);
+	if (r < 0)
+		stop_worker(ch);
+	return r;
+}
+
 /* One round trip. *reply is malloc'd (may be empty). On any failure the
  * worker is killed (it is confused, crashed or hung) and restarted for the
  * next request. */
-static int round_trip(struct interp *in, uint8_t kind, const struct msg *body, uint8_t **reply,
-		      size_t *reply_len, unsigned timeout_ms)
+static int round_trip(struct interp *in, struct channel *ch, uint8_t kind, const struct msg *body,
+		      uint8_t **reply, size_t *reply_len, unsigned timeout_ms)
 {
 	*reply = NULL;
 	*reply_len = 0;
-	if (in->fd < 0) {
-		if (in->restarts >= MAX_RESTARTS || start_worker(in) < 0)
-			return -ECHILD;
-		in->restarts++;
-	}
-	uint32_t len = (uint32_t)body->len;
 	uint64_t deadline = monotonic_ns() + (uint64_t)timeout_ms * 1000000ull;
-	int r = write_all(in->fd, &kind, 1);
-	if (r == 0)
-		r = write_all(in->fd, &len, 4);
-	if (r == 0)
-		r = write_all(in->fd, body->p, body->len);
+	/* A warm request still being worked on: its reply comes first. */
+	drain_pending(ch, deadline);
+	int r = send_request(in, ch, kind, body);
+	if (r < 0)
+		return r;
 	uint32_t rlen = 0;
-	if (r == 0)
-		r = read_all(in->fd, &rlen, 4, deadline);
+	r = read_all(ch->fd, &rlen, 4, deadline);
 	if (r == 0 && rlen > MAX_MESSAGE)
 		r = -EBADMSG;
 	uint8_t *buf = NULL;
 	if (r == 0) {
 		buf = malloc(rlen ? rlen : 1);
-		r = buf ? read_all(in->fd, buf, rlen, deadline) : -ENOMEM;
+		r = buf ? read_all(ch->fd, buf, rlen, deadline) : -ENOMEM;
 	}
 	if (r < 0) {
 		free(buf);
-		stop_worker(in);
+		stop_worker(ch);
 		return r;
 	}
 	*reply = buf;
@@ -573,7 +639,7 @@ void interp_unwind(struct interp *in, const struct process_capture *pc,
 	}
 	uint8_t *reply = NULL;
 	size_t rlen = 0;
-	int r = m.failed ? -ENOMEM : round_trip(in, 'U', &m, &reply, &rlen, UNWIND_TIMEOUT_MS);
+	int r = m.failed ? -ENOMEM : round_trip(in, &in->unwinding, 'U', &m, &reply, &rlen, UNWIND_TIMEOUT_MS);
 	free(m.p);
 	struct cursor c = {.p = reply, .len = rlen};
 	for (size_t i = 0; i < pc->nthreads; i++) {
@@ -618,7 +684,7 @@ void interp_prepare(struct interp *in, const char *maps_text, size_t maps_len)
 	uint8_t *reply = NULL;
 	size_t rlen = 0;
 	if (!m.failed)
-		round_trip(in, 'P', &m, &reply, &rlen, SYMBOLIZE_TIMEOUT_MS);
+		round_trip(in, &in->symbols, 'P', &m, &reply, &rlen, SYMBOLIZE_TIMEOUT_MS);
 	free(m.p);
 	free(reply);
 }
@@ -644,7 +710,7 @@ int interp_symbolize(struct interp *in, const char *maps_text, size_t maps_len,
 	msg_put(&m, addrs, n * 8);
 	uint8_t *reply = NULL;
 	size_t rlen = 0;
-	int r = m.failed ? -ENOMEM : round_trip(in, 'S', &m, &reply, &rlen, SYMBOLIZE_TIMEOUT_MS);
+	int r = m.failed ? -ENOMEM : round_trip(in, &in->symbols, 'S', &m, &reply, &rlen, SYMBOLIZE_TIMEOUT_MS);
 	free(m.p);
 	struct symtab *st = NULL;
 	if (r == 0 && rlen > 0 && symtab_decode(reply, rlen, &st) == 0) {
@@ -663,10 +729,35 @@ int interp_symbolize(struct interp *in, const char *maps_text, size_t maps_len,
 	return 0;
 }
 
+bool interp_warm(struct interp *in, const char *maps_text, size_t maps_len, const uint64_t *addrs,
+		 size_t n)
+{
+	if (!in->sandboxed)
+		return true; /* the final batch does it all, in this process */
+	struct channel *ch = &in->symbols;
+	drain_pending(ch, 0);
+	if (ch->pending)
+		return false;
+	struct msg m = {0};
+	maps_body(&m, maps_text, maps_len);
+	msg_u32(&m, (uint32_t)n);
+	msg_put(&m, addrs, n * 8);
+	bool sent = !m.failed && send_request(in, ch, 'W', &m) == 0;
+	free(m.p);
+	ch->pending = sent;
+	return sent;
+}
+
+bool interp_warm_busy(struct interp *in)
+{
+	drain_pending(&in->symbols, 0);
+	return in->symbols.pending;
+}
+
 void interp_describe(const struct interp *in, cJSON *o)
 {
 	cJSON_AddBoolToObject(o, "sandboxed", in->sandboxed);
-	cJSON_AddNumberToObject(o, "worker_restarts", in->restarts);
+	cJSON_AddNumberToObject(o, "worker_restarts", in->unwinding.restarts + in->symbols.restarts);
 	cJSON_AddNumberToObject(o, "stacks_lost", (double)in->stacks_lost);
 	cJSON_AddNumberToObject(o, "symbol_batches_lost", (double)in->batches_lost);
 	/* "names": no file:line or inline frames were looked for. */

@@ -8,7 +8,8 @@
  * binaries happens in a forked worker that has no ptrace rights (seccomp),
  * no new privileges, no core dumps, and dies with us. It is fed the
  * captured registers and stack bytes over a socket and answers with program
- * counters and symbols. If it crashes or hangs, the samples in flight are
+ * counters and symbols (two such workers: one unwinds, one symbolizes, so
+ * that loading debug info never holds up a tick). If it crashes or hangs, the samples in flight are
  * lost (counted), it is restarted, and the capture goes on; a stack it
  * could not unwind keeps its leaf PC so the sample still counts.
  *
@@ -56,6 +57,15 @@ void interp_prepare(struct interp *in, const char *maps_text, size_t maps_len);
  * the worker was lost). 0 or -ENOMEM. */
 int interp_symbolize(struct interp *in, const char *maps_text, size_t maps_len,
 		     const uint64_t *addrs, size_t n, struct symtab **ret);
+
+/* Start resolving addrs in the background (the symbolization worker keeps
+ * what it finds), without waiting: the capture goes on, and a later
+ * interp_symbolize of the same addresses is mostly cache hits. Returns
+ * false, sending nothing, while an earlier warm-up is still running. */
+bool interp_warm(struct interp *in, const char *maps_text, size_t maps_len, const uint64_t *addrs,
+		 size_t n);
+/* Is a warm-up still running? */
+bool interp_warm_busy(struct interp *in);
 
 /* {sandboxed, worker_restarts, stacks_lost, symbol_batches_lost} */
 void interp_describe(const struct interp *in, cJSON *o);

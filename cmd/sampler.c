@@ -24,7 +24,7 @@
  * count, percentiles from a uniform reservoir of this many stops. */
 #define PAUSE_RESERVOIR 65536
 #define PROGRESS_EVERY_NS 250000000ull
-#define WARM_EVERY_NS 1000000000ull
+#define WARM_EVERY_NS 500000000ull
 #define LATE_POLL_NS 2000000ull
 
 struct pause_stats {
@@ -204,11 +204,13 @@ static int collect_new(void *ctx, const uint64_t *pcs, size_t npcs, const char *
 	return 0;
 }
 
-/* Resolve the addresses seen since the last round in the worker, whose
- * symbol cache keeps them: the final batch is then mostly cache hits. */
+/* Have the symbolization worker resolve, in the background, the addresses
+ * seen since the last round: its cache keeps them, and the final batch
+ * (which must be quick after Ctrl-C) is then mostly cache hits. Skipped
+ * while the previous round is still being worked on. */
 static void warm_symbols(struct sampler *sp)
 {
-	if (!sp->have_last)
+	if (!sp->have_last || interp_warm_busy(sp->s->interp))
 		return;
 	if (!sp->warmed && !(sp->warmed = addrset_new()))
 		return;
@@ -220,10 +222,8 @@ static void warm_symbols(struct sampler *sp)
 	stackagg_foreach(sp->wall, collect_new, sets);
 	size_t n;
 	const uint64_t *addrs = addrset_items(fresh, &n);
-	struct symtab *st = NULL;
-	if (n && interp_symbolize(sp->s->interp, sp->last.maps_text, sp->last.maps_len, addrs, n,
-				  &st) == 0)
-		symtab_free(st);
+	if (n)
+		interp_warm(sp->s->interp, sp->last.maps_text, sp->last.maps_len, addrs, n);
 	addrset_free(fresh);
 }
 
@@ -654,7 +654,9 @@ int sampler_run(struct capture_session *s)
 	uint64_t next_tick = start;
 	uint64_t next_timeline = start;
 	uint64_t next_progress = start + PROGRESS_EVERY_NS;
-	uint64_t next_warm = start + WARM_EVERY_NS;
+	/* The first round right after the first tick: loading debug info is
+	 * the slow part of the end, and it can run while we sample. */
+	uint64_t next_warm = start;
 	int fatal = 0;
 
 	while (!capture_stop_requests) {
@@ -715,7 +717,7 @@ int sampler_run(struct capture_session *s)
 			}
 		}
 		now = monotonic_ns();
-		if (now >= next_warm) {
+		if (now >= next_warm && sp.have_last) {
 			attach_service_late();
 			warm_symbols(&sp);
 			next_warm = monotonic_ns() + WARM_EVERY_NS;
