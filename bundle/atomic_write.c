@@ -104,7 +104,7 @@ int bundle_open_parent(int rootfd, const char *name, bool create, const char **r
 	return fd;
 }
 
-int bundle_atomic_write_at(int dirfd, const char *leaf, const void *data, size_t len)
+static int write_renamed(int dirfd, const char *leaf, const void *data, size_t len, bool sync)
 {
 	char tmp[NAME_MAX + 1];
 	int fd, r;
@@ -118,7 +118,13 @@ int bundle_atomic_write_at(int dirfd, const char *leaf, const void *data, size_t
 	 * surprise 0400 that a later tool cannot rewrite. */
 	(void)fchmod(fd, 0600);
 	r = bundle_write_all(fd, data, len);
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && sync && fsync(fd) < 0)
+		r = -errno;
+	/* Unsynced: the write-back starts now, so that the fsyncs at the end
+	 * find it done (and a file system out of space can say so here). */
+	if (r == 0 && !sync && len &&
+	    sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) < 0 && errno != ESPIPE &&
+	    errno != EINVAL && errno != ENOSYS)
 		r = -errno;
 	/* close() can be where NFS reports a failed write-back. */
 	if (close(fd) < 0 && r == 0)
@@ -128,4 +134,14 @@ int bundle_atomic_write_at(int dirfd, const char *leaf, const void *data, size_t
 	if (r < 0)
 		(void)unlinkat(dirfd, tmp, 0);
 	return r;
+}
+
+int bundle_atomic_write_at(int dirfd, const char *leaf, const void *data, size_t len)
+{
+	return write_renamed(dirfd, leaf, data, len, true);
+}
+
+int bundle_write_unsynced_at(int dirfd, const char *leaf, const void *data, size_t len)
+{
+	return write_renamed(dirfd, leaf, data, len, false);
 }

@@ -1,7 +1,8 @@
 /*
- * Bundle writer: members are written atomically (tmp, fsync, rename) and
- * recorded; manifest.json is written last, so its presence is what marks a
- * bundle complete.
+ * Bundle writer: members are written whole (tmp, rename) and recorded, and
+ * all synced to disk at finalize; manifest.json is written (tmp, fsync,
+ * rename, directory fsync) last, so its presence is what marks a bundle
+ * complete.
  *
  * Out-of-memory policy: report -ENOMEM and leave the bundle usable; nothing
  * here aborts.
@@ -198,11 +199,12 @@ int bundle_write_member(struct bundle *b, const char *name, const void *data, si
 		r = pfd;
 		goto fail;
 	}
-	r = bundle_atomic_write_at(pfd, leaf, data ? data : "", len);
-	/* The rename is durable once the containing directory is synced; the
-	 * root directory is synced at finalize, subdirectories here. */
-	if (r == 0 && strchr(name, '/') && fsync(pfd) < 0)
-		r = -errno;
+	/* Not synced here: one fsync per member, each a journal commit of its
+	 * own between our other work, made the end of a capture (after
+	 * Ctrl-C, when it must be quick) take seconds on a busy disk. Members
+	 * are synced together at finalize, before the manifest that vouches
+	 * for them; a bundle killed before that has no manifest. */
+	r = bundle_write_unsynced_at(pfd, leaf, data ? data : "", len);
 	close(pfd);
 	if (r < 0)
 		goto fail;
@@ -305,6 +307,28 @@ void bundle_abandon(struct bundle *b)
 
 /* Sync, hash (by re-reading what actually reached the file) and record each
  * stream as an ordinary member. */
+/* Every member written so far, and its directory entry, on disk. */
+static int sync_members(struct bundle *b)
+{
+	for (size_t i = 0; i < b->nmembers; i++) {
+		const char *name = b->members[i].name, *leaf;
+		int pfd = bundle_open_parent(b->dirfd, name, false, &leaf);
+		if (pfd < 0)
+			return pfd;
+		int fd = openat(pfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		int r = fd < 0 || fsync(fd) < 0 ? -errno : 0;
+		if (fd >= 0)
+			close(fd);
+		/* A subdirectory's entries: the root is synced by the caller. */
+		if (r == 0 && strchr(name, '/') && fsync(pfd) < 0)
+			r = -errno;
+		close(pfd);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int streams_close(struct bundle *b)
 {
 	for (struct bundle_stream *s = b->streams; s; s = s->next) {
@@ -422,6 +446,9 @@ int bundle_finalize(struct bundle *b, cJSON *manifest)
 		r = -EINVAL;
 		goto out;
 	}
+	r = sync_members(b);
+	if (r < 0)
+		goto out;
 	r = streams_close(b);
 	if (r < 0)
 		goto out;

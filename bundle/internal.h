@@ -33,6 +33,10 @@ int bundle_open_parent(int rootfd, const char *name, bool create, const char **r
 /* Write leaf.tmp in dirfd (0600), fsync, rename to leaf. On failure the
  * temp file is removed and leaf is untouched. 0 or -errno. */
 int bundle_atomic_write_at(int dirfd, const char *leaf, const void *data, size_t len);
+/* The same without waiting for the disk: the write-back is started
+ * (sync_file_range) and the caller must fsync leaf before anything vouches
+ * for it (bundle_finalize does, for every member, before the manifest). */
+int bundle_write_unsynced_at(int dirfd, const char *leaf, const void *data, size_t len);
 
 /* 64-bit hash of bytes, continuing from h (start with BUNDLE_HASH_SEED). */
 #define BUNDLE_HASH_SEED 0xcbf29ce484222325ULL
