@@ -143,10 +143,11 @@ struct sampler {
 	size_t stacks_cap, last_stacks_cap;
 	struct stackagg *cpu, *wall;
 	struct cpu_table cpu_seen;
-	/* Threads whose samples carry a tid label; past MAX_TID_LABELS new
+	/* Threads whose samples carry a tid label; past tid_label_cap new
 	 * threads go without one (counted), so that a process that churns
 	 * threads cannot grow the profiles by one entry per thread forever. */
 	struct cpu_table labelled;
+	size_t tid_label_cap;
 	uint64_t unlabelled_samples;
 	struct pause_stats pause;
 	struct timeline_run *timeline;
@@ -380,13 +381,22 @@ static void adapt_rate(struct sampler *sp, uint64_t cost_ns, uint64_t hold_ns, u
 }
 
 /* One stack tick. Returns 0, -ESRCH when the target is gone, or -errno. */
-#define MAX_TID_LABELS 4096
+/* How many distinct threads get a tid label: every thread the process has
+ * at the first tick twice over, and at least MIN_TID_LABELS. Each labelled
+ * thread costs about 1 KiB of profile entries that stay for the whole
+ * capture (a process creating threads all the time grew the tool by
+ * ~8 MiB an hour before this cap; bench/soak). */
+#define MIN_TID_LABELS 1024
 
 static bool tid_labelled(struct sampler *sp, pid_t tid)
 {
+	if (!sp->tid_label_cap) {
+		size_t twice = 2 * sp->cur.nthreads;
+		sp->tid_label_cap = twice > MIN_TID_LABELS ? twice : MIN_TID_LABELS;
+	}
 	if (cpu_find(&sp->labelled, tid, false))
 		return true;
-	return sp->labelled.used < MAX_TID_LABELS && cpu_find(&sp->labelled, tid, true);
+	return sp->labelled.used < sp->tid_label_cap && cpu_find(&sp->labelled, tid, true);
 }
 
 static int sample_tick(struct sampler *sp)
@@ -803,9 +813,9 @@ int sampler_run(struct capture_session *s)
 		 * scheduled), counted once per tick that found them so. */
 		cJSON_AddNumberToObject(cap, "late_thread_samples", (double)sp.late_samples);
 		cJSON_AddNumberToObject(cap, "idle_thread_samples_not_stopped", (double)sp.unchanged);
-		/* Samples of threads beyond the first MAX_TID_LABELS seen: they
+		/* Samples of threads beyond the first tid_labels_max seen: they
 		 * carry no tid label (thread_comm still). */
-		cJSON_AddNumberToObject(cap, "tid_labels_max", MAX_TID_LABELS);
+		cJSON_AddNumberToObject(cap, "tid_labels_max", (double)sp.tid_label_cap);
 		cJSON_AddNumberToObject(cap, "samples_without_tid", (double)sp.unlabelled_samples);
 		cJSON_AddNumberToObject(cap, "final_hz", sp.period_ns ? 1e9 / (double)sp.period_ns : 0);
 		cJSON_AddItemToObject(cap, "rate_adaptations", sp.adaptations);
