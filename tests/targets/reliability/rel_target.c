@@ -10,7 +10,8 @@
  *                       SIGSEGV). "tstp": SIGTSTP has a counting handler.
  *   signals             A1/A2: SIGRTMIN is blocked in every thread but
  *                       "rt-recv", whose handler checks si_value is 1, 2, 3..;
- *                       SIGUSR1's handler acks and checks the sender.
+ *                       SIGUSR1 in every thread but "usr1-recv" (real-time),
+ *                       whose handler acks and checks the sender.
  *   leader_exit N       N spinners; the main thread calls pthread_exit.
  *   exec MS [GEN]       6 spinners; thread "execer" execs this program again
  *                       (GEN+1) every MS milliseconds, forever.
@@ -177,13 +178,18 @@ static void *spinner_main(void *arg)
  * drowns the tool's holds; a real-time probe (or, where that is refused, a
  * nice -20 one) runs the moment it wakes, so its gaps are the target's
  * stops and nothing else. */
+static void make_realtime(void)
+{
+	struct sched_param sp = {.sched_priority = 1};
+	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -20);
+}
+
 static void *probe_main(void *arg)
 {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "probe");
-	struct sched_param sp = {.sched_priority = 1};
-	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0)
-		(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -20);
+	make_realtime();
 	uint64_t last = mono_ns();
 	for (;;) {
 		struct timespec ts = {0, 200000};
@@ -247,6 +253,24 @@ static void *rt_recv_main(void *arg)
 	return NULL;
 }
 
+/* A2's receiver: SIGUSR1 is blocked in every other thread, so each ping is
+ * handled here, by a real-time thread that runs the moment it arrives: an
+ * ack that comes late is then the tool's doing, not a loaded scheduler's
+ * (A2 allows 100 ms). */
+static void *usr1_recv_main(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "usr1-recv");
+	make_realtime();
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR1);
+	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+	for (;;)
+		pause();
+	return NULL;
+}
+
 static void mode_signals(void)
 {
 	struct sigaction sa;
@@ -260,10 +284,12 @@ static void mode_signals(void)
 	sigset_t s;
 	sigemptyset(&s);
 	sigaddset(&s, SIGRTMIN);
+	sigaddset(&s, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &s, NULL); /* inherited by every thread */
 	start(spinner_main, NULL);
 	start(spinner_main, NULL);
 	start(rt_recv_main, NULL);
+	start(usr1_recv_main, NULL);
 	start(probe_main, NULL);
 	ready();
 	obey_commands();
