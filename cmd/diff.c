@@ -273,6 +273,18 @@ static cJSON *diff_functions(struct bundle_reader *a, struct bundle_reader *b, c
 	return res;
 }
 
+/* A group whose count went from a to b: {"a", "b", "change"}, change
+ * being "appeared", "grew" or "gone"; the caller adds the rest (reason,
+ * stack). */
+static cJSON *change_new(size_t a, size_t b)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "a", (double)a);
+	cJSON_AddNumberToObject(o, "b", (double)b);
+	cJSON_AddStringToObject(o, "change", b == 0 ? "gone" : a ? "grew" : "appeared");
+	return o;
+}
+
 static cJSON *diff_threads(struct bundle_reader *a, struct bundle_reader *b)
 {
 	struct thread_group *ga = NULL, *gb = NULL;
@@ -291,10 +303,7 @@ static cJSON *diff_threads(struct bundle_reader *a, struct bundle_reader *b)
 				ca = ga[k].nthreads;
 		if (gb[i].nthreads <= ca)
 			continue;
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "a", (double)ca);
-		cJSON_AddNumberToObject(o, "b", (double)gb[i].nthreads);
-		cJSON_AddStringToObject(o, "change", ca ? "grew" : "appeared");
+		cJSON *o = change_new(ca, gb[i].nthreads);
 		cJSON *s = cJSON_AddArrayToObject(o, "stack");
 		for (size_t k = 0; k < gb[i].nframes; k++)
 			cJSON_AddItemToArray(s, cJSON_CreateString(gb[i].frames[k].function));
@@ -306,10 +315,7 @@ static cJSON *diff_threads(struct bundle_reader *a, struct bundle_reader *b)
 			in_b |= strcmp(ga[k].key, gb[i].key) == 0;
 		if (in_b)
 			continue;
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "a", (double)ga[k].nthreads);
-		cJSON_AddNumberToObject(o, "b", 0);
-		cJSON_AddStringToObject(o, "change", "gone");
+		cJSON *o = change_new(ga[k].nthreads, 0);
 		cJSON *s = cJSON_AddArrayToObject(o, "stack");
 		for (size_t f = 0; f < ga[k].nframes; f++)
 			cJSON_AddItemToArray(s, cJSON_CreateString(ga[k].frames[f].function));
@@ -349,10 +355,7 @@ static cJSON *diff_goroutines(struct bundle_reader *a, struct bundle_reader *b)
 				ca = ga[k].count;
 		if (gb[i].count <= ca)
 			continue;
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "a", (double)ca);
-		cJSON_AddNumberToObject(o, "b", (double)gb[i].count);
-		cJSON_AddStringToObject(o, "change", ca ? "grew" : "appeared");
+		cJSON *o = change_new(ca, gb[i].count);
 		cJSON_AddStringToObject(o, "reason", gb[i].reason);
 		cJSON *s = cJSON_AddArrayToObject(o, "stack");
 		for (size_t k = 0; k < gb[i].nframes; k++)

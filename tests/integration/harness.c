@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/sem.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -267,18 +268,22 @@ char *read_file(const char *path, size_t *len)
 	return buf;
 }
 
-bool target_healthy(pid_t pid, bool allow_stopped, char *why, size_t why_size)
+/* Call fn with each thread of pid and its /proc/PID/task/TID/status text
+ * (a thread that exits meanwhile is skipped) until fn returns false.
+ * Returns -1 when the task directory cannot be read (the process is
+ * gone), else 0. */
+typedef bool thread_status_fn(const char *tid, const char *status, void *ctx);
+
+static int each_thread_status(pid_t pid, thread_status_fn *fn, void *ctx)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	DIR *d = opendir(path);
-	if (!d) {
-		snprintf(why, why_size, "target %d is gone", (int)pid);
-		return false;
-	}
+	if (!d)
+		return -1;
 	struct dirent *e;
-	bool ok = true;
-	while ((e = readdir(d)) && ok) {
+	bool more = true;
+	while (more && (e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
 		char spath[320];
@@ -286,22 +291,57 @@ bool target_healthy(pid_t pid, bool allow_stopped, char *why, size_t why_size)
 		char *st = read_file(spath, NULL);
 		if (!st)
 			continue; /* exited meanwhile */
-		const char *state = strstr(st, "\nState:");
-		const char *tracer = strstr(st, "\nTracerPid:");
-		if (tracer && atoi(tracer + 11) != 0) {
-			snprintf(why, why_size, "thread %s still traced by %d", e->d_name, atoi(tracer + 11));
-			ok = false;
-		} else if (state) {
-			char s = state[8];
-			if (s == 't' || (s == 'T' && !allow_stopped)) {
-				snprintf(why, why_size, "thread %s left in state %c", e->d_name, s);
-				ok = false;
-			}
-		}
+		more = fn(e->d_name, st, ctx);
 		free(st);
 	}
 	closedir(d);
-	return ok;
+	return 0;
+}
+
+/* The State: letter ('?' if none) and the TracerPid (0 if none) of a
+ * status text. */
+static char status_state(const char *st)
+{
+	const char *state = strstr(st, "\nState:");
+	return state ? state[8] : '?';
+}
+
+static int status_tracer(const char *st)
+{
+	const char *tracer = strstr(st, "\nTracerPid:");
+	return tracer ? atoi(tracer + 11) : 0;
+}
+
+struct thread_check {
+	bool allow_stopped;
+	char *why;
+	size_t why_size;
+	bool ok;
+};
+
+static bool thread_healthy(const char *tid, const char *st, void *ctx)
+{
+	struct thread_check *c = ctx;
+	char s = status_state(st);
+	int tracer = status_tracer(st);
+	if (tracer != 0) {
+		snprintf(c->why, c->why_size, "thread %s still traced by %d", tid, tracer);
+		c->ok = false;
+	} else if (s == 't' || (s == 'T' && !c->allow_stopped)) {
+		snprintf(c->why, c->why_size, "thread %s left in state %c", tid, s);
+		c->ok = false;
+	}
+	return c->ok;
+}
+
+bool target_healthy(pid_t pid, bool allow_stopped, char *why, size_t why_size)
+{
+	struct thread_check c = {allow_stopped, why, why_size, true};
+	if (each_thread_status(pid, thread_healthy, &c) < 0) {
+		snprintf(why, why_size, "target %d is gone", (int)pid);
+		return false;
+	}
+	return c.ok;
 }
 
 const char *find_line(const char *from, const char *needle)
@@ -314,9 +354,22 @@ const char *find_line(const char *from, const char *needle)
 	return p;
 }
 
+int sh(const char *cmd)
+{
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+bool have_program(const char *name)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", name);
+	return sh(cmd) == 0;
+}
+
 bool have_go(void)
 {
-	return system("command -v go >/dev/null 2>&1") == 0;
+	return have_program("go");
 }
 
 int shell_output(const char *cmd, char *out, size_t out_size)
@@ -355,6 +408,119 @@ uint64_t now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+bool path_exists(const char *dir, const char *name)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s%s%s", dir, name ? "/" : "", name ? name : "");
+	struct stat st;
+	return lstat(p, &st) == 0;
+}
+
+int tool_verify(const char *dir, char *why, size_t why_size)
+{
+	struct tool_result r;
+	const char *args[] = {"verify", dir, NULL};
+	tool_run(&r, args);
+	if (why)
+		snprintf(why, why_size, "%.1500s%.1500s", r.out, r.err);
+	return r.exit_code;
+}
+
+void expect_verified(const char *dir, const char *ctx)
+{
+	char why[3072];
+	int code = tool_verify(dir, why, sizeof(why));
+	cr_expect_eq(code, 0, "%s%sverify %s: exit %d: %s", ctx ? ctx : "", ctx ? ": " : "", dir,
+		     code, why);
+}
+
+cJSON *manifest_load(const char *dir)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/manifest.json", dir);
+	char *text = read_file(path, NULL);
+	cJSON *m = text ? cJSON_Parse(text) : NULL;
+	free(text);
+	return m;
+}
+
+cJSON *manifest_need(const char *dir)
+{
+	cJSON *m = manifest_load(dir);
+	cr_assert(m, "no manifest.json in %s, or it does not parse", dir);
+	return m;
+}
+
+double number_at(const cJSON *o, const char *a, const char *b)
+{
+	const cJSON *x = o ? cJSON_GetObjectItem(o, a) : NULL;
+	const cJSON *y = x && b ? cJSON_GetObjectItem(x, b) : x;
+	return cJSON_IsNumber(y) ? y->valuedouble : -1;
+}
+
+void capture_spawn(struct capture *c, pid_t pid, const char *const *extra)
+{
+	make_tmpdir(c->dir, sizeof(c->dir));
+	snprintf(c->out, sizeof(c->out), "%s/b", c->dir);
+	snprintf(c->errp, sizeof(c->errp), "%s/stderr", c->dir);
+	close(open(c->errp, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	char p[16];
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	const char *args[32] = {"-p", p, "-o", c->out, "-q"};
+	size_t n = 5;
+	for (size_t i = 0; extra && extra[i] && n < 31; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
+	c->tool = tool_spawn(args, "/dev/null", c->errp);
+}
+
+void capture_start(struct capture *c, pid_t pid, const char *dur, const char *hz)
+{
+	const char *extra[] = {"-d", dur, "-F", hz, NULL};
+	capture_spawn(c, pid, extra);
+}
+
+char *capture_finish_rss(struct capture *c, int timeout_ms, long *ru_maxrss_kb)
+{
+	int code = -2, status = 0;
+	struct rusage ru;
+	memset(&ru, 0, sizeof(ru));
+	for (uint64_t t0 = now_ms();;) {
+		pid_t r = wait4(c->tool, &status, WNOHANG, &ru);
+		if (r == c->tool) {
+			code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+			break;
+		}
+		if (now_ms() - t0 > (uint64_t)timeout_ms) {
+			kill(c->tool, SIGKILL);
+			waitpid(c->tool, &status, 0);
+			break;
+		}
+		usleep(5000);
+	}
+	if (ru_maxrss_kb)
+		*ru_maxrss_kb = ru.ru_maxrss;
+	char *err = read_file(c->errp, NULL);
+	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	cr_expect_eq(code, 0,
+		     "diag-attach exit %d (-1: signal %d, -2: still running after %d ms): %s", code,
+		     sig, timeout_ms, err ? err : "");
+	expect_verified(c->out, NULL);
+	return err;
+}
+
+char *capture_finish(struct capture *c, int timeout_ms)
+{
+	return capture_finish_rss(c, timeout_ms, NULL);
 }
 
 int rel_loops(int default_loops)
@@ -406,73 +572,50 @@ void rel_stop(struct rel_target *rt)
 	rt->shm_path[0] = '\0';
 }
 
-/* Threads of pid that are traced (TracerPid set) or, with only_stopped,
- * that sit in a ptrace-stop ('t'). */
-static int count_threads(pid_t pid, bool only_stopped)
+/* Threads that are traced (TracerPid set) or, with only_stopped, that
+ * sit in a ptrace-stop ('t'). */
+struct thread_count {
+	bool only_stopped;
+	int n;
+};
+
+static bool thread_count_one(const char *tid, const char *st, void *ctx)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	DIR *d = opendir(path);
-	if (!d)
-		return 0;
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		char spath[320];
-		snprintf(spath, sizeof(spath), "/proc/%d/task/%s/status", (int)pid, e->d_name);
-		char *st = read_file(spath, NULL);
-		if (!st)
-			continue;
-		const char *state = strstr(st, "\nState:");
-		const char *tracer = strstr(st, "\nTracerPid:");
-		bool stopped = state && state[8] == 't';
-		if (stopped || (!only_stopped && tracer && atoi(tracer + 11) != 0))
-			n++;
-		free(st);
-	}
-	closedir(d);
-	return n;
+	struct thread_count *c = ctx;
+	if (status_state(st) == 't' || (!c->only_stopped && status_tracer(st) != 0))
+		c->n++;
+	return true;
 }
 
 int traced_threads(pid_t pid)
 {
-	return count_threads(pid, false);
+	struct thread_count c = {false, 0};
+	each_thread_status(pid, thread_count_one, &c);
+	return c.n;
 }
 
 int ptrace_stopped_threads(pid_t pid)
 {
-	return count_threads(pid, true);
+	struct thread_count c = {true, 0};
+	each_thread_status(pid, thread_count_one, &c);
+	return c.n;
+}
+
+static bool thread_stopped(const char *tid, const char *st, void *ctx)
+{
+	struct thread_check *c = ctx;
+	char s = status_state(st);
+	if (s != '?' && s != 'T') {
+		snprintf(c->why, c->why_size, "thread %s is in %c, expected T (stopped)", tid, s);
+		c->ok = false;
+	}
+	return c->ok;
 }
 
 static bool all_threads_stopped(pid_t pid, char *why, size_t why_size)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	DIR *d = opendir(path);
-	if (!d)
-		return false;
-	bool ok = true;
-	struct dirent *e;
-	while ((e = readdir(d)) && ok) {
-		if (e->d_name[0] == '.')
-			continue;
-		char spath[320];
-		snprintf(spath, sizeof(spath), "/proc/%d/task/%s/status", (int)pid, e->d_name);
-		char *st = read_file(spath, NULL);
-		if (!st)
-			continue;
-		const char *state = strstr(st, "\nState:");
-		if (state && state[8] != 'T') {
-			snprintf(why, why_size, "thread %s is in %c, expected T (stopped)", e->d_name,
-				 state[8]);
-			ok = false;
-		}
-		free(st);
-	}
-	closedir(d);
-	return ok;
+	struct thread_check c = {false, why, why_size, true};
+	return each_thread_status(pid, thread_stopped, &c) == 0 && c.ok;
 }
 
 bool rel_healthy(struct rel_target *rt, const struct health *h, char *why, size_t why_size)
@@ -511,6 +654,14 @@ bool rel_healthy(struct rel_target *rt, const struct health *h, char *why, size_
 	}
 	snprintf(why, why_size, "target made no progress for 2 s after the tool exited");
 	return false;
+}
+
+void expect_healthy(struct rel_target *rt, const struct health *h, const char *ctx)
+{
+	static const struct health defaults;
+	char why[512];
+	cr_expect(rel_healthy(rt, h ? h : &defaults, why, sizeof(why)), "%s%shealth: %s",
+		  ctx ? ctx : "", ctx ? ": " : "", why);
 }
 
 /* The state letter of /proc/PID/task/TID/stat, after the last ")" (a

@@ -8,6 +8,7 @@
 #ifndef DIAG_TEST_HARNESS_H
 #define DIAG_TEST_HARNESS_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -107,6 +108,9 @@ struct health {
 	uint64_t sent_mask;
 };
 bool rel_healthy(struct rel_target *rt, const struct health *h, char *why, size_t why_size);
+/* cr_expect that rel_healthy holds. h NULL: the defaults (struct health
+ * {0}); ctx (may be NULL) starts the failure message. */
+void expect_healthy(struct rel_target *rt, const struct health *h, const char *ctx);
 
 /* Threads of pid in ptrace-stop or traced right now (0 = none). */
 int traced_threads(pid_t pid);
@@ -123,6 +127,60 @@ int rel_loops(int default_loops);
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t now_ms(void);
+/* Sleep ms milliseconds, resumed after a signal handler ran. */
+void sleep_ms(unsigned ms);
+
+/* Does dir/name exist (name NULL: dir itself)? lstat: a dangling symlink
+ * counts. */
+bool path_exists(const char *dir, const char *name);
+
+/*
+ * Bundles. The tool's own verifier is the oracle for "a bundle": these run
+ * `diag-attach verify`, never a reimplementation of it.
+ */
+/* `diag-attach verify DIR`: returns its exit code; why (may be NULL) gets
+ * its stdout and stderr, cut to fit. */
+int tool_verify(const char *dir, char *why, size_t why_size);
+/* cr_expect that DIR verifies (exit 0); ctx (may be NULL) starts the
+ * failure message. */
+void expect_verified(const char *dir, const char *ctx);
+/* DIR/manifest.json parsed, or NULL when it is missing or not JSON. The
+ * caller cJSON_Delete()s it. */
+cJSON *manifest_load(const char *dir);
+/* The same, but cr_assert that it is there and parses. */
+cJSON *manifest_need(const char *dir);
+/* The number at o.a.b (b NULL: at o.a), or -1 when o is NULL or the value
+ * is absent or not a number. */
+double number_at(const cJSON *o, const char *a, const char *b);
+
+/*
+ * A capture in the background: `diag-attach -p PID -o DIR/b -q EXTRA...`
+ * with stdout to /dev/null and stderr to DIR/stderr, DIR a fresh
+ * make_tmpdir (rm_rf(c.dir) when done).
+ */
+struct capture {
+	pid_t tool;
+	char dir[256], out[300], errp[300];
+};
+/* extra: more arguments, NULL-terminated (or NULL). */
+void capture_spawn(struct capture *c, pid_t pid, const char *const *extra);
+/* The same with -d dur -F hz. */
+void capture_start(struct capture *c, pid_t pid, const char *dur, const char *hz);
+/* Wait up to timeout_ms for the tool (then SIGKILL it); cr_expect exit 0
+ * and a bundle that verifies. Returns the tool's stderr (caller frees; NULL
+ * if unreadable). */
+char *capture_finish(struct capture *c, int timeout_ms);
+/* What a capture may take after its duration to end and write its bundle:
+ * 2 s, twice that under the sanitizers (2-3x slower at everything, their
+ * process start and exit included). */
+#if defined(__SANITIZE_ADDRESS__)
+#define END_SLACK_MS 4000
+#else
+#define END_SLACK_MS 2000
+#endif
+/* The same, also returning the tool's peak RSS with its reaped children's,
+ * in KiB (getrusage of the tool: includes its worker). */
+char *capture_finish_rss(struct capture *c, int timeout_ms, long *ru_maxrss_kb);
 
 /* The lines of text that contain needle, in order: returns a pointer to the
  * first line at or after from that contains needle, or NULL. */
@@ -132,6 +190,11 @@ const char *find_line(const char *from, const char *needle);
  * the rest drained) into out. Returns its exit status, -1 if killed. */
 int shell_output(const char *cmd, char *out, size_t out_size);
 
+/* Run cmd with /bin/sh (system(3)); its exit status, -1 if it did not
+ * exit. */
+int sh(const char *cmd);
+/* Is name a program on PATH? */
+bool have_program(const char *name);
 /* Is `go` on PATH (for `go tool pprof` checks)? */
 bool have_go(void);
 /* Run `go tool pprof ARGS FILE`; returns its exit status; stderr captured

@@ -204,14 +204,6 @@ static void expect_untouched(pid_t pid, const char *what)
 	cr_expect(target_healthy(pid, false, why, sizeof(why)), "%s: %s", what, why);
 }
 
-static void expect_bundle_verifies(const char *out, const char *what)
-{
-	struct tool_result r;
-	const char *args[] = {"verify", out, NULL};
-	tool_run(&r, args);
-	cr_expect_eq(r.exit_code, 0, "%s: bundle %s does not verify: %s", what, out, r.err);
-}
-
 /* A temp dir that nobody can create the output in, so that a refusal of
  * an unprivileged tool is about ptrace, never about the directory. */
 static void make_world_tmpdir(char *buf, size_t size)
@@ -304,7 +296,7 @@ Test(errors, d2_same_user_without_root_works)
 	tool_run_as(&r, NOBODY, NOBODY, args);
 	cr_expect_eq(r.exit_code, 0, "a non-root tool on its own user's process: exit %d: %s",
 		     r.exit_code, r.err);
-	expect_bundle_verifies(out, "d2 same user");
+	expect_verified(out, "d2 same user");
 	char path[320];
 	snprintf(path, sizeof(path), "%s/threads.txt", out);
 	char *txt = read_file(path, NULL);
@@ -337,7 +329,7 @@ Test(errors, d6_self_refused)
  * promptly (the script runs under a 60 s KILL timeout: 137 = hung). */
 Test(errors, d6_own_tracer_refused)
 {
-	if (system("command -v strace >/dev/null 2>&1") != 0)
+	if (!have_program("strace"))
 		cr_skip_test("strace is not installed");
 	char dir[256], out[300], sout[4096], err[4096];
 	make_tmpdir(dir, sizeof(dir));
@@ -373,7 +365,7 @@ Test(errors, d6_parent_shell_works)
 			  !strstr(sout, "(stopped)"),
 		  "the shell was left traced or stopped:\n%s", sout);
 	cr_expect(strstr(sout, "shell-alive\n"), "the shell did not go on: %s", sout);
-	expect_bundle_verifies(out, "d6 parent shell");
+	expect_verified(out, "d6 parent shell");
 	rm_rf(dir);
 }
 
@@ -486,7 +478,7 @@ Test(errors, d9_inside_namespace_with_own_proc_works)
 	cr_expect(strstr(sout, "TracerPid:\t0\n") && !strstr(sout, "(tracing stop)") &&
 			  !strstr(sout, "(stopped)"),
 		  "the target was left traced or stopped:\n%s", sout);
-	expect_bundle_verifies(out, "d9 inside");
+	expect_verified(out, "d9 inside");
 	rm_rf(dir);
 }
 
@@ -513,11 +505,7 @@ Test(errors, d9_host_view_records_ns_pid)
 	tool_run(&r, args);
 	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
 	expect_untouched(inner, "d9 host view");
-	char mpath[320];
-	snprintf(mpath, sizeof(mpath), "%s/manifest.json", out);
-	char *text = read_file(mpath, NULL);
-	cJSON *m = text ? cJSON_Parse(text) : NULL;
-	free(text);
+	cJSON *m = manifest_load(out);
 	cJSON *target = cJSON_GetObjectItem(m, "target");
 	cJSON *p = cJSON_GetObjectItem(target, "pid"), *np = cJSON_GetObjectItem(target, "ns_pid");
 	cr_expect(cJSON_IsNumber(p) && p->valueint == inner, "target.pid is not the host pid %d",
@@ -577,7 +565,7 @@ Test(errors, e7_bundle_modes_private)
 	tool_run(&r, args);
 	umask(old);
 	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
-	expect_bundle_verifies(out, "e7");
+	expect_verified(out, "e7");
 	int ndirs = 0, nfiles = 0;
 	expect_private_modes(out, &ndirs, &nfiles);
 	/* The bundle, binaries/ and at least one binaries/<build-id>/. */

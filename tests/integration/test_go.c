@@ -139,10 +139,7 @@ Test(go, snapshot_matches_runtime_dump)
 		cr_expect(strstr(perr, "arning") == NULL, "%s", perr);
 	}
 
-	snprintf(path, sizeof(path), "%s/manifest.json", out);
-	char *mt = read_file(path, NULL);
-	cJSON *m = cJSON_Parse(mt);
-	free(mt);
+	cJSON *m = manifest_need(out);
 	cJSON *go = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go");
 	cr_assert(go, "manifest has no target.go");
 	cr_expect(strncmp(cJSON_GetObjectItem(go, "version")->valuestring, "go1.", 4) == 0);
@@ -159,10 +156,7 @@ Test(go, snapshot_matches_runtime_dump)
 	cr_expect_leq(changed->valuedouble, 2, "%g parked goroutines changed", changed->valuedouble);
 	cJSON_Delete(m);
 
-	struct tool_result r;
-	const char *vargs[] = {"verify", out, NULL};
-	tool_run(&r, vargs);
-	cr_expect_eq(r.exit_code, 0, "%s", r.out);
+	expect_verified(out, NULL);
 	go_run_end(&g);
 }
 
@@ -208,18 +202,6 @@ Test(go, timeline_counts_goroutines)
 	rm_rf(dir);
 }
 
-static cJSON *manifest_go(const char *bundle)
-{
-	char path[400];
-	snprintf(path, sizeof(path), "%s/manifest.json", bundle);
-	char *mt = read_file(path, NULL);
-	cr_assert(mt);
-	cJSON *m = cJSON_Parse(mt);
-	free(mt);
-	cr_assert(m);
-	return m;
-}
-
 Test(go, heap_profile_like_go)
 {
 	struct go_run g;
@@ -241,7 +223,7 @@ Test(go, heap_profile_like_go)
 		static char pout[1 << 20], perr[65536];
 		cr_expect_eq(go_pprof("-raw", path, pout, sizeof(pout), perr, sizeof(perr)), 0, "%s", perr);
 	}
-	cJSON *m = manifest_go(out);
+	cJSON *m = manifest_need(out);
 	cJSON *heap = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go"),
 					  "heap_profile");
 	cr_expect(heap && cJSON_IsTrue(cJSON_GetObjectItem(heap, "enabled")));
@@ -257,7 +239,7 @@ Test(go, heap_disabled_is_said_not_written)
 	char path[400];
 	snprintf(path, sizeof(path), "%s/heap.pprof", out);
 	cr_expect(access(path, F_OK) != 0, "an empty heap.pprof was written for a disabled profile");
-	cJSON *m = manifest_go(out);
+	cJSON *m = manifest_need(out);
 	cJSON *heap = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go"),
 					  "heap_profile");
 	cr_assert(heap, "manifest does not mention the heap profile");

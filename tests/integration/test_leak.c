@@ -38,16 +38,8 @@ static void capture(struct run *r, const char *const *target_argv, const char *d
 	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
 	target_kill(&t);
 
-	const char *vargs[] = {"verify", r->out, NULL};
-	tool_run(&res, vargs);
-	cr_expect_eq(res.exit_code, 0, "verify: %s", res.out);
-	char path[400];
-	snprintf(path, sizeof(path), "%s/manifest.json", r->out);
-	char *text = read_file(path, NULL);
-	cr_assert(text);
-	r->manifest = cJSON_Parse(text);
-	free(text);
-	cr_assert(r->manifest);
+	expect_verified(r->out, NULL);
+	r->manifest = manifest_need(r->out);
 }
 
 static void finish(struct run *r)

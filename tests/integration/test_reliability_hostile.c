@@ -292,50 +292,23 @@ static void run_free(struct run *r)
 	free(r->out);
 }
 
-static bool verify_ok(const char *dir, char *why, size_t why_size)
-{
-	struct tool_result r;
-	const char *args[] = {"verify", dir, NULL};
-	tool_run(&r, args);
-	snprintf(why, why_size, "%.500s%.500s", r.out, r.err);
-	return r.exit_code == 0;
-}
-
 /* Exit 0 and a bundle that verifies. */
 static void expect_bundle(const struct run *r, const char *dir, const char *what)
 {
 	cr_expect_eq(r->code, 0, "%s: diag-attach exit %d (-2: hung, -1: crashed): %s", what,
 		     r->code, r->err ? r->err : "");
-	char why[1024];
 	if (r->code == 0)
-		cr_expect(verify_ok(dir, why, sizeof(why)), "%s: verify: %s", what, why);
-}
-
-static cJSON *manifest(const char *dir)
-{
-	char path[400];
-	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	char *text = read_file(path, NULL);
-	cJSON *m = text ? cJSON_Parse(text) : NULL;
-	free(text);
-	return m;
-}
-
-static double num_at(cJSON *o, const char *a, const char *b)
-{
-	cJSON *x = o ? cJSON_GetObjectItem(o, a) : NULL;
-	cJSON *y = x && b ? cJSON_GetObjectItem(x, b) : x;
-	return cJSON_IsNumber(y) ? y->valuedouble : -1;
+		expect_verified(dir, what);
 }
 
 /* The sandboxed worker never crashed or hung: no restart, nothing lost. */
 static void expect_worker_survived(const char *dir, const char *what)
 {
-	cJSON *m = manifest(dir);
+	cJSON *m = manifest_load(dir);
 	cr_expect(m, "%s: no manifest", what);
-	double restarts = num_at(m, "interpretation", "worker_restarts");
-	double lost = num_at(m, "interpretation", "stacks_lost");
-	double batches = num_at(m, "interpretation", "symbol_batches_lost");
+	double restarts = number_at(m, "interpretation", "worker_restarts");
+	double lost = number_at(m, "interpretation", "stacks_lost");
+	double batches = number_at(m, "interpretation", "symbol_batches_lost");
 	cr_expect(restarts == 0 && lost == 0 && batches == 0,
 		  "%s: interpretation worker lost (restarts %.0f, stacks lost %.0f, symbol "
 		  "batches lost %.0f)",
@@ -593,8 +566,8 @@ Test(reliability_hostile, e2_mutated_elfs, .timeout = 1800)
 			cr_expect(txt && strstr(txt, want), "%s: no frame in %s", what, want);
 		}
 		free(txt);
-		cJSON *m = manifest(out);
-		double restarts = num_at(m, "interpretation", "worker_restarts");
+		cJSON *m = manifest_load(out);
+		double restarts = number_at(m, "interpretation", "worker_restarts");
 		cJSON_Delete(m);
 		if (restarts > 0) {
 			worker_lost += (int)restarts;
@@ -630,11 +603,6 @@ static bool was_opened(int fd)
 {
 	char buf[4096];
 	return read(fd, buf, sizeof(buf)) > 0;
-}
-
-static bool have_strace(void)
-{
-	return system("command -v strace >/dev/null 2>&1") == 0;
 }
 
 /*
@@ -701,7 +669,7 @@ Test(reliability_hostile, e3_container_symlink_escape, .timeout = 300)
 	struct target t = hostile_start_ns(args);
 
 	int wfd = watch_open(marker);
-	bool strace = have_strace();
+	bool strace = have_program("strace");
 	if (!strace)
 		fprintf(stderr, "e3: strace not installed: the open log part is skipped\n");
 	snprintf(out, sizeof(out), "%s/bundle", host);
@@ -874,7 +842,7 @@ static char *frames_in(const char *txt, const char *module)
 
 static char *build_id_of(const char *dir)
 {
-	cJSON *m = manifest(dir);
+	cJSON *m = manifest_load(dir);
 	cJSON *t = m ? cJSON_GetObjectItem(m, "target") : NULL;
 	cJSON *b = t ? cJSON_GetObjectItem(t, "build_id") : NULL;
 	char *id = strdup(cJSON_IsString(b) ? b->valuestring : "");
@@ -1016,7 +984,7 @@ static void e6_check(const char *out, const struct run *r, bool environ_recorded
 	cr_expect(!r->out || !strstr(r->out, "hunter"), "a secret on stdout");
 	cr_expect(!r->err || !strstr(r->err, "hunter"), "a secret on stderr");
 
-	cJSON *m = manifest(out);
+	cJSON *m = manifest_load(out);
 	cJSON *t = m ? cJSON_GetObjectItem(m, "target") : NULL;
 	cJSON *argv = t ? cJSON_GetObjectItem(t, "argv") : NULL;
 	char *argv_s = argv ? cJSON_PrintUnformatted(argv) : NULL;
@@ -1113,7 +1081,7 @@ Test(reliability_hostile, e6_hostile_argv_is_valid_json, .timeout = 300)
 	run_free(&r);
 	snprintf(path, sizeof(path), "%s/manifest.json", out);
 	expect_json_file(path);
-	cJSON *m = manifest(out);
+	cJSON *m = manifest_load(out);
 	cJSON *argv = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "argv");
 	cr_assert(cJSON_IsArray(argv) && cJSON_GetArraySize(argv) == 9, "argv: %s",
 		  argv ? cJSON_PrintUnformatted(argv) : "(none)");
@@ -1300,7 +1268,7 @@ Test(reliability_hostile, d8_non_dumpable_refused_unless_forced, .timeout = 300)
 	r = tool(t.pid, out, forced, 60000, NULL);
 	expect_bundle(&r, out, "--force");
 	run_free(&r);
-	cJSON *m = manifest(out);
+	cJSON *m = manifest_load(out);
 	cJSON *d = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "dumpable");
 	cr_expect(cJSON_IsFalse(d), "the manifest does not say the target was not dumpable");
 	cJSON_Delete(m);
@@ -1317,7 +1285,7 @@ Test(reliability_hostile, d8_non_dumpable_refused_unless_forced, .timeout = 300)
 	r = tool(t.pid, out, snap, 60000, NULL);
 	expect_bundle(&r, out, "dumpable control");
 	run_free(&r);
-	m = manifest(out);
+	m = manifest_load(out);
 	cr_expect(!cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "dumpable"),
 		  "a dumpable target marked as not dumpable");
 	cJSON_Delete(m);

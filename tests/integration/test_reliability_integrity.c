@@ -257,23 +257,6 @@ static void tool_exec(const char *const *args, enum out_mode mode, rlim_t fsize,
 
 /* ---- what a run may leave behind ---- */
 
-static bool exists(const char *dir, const char *name)
-{
-	char p[600];
-	snprintf(p, sizeof(p), "%s%s%s", dir, name ? "/" : "", name ? name : "");
-	struct stat st;
-	return lstat(p, &st) == 0;
-}
-
-static int verify(const char *out, char *why, size_t why_size)
-{
-	struct tool_result v;
-	const char *args[] = {"verify", out, NULL};
-	tool_run(&v, args);
-	snprintf(why, why_size, "%.1500s%.1500s", v.out, v.err);
-	return v.exit_code;
-}
-
 enum outcome { NOTHING, PARTIAL, BUNDLE };
 static const char *const outcome_name[] = {"nothing", "partial", "bundle"};
 
@@ -283,16 +266,16 @@ static const char *const outcome_name[] = {"nothing", "partial", "bundle"};
 static enum outcome expect_output_sane(const char *out, bool killed, const char *ctx)
 {
 	char why[1024];
-	if (!exists(out, NULL))
+	if (!path_exists(out, NULL))
 		return NOTHING;
-	if (!exists(out, "manifest.json")) {
-		cr_expect(killed || !exists(out, "manifest.json.tmp"),
+	if (!path_exists(out, "manifest.json")) {
+		cr_expect(killed || !path_exists(out, "manifest.json.tmp"),
 			  "%s: manifest.json.tmp left in %s", ctx, out);
-		int v = verify(out, why, sizeof(why));
+		int v = tool_verify(out, why, sizeof(why));
 		cr_expect(v == 1, "%s: verify of a partial capture exited %d: %s", ctx, v, why);
 		return PARTIAL;
 	}
-	int v = verify(out, why, sizeof(why));
+	int v = tool_verify(out, why, sizeof(why));
 	cr_expect(v == 0, "%s: a directory with a manifest does not verify (exit %d): %s", ctx, v,
 		  why);
 	return BUNDLE;
@@ -340,23 +323,6 @@ static enum outcome expect_consistent(const struct run *r, const char *out, cons
 	if (r->code == EXIT_WRITE_FAILED)
 		cr_expect(o != BUNDLE, "%s: exit 10 but %s is a bundle", ctx, out);
 	return o;
-}
-
-static void expect_healthy(struct rel_target *rt, const char *ctx)
-{
-	char why[512];
-	struct health h = {0};
-	cr_expect(rel_healthy(rt, &h, why, sizeof(why)), "%s: health: %s", ctx, why);
-}
-
-static cJSON *load_manifest(const char *out)
-{
-	char path[600];
-	snprintf(path, sizeof(path), "%s/manifest.json", out);
-	char *text = read_file(path, NULL);
-	cJSON *m = text ? cJSON_Parse(text) : NULL;
-	free(text);
-	return m;
 }
 
 /* ---- capture configurations the sweeps use ---- */
@@ -452,7 +418,7 @@ static void reference_take(struct reference *ref, enum config c, const char *pid
 	struct run r;
 	tool_exec(args, OUT_PIPE, RLIM_INFINITY, 0, &r);
 	cr_assert(r.code == 0, "reference %s capture: exit %d: %s", config_name[c], r.code, r.err);
-	cJSON *m = load_manifest(out);
+	cJSON *m = manifest_load(out);
 	cJSON *members = m ? cJSON_GetObjectItem(m, "members") : NULL;
 	cr_assert(cJSON_IsArray(members), "reference %s: no members", config_name[c]);
 	memset(ref, 0, sizeof(*ref));
@@ -475,7 +441,7 @@ static void reference_take(struct reference *ref, enum config c, const char *pid
 		fprintf(stderr, " %s=%llu", ref->m[i].name, (unsigned long long)ref->m[i].bytes);
 	fprintf(stderr, "\n");
 	rm_rf(out);
-	expect_healthy(rt, "reference");
+	expect_healthy(rt, NULL, "reference");
 }
 
 static uint64_t member_bytes(const struct reference *ref, const char *name)
@@ -519,12 +485,62 @@ static void add_random_points(struct point *p, size_t *np, int loops, const uint
 	}
 }
 
-static void sweep_report(const struct point *pts, size_t np, const int *codes,
-			 const enum outcome *outs, const char *name)
+/* One sweep (F2, F3): the output is dir/b; by_fsize says whether a
+ * point's n is the tool's RLIMIT_FSIZE (F3) or the pages left free on dir
+ * (F2); a write failure must name strerror(err). */
+struct sweep {
+	const char *name, *pid, *dir;
+	bool by_fsize;
+	int err;
+};
+
+/* Cut the fixed points to $DIAG_REL_LOOPS or add random ones up to it,
+ * then run each: exit 0 or 10 consistent with what is on disk, the
+ * required exit where there is one, a healthy target. */
+static void sweep_run(struct rel_target *rt, const struct sweep *sw, struct point *pts, size_t np,
+		      const uint64_t top[NCONFIGS])
 {
+	unsigned seed = (unsigned)getpid() ^ (unsigned)now_ms();
+	int loops = rel_loops((int)np);
+	if ((size_t)loops < np)
+		np = (size_t)loops; /* the first points are the ones that matter most */
+	add_random_points(pts, &np, loops, top, &seed);
+	fprintf(stderr, "%s: seed %u, %zu points\n", sw->name, seed, np);
+
+	static int codes[MAX_POINTS];
+	static enum outcome outs[MAX_POINTS];
+	int failed = 0, ok = 0;
+	for (size_t i = 0; i < np; i++) {
+		char out[400], ctx[400];
+		snprintf(out, sizeof(out), "%s/b", sw->dir);
+		snprintf(ctx, sizeof(ctx), "%s %s, %s %llu (%s)", sw->name, config_name[pts[i].c],
+			 sw->by_fsize ? "RLIMIT_FSIZE" : "pages left", (unsigned long long)pts[i].n,
+			 pts[i].what);
+		rm_rf(out);
+		if (!sw->by_fsize)
+			fill_leaving(sw->dir, pts[i].n * PAGE);
+		const char *args[16];
+		config_args(pts[i].c, sw->pid, out, args);
+		struct run r;
+		tool_exec(args, OUT_PIPE, sw->by_fsize ? (rlim_t)pts[i].n : RLIM_INFINITY, 0, &r);
+		if (sw->by_fsize)
+			cr_expect(r.sig != SIGXFSZ, "%s: the tool died of SIGXFSZ", ctx);
+		if (r.code == EXIT_WRITE_FAILED)
+			expect_write_failure(&r, out, strerror(sw->err), ctx);
+		outs[i] = expect_consistent(&r, out, ctx);
+		codes[i] = r.code;
+		if (pts[i].want >= 0)
+			cr_expect(r.code == pts[i].want, "%s: exit %d, want %d: %s", ctx, r.code,
+				  pts[i].want, r.err);
+		failed += r.code == EXIT_WRITE_FAILED;
+		ok += r.code == 0;
+		expect_healthy(rt, NULL, ctx);
+	}
 	for (size_t i = 0; i < np; i++)
-		fprintf(stderr, "%s: %s n=%llu (%s): exit %d, %s\n", name, config_name[pts[i].c],
-			(unsigned long long)pts[i].n, pts[i].what, codes[i], outcome_name[outs[i]]);
+		fprintf(stderr, "%s: %s n=%llu (%s): exit %d, %s\n", sw->name,
+			config_name[pts[i].c], (unsigned long long)pts[i].n, pts[i].what, codes[i],
+			outcome_name[outs[i]]);
+	fprintf(stderr, "%s: %d complete, %d write failures\n", sw->name, ok, failed);
 }
 
 /* ---- F1 ---- */
@@ -552,7 +568,7 @@ Test(reliability_integrity, f1_tiny_tmpfs, .timeout = 600)
 		tool_exec(args, OUT_PIPE, RLIM_INFINITY, 0, &r);
 		expect_write_failure(&r, out, strerror(ENOSPC), ctx);
 		cr_expect(r.out[0] == '\0', "%s: printed a bundle path: %s", ctx, r.out);
-		expect_healthy(&rt, ctx);
+		expect_healthy(&rt, NULL, ctx);
 		rm_rf(out);
 
 		snprintf(ctx, sizeof(ctx), "%s plain", sizes[i]);
@@ -560,7 +576,7 @@ Test(reliability_integrity, f1_tiny_tmpfs, .timeout = 600)
 		tool_exec(pargs, OUT_PIPE, RLIM_INFINITY, 0, &r);
 		enum outcome o = expect_consistent(&r, out, ctx);
 		fprintf(stderr, "f1 %s: exit %d, %s\n", ctx, r.code, outcome_name[o]);
-		expect_healthy(&rt, ctx);
+		expect_healthy(&rt, NULL, ctx);
 		tmpfs_unmount(mnt);
 	}
 	rel_stop(&rt);
@@ -618,40 +634,8 @@ Test(reliability_integrity, f2_enospc_sweep, .timeout = 900)
 		before += pages_of(ref[BINARIES].m[i].bytes);
 	}
 	top[BINARIES] = ref[BINARIES].pages + 4;
-	unsigned seed = (unsigned)getpid() ^ (unsigned)now_ms();
-	int loops = rel_loops((int)np);
-	if ((size_t)loops < np)
-		np = (size_t)loops; /* the first points are the ones that matter most */
-	add_random_points(pts, &np, loops, top, &seed);
-	fprintf(stderr, "f2: seed %u, %zu points\n", seed, np);
-
-	static int codes[MAX_POINTS];
-	static enum outcome outs[MAX_POINTS];
-	int failed = 0, ok = 0;
-	for (size_t i = 0; i < np; i++) {
-		char out[400], ctx[400];
-		snprintf(out, sizeof(out), "%s/b", mnt);
-		snprintf(ctx, sizeof(ctx), "f2 %s, %llu pages left (%s)", config_name[pts[i].c],
-			 (unsigned long long)pts[i].n, pts[i].what);
-		rm_rf(out);
-		fill_leaving(mnt, pts[i].n * PAGE);
-		const char *args[16];
-		config_args(pts[i].c, pid, out, args);
-		struct run r;
-		tool_exec(args, OUT_PIPE, RLIM_INFINITY, 0, &r);
-		if (r.code == EXIT_WRITE_FAILED)
-			expect_write_failure(&r, out, strerror(ENOSPC), ctx);
-		outs[i] = expect_consistent(&r, out, ctx);
-		codes[i] = r.code;
-		if (pts[i].want >= 0)
-			cr_expect(r.code == pts[i].want, "%s: exit %d, want %d: %s", ctx, r.code,
-				  pts[i].want, r.err);
-		failed += r.code == EXIT_WRITE_FAILED;
-		ok += r.code == 0;
-		expect_healthy(&rt, ctx);
-	}
-	sweep_report(pts, np, codes, outs, "f2");
-	fprintf(stderr, "f2: %d complete, %d write failures\n", ok, failed);
+	const struct sweep sw = {.name = "f2", .pid = pid, .dir = mnt, .err = ENOSPC};
+	sweep_run(&rt, &sw, pts, np, top);
 	tmpfs_unmount(mnt);
 	rel_stop(&rt);
 }
@@ -710,40 +694,9 @@ Test(reliability_integrity, f3_rlimit_fsize_sweep, .timeout = 900)
 		}
 	}
 	top[BINARIES] *= 2;
-	unsigned seed = (unsigned)getpid() ^ (unsigned)now_ms();
-	int loops = rel_loops((int)np);
-	if ((size_t)loops < np)
-		np = (size_t)loops;
-	add_random_points(pts, &np, loops, top, &seed);
-	fprintf(stderr, "f3: seed %u, %zu points\n", seed, np);
-
-	static int codes[MAX_POINTS];
-	static enum outcome outs[MAX_POINTS];
-	int failed = 0, ok = 0;
-	for (size_t i = 0; i < np; i++) {
-		char out[400], ctx[400];
-		snprintf(out, sizeof(out), "%s/b", dir);
-		snprintf(ctx, sizeof(ctx), "f3 %s, RLIMIT_FSIZE %llu (%s)", config_name[pts[i].c],
-			 (unsigned long long)pts[i].n, pts[i].what);
-		rm_rf(out);
-		const char *args[16];
-		config_args(pts[i].c, pid, out, args);
-		struct run r;
-		tool_exec(args, OUT_PIPE, (rlim_t)pts[i].n, 0, &r);
-		cr_expect(r.sig != SIGXFSZ, "%s: the tool died of SIGXFSZ", ctx);
-		if (r.code == EXIT_WRITE_FAILED)
-			expect_write_failure(&r, out, strerror(EFBIG), ctx);
-		outs[i] = expect_consistent(&r, out, ctx);
-		codes[i] = r.code;
-		if (pts[i].want >= 0)
-			cr_expect(r.code == pts[i].want, "%s: exit %d, want %d: %s", ctx, r.code,
-				  pts[i].want, r.err);
-		failed += r.code == EXIT_WRITE_FAILED;
-		ok += r.code == 0;
-		expect_healthy(&rt, ctx);
-	}
-	sweep_report(pts, np, codes, outs, "f3");
-	fprintf(stderr, "f3: %d complete, %d write failures\n", ok, failed);
+	const struct sweep sw = {
+		.name = "f3", .pid = pid, .dir = dir, .by_fsize = true, .err = EFBIG};
+	sweep_run(&rt, &sw, pts, np, top);
 	if (mounted)
 		tmpfs_unmount(dir);
 	else
@@ -853,8 +806,8 @@ Test(reliability_integrity, f4_sigkill_during_finalize, .timeout = 900)
 			if (waitid(P_PID, (id_t)sp.pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
 			    si.si_pid == sp.pid)
 				break;
-			if (!first &&
-			    (exists(out, "threads.txt.tmp") || exists(out, "threads.txt")))
+			if (!first && (path_exists(out, "threads.txt.tmp") ||
+				       path_exists(out, "threads.txt")))
 				first = now_ms() - sp.t0;
 			usleep(500);
 		}
@@ -913,7 +866,7 @@ Test(reliability_integrity, f4_sigkill_during_finalize, .timeout = 900)
 				  ctx, r.code, outcome_name[o], r.err);
 		}
 		seen[o]++;
-		expect_healthy(&rt, ctx);
+		expect_healthy(&rt, NULL, ctx);
 	}
 	fprintf(stderr,
 		"f4: %d nothing, %d partial, %d bundle (%d finished before the kill); "
@@ -941,11 +894,11 @@ static void run_unwritable_once(struct rel_target *rt, const char *out, const ch
 	cr_expect(!r.traced, "%s: the target was traced before the output was refused", ctx);
 	cr_expect(find_line(r.err, out), "%s: the message does not name %s: %s", ctx, out, r.err);
 	if (existed)
-		cr_expect(!exists(out, "manifest.json") && !exists(out, "runtime.jsonl"),
+		cr_expect(!path_exists(out, "manifest.json") && !path_exists(out, "runtime.jsonl"),
 			  "%s: wrote into %s", ctx, out);
 	else
-		cr_expect(!exists(out, NULL), "%s: %s was created", ctx, out);
-	expect_healthy(rt, ctx);
+		cr_expect(!path_exists(out, NULL), "%s: %s was created", ctx, out);
+	expect_healthy(rt, NULL, ctx);
 }
 
 /* Sampled, and --snapshot (which stops the target before it writes
@@ -1019,7 +972,7 @@ Test(reliability_integrity, f6_verify_flipped_byte_and_extra_file, .timeout = 60
 	struct run r;
 	tool_exec(args, OUT_PIPE, RLIM_INFINITY, 0, &r);
 	cr_assert(r.code == 0, "capture: exit %d: %s", r.code, r.err);
-	cr_assert(verify(out, why, sizeof(why)) == 0, "fresh bundle: %s", why);
+	cr_assert(tool_verify(out, why, sizeof(why)) == 0, "fresh bundle: %s", why);
 
 	snprintf(path, sizeof(path), "%s/cpu.pprof", out);
 	int fd = open(path, O_RDWR);
@@ -1028,19 +981,19 @@ Test(reliability_integrity, f6_verify_flipped_byte_and_extra_file, .timeout = 60
 	cr_assert(pread(fd, &byte, 1, 7) == 1);
 	byte ^= 0x01;
 	cr_assert(pwrite(fd, &byte, 1, 7) == 1);
-	cr_expect(verify(out, why, sizeof(why)) == 1, "flipped byte not detected: %s", why);
+	cr_expect(tool_verify(out, why, sizeof(why)) == 1, "flipped byte not detected: %s", why);
 	cr_expect(strstr(why, "cpu.pprof: sha256 mismatch"), "%s", why);
 	byte ^= 0x01;
 	cr_assert(pwrite(fd, &byte, 1, 7) == 1);
 	close(fd);
-	cr_expect(verify(out, why, sizeof(why)) == 0, "restored byte: %s", why);
+	cr_expect(tool_verify(out, why, sizeof(why)) == 0, "restored byte: %s", why);
 
 	snprintf(path, sizeof(path), "%s/extra.txt", out);
 	close(open(path, O_WRONLY | O_CREAT, 0600));
-	cr_expect(verify(out, why, sizeof(why)) == 1, "extra file not detected: %s", why);
+	cr_expect(tool_verify(out, why, sizeof(why)) == 1, "extra file not detected: %s", why);
 	cr_expect(strstr(why, "extra.txt: not listed in manifest"), "%s", why);
 	unlink(path);
-	cr_expect(verify(out, why, sizeof(why)) == 0, "extra file removed: %s", why);
+	cr_expect(tool_verify(out, why, sizeof(why)) == 0, "extra file removed: %s", why);
 	rm_rf(dir);
 	rel_stop(&rt);
 }
@@ -1065,7 +1018,8 @@ static void c5_case(struct rel_target *rt, enum out_mode mode, bool snapshot, co
 	struct run r;
 	tool_exec(args, mode, RLIM_INFINITY, 0, &r);
 	cr_expect(r.sig == 0, "%s: the tool died of signal %d", ctx, r.sig);
-	cr_expect(verify(out, why, sizeof(why)) == 0, "%s: bundle does not verify: %s", ctx, why);
+	cr_expect(tool_verify(out, why, sizeof(why)) == 0, "%s: bundle does not verify: %s", ctx,
+		  why);
 	if (mode == OUT_PIPE) {
 		char want[450];
 		snprintf(want, sizeof(want), "%s\n", out);
@@ -1083,7 +1037,7 @@ static void c5_case(struct rel_target *rt, enum out_mode mode, bool snapshot, co
 	}
 	if (!snapshot) {
 		/* It sampled to the end, not cut short. */
-		cJSON *m = load_manifest(out);
+		cJSON *m = manifest_load(out);
 		cJSON *cap = m ? cJSON_GetObjectItem(m, "capture") : NULL;
 		cJSON *ended = cap ? cJSON_GetObjectItem(cap, "ended_by") : NULL;
 		cr_expect(cJSON_IsString(ended) && strcmp(ended->valuestring, "duration") == 0,
@@ -1091,7 +1045,7 @@ static void c5_case(struct rel_target *rt, enum out_mode mode, bool snapshot, co
 			  cJSON_IsString(ended) ? ended->valuestring : "?");
 		cJSON_Delete(m);
 	}
-	expect_healthy(rt, ctx);
+	expect_healthy(rt, NULL, ctx);
 	rm_rf(dir);
 }
 

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,34 +20,17 @@
 #include "harness.h"
 #include "rel_shared.h"
 
-static void expect_healthy(struct rel_target *rt, const struct health *h, const char *ctx)
-{
-	char why[512];
-	cr_expect(rel_healthy(rt, h, why, sizeof(why)), "%s: health: %s", ctx, why);
-}
-
-static bool exists(const char *path)
-{
-	struct stat st;
-	return lstat(path, &st) == 0;
-}
-
 /* The output is either absent, a directory without manifest (abandoned:
  * the tool said so with exit 12), or a bundle that verifies. */
 static void expect_output_sane(const char *out, int code, const char *ctx)
 {
-	char mpath[400];
-	snprintf(mpath, sizeof(mpath), "%s/manifest.json", out);
-	if (!exists(out))
+	if (!path_exists(out, NULL))
 		return;
-	if (!exists(mpath)) {
+	if (!path_exists(out, "manifest.json")) {
 		cr_expect(code != 0, "%s: exit 0 but no manifest in %s", ctx, out);
 		return;
 	}
-	struct tool_result r;
-	const char *args[] = {"verify", out, NULL};
-	tool_run(&r, args);
-	cr_expect_eq(r.exit_code, 0, "%s: bundle does not verify: %s %s", ctx, r.out, r.err);
+	expect_verified(out, ctx);
 }
 
 /* For a tool that does not exit in time: each thread's state, wait
@@ -65,19 +47,30 @@ static void dump_threads(pid_t pid, const char *ctx)
 	}
 }
 
-/* The promise (issue 7) is 2 s. It holds in the common case (200-300 ms
- * measured), but an unexplained tail of 2.1-3 s was seen about once in
- * 20 runs even on an idle machine, so by default this checks for a hang
- * (5 s; 8 s under sanitizers, which are 2-3x slower at everything) and
- * DIAG_REL_STRICT=1 checks the promise itself. Known miss, tracked in the
- * issue-7 note. */
+/* The promise (issue 7): out within 2 s of the signal (4 s under the
+ * sanitizers, which are 2-3x slower at everything). What is not ours to
+ * promise is the disk: the bundle's fsyncs wait for the journal, and on a
+ * shared disk one commit was seen to take 9 s. Time the tool spends
+ * waiting on it (the leader in D, or in fsync/fdatasync) past the promise
+ * is allowed, up to DISK_WAIT_MAX_MS, and reported. */
 #if defined(__SANITIZE_ADDRESS__)
-#define EXIT_HANG_MS 8000
+#define EXIT_PROMISE_MS 4000
 #else
-#define EXIT_HANG_MS 5000
-#endif
 #define EXIT_PROMISE_MS 2000
-#define EXIT_LIMIT_MS (getenv("DIAG_REL_STRICT") ? EXIT_PROMISE_MS : EXIT_HANG_MS)
+#endif
+#define DISK_GRACE_MS 1000
+#define DISK_WAIT_MAX_MS 30000
+
+/* Is pid's leader waiting on the disk right now? */
+static bool waiting_on_disk(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	char *sc = read_file(path, NULL);
+	long nr = sc && sc[0] >= '0' && sc[0] <= '9' ? atol(sc) : -1;
+	free(sc);
+	return proc_state(pid) == 'D' || nr == 74 /* fsync */ || nr == 75 /* fdatasync */;
+}
 
 /* C1: a stop signal at a random moment (half the runs with every capture
  * holding the target 20 ms, so many land inside a hold window): the tool
@@ -85,16 +78,12 @@ static void dump_threads(pid_t pid, const char *ctx)
  * the target is healthy. One target per signal, reused across runs. */
 static void interrupt_loop(int sig, int loops)
 {
-	/* Known miss (issue 7 note): the exit after a stop signal usually takes
-	 * 200-300 ms but now and then takes 2-5 s, cause not yet found. Until
-	 * it is, this runs on request only so it cannot turn CI red at random. */
-	if (!getenv("DIAG_REL_SLOW"))
-		cr_skip_test("C1 runs with DIAG_REL_SLOW=1 (known exit-time tail, see the issue-7 note)");
 	struct rel_target rt;
 	const char *targs[] = {"spin", "2", NULL};
 	rel_start(&rt, targs);
 	unsigned seed = (unsigned)getpid() ^ (unsigned)now_ms();
 	fprintf(stderr, "c1 signal %d: seed %u, %d runs\n", sig, seed, loops);
+	uint64_t worst = 0;
 	for (int it = 0; it < loops; it++) {
 		char dir[256], out[300], pid[16], ctx[64];
 		snprintf(ctx, sizeof(ctx), "signal %d run %d", sig, it);
@@ -112,8 +101,23 @@ static void interrupt_loop(int sig, int loops)
 		uint64_t t0 = now_ms();
 		int st = 0, code;
 		pid_t w;
-		while ((w = waitpid(tool, &st, WNOHANG)) == 0 && now_ms() - t0 < EXIT_LIMIT_MS)
+		uint64_t limit = EXIT_PROMISE_MS, disk_ms = 0, last_disk = 0;
+		while ((w = waitpid(tool, &st, WNOHANG)) == 0) {
+			uint64_t el = now_ms() - t0;
+			bool disk = el >= limit - DISK_GRACE_MS && waiting_on_disk(tool);
+			if (disk) {
+				if (last_disk)
+					disk_ms += el - last_disk;
+				last_disk = el;
+				if (el + DISK_GRACE_MS > limit)
+					limit = el + DISK_GRACE_MS;
+			} else {
+				last_disk = 0;
+			}
+			if (el >= limit || el >= DISK_WAIT_MAX_MS)
+				break;
 			usleep(1000);
+		}
 		bool died_before_start = false;
 		if (w == 0) {
 			dump_threads(tool, ctx); /* still running: say where */
@@ -129,15 +133,20 @@ static void interrupt_loop(int sig, int loops)
 				code = 0;
 		}
 		uint64_t took = now_ms() - t0;
-		cr_expect(code != -2 && took <= EXIT_LIMIT_MS, "%s: tool took %llu ms to exit (code %d)", ctx,
+		if (took > worst)
+			worst = took;
+		if (took > EXIT_PROMISE_MS)
+			fprintf(stderr, "%s: out after %llu ms, ~%llu ms of them waiting on the disk\n", ctx,
+				(unsigned long long)took, (unsigned long long)disk_ms);
+		cr_expect(code != -2 && took <= limit, "%s: tool took %llu ms to exit (code %d)", ctx,
 			  (unsigned long long)took, code);
 		cr_expect(code == 0 || code == 12, "%s: exit code %d", ctx, code);
 		if (!died_before_start)
 			expect_output_sane(out, code, ctx);
-		struct health h = {0};
-		expect_healthy(&rt, &h, ctx);
+		expect_healthy(&rt, NULL, ctx);
 		rm_rf(dir);
 	}
+	fprintf(stderr, "c1 signal %d: slowest exit %llu ms\n", sig, (unsigned long long)worst);
 	rel_stop(&rt);
 }
 
@@ -191,8 +200,7 @@ Test(reliability_interrupt, c2_sigkill_mid_sample, .timeout = 600)
 		cr_expect(took <= 100, "%s: target still traced %llu ms after SIGKILL", ctx,
 			  (unsigned long long)took);
 		expect_output_sane(out, -1, ctx);
-		struct health h = {0};
-		expect_healthy(&rt, &h, ctx);
+		expect_healthy(&rt, NULL, ctx);
 		rm_rf(dir);
 	}
 	fprintf(stderr, "c2: worst release after SIGKILL %llu ms\n", (unsigned long long)worst);
@@ -277,8 +285,7 @@ Test(reliability_interrupt, c3_stopped_sampler_watchdog, .timeout = 600)
 		fprintf(stderr, "c3 run %d: sampler killed after %llu ms, target max gap %.0f ms\n", it,
 			(unsigned long long)took, (double)gap / 1e6);
 		cr_expect(gap < 1000000000ull, "target frozen %.0f ms", (double)gap / 1e6);
-		struct health h = {0};
-		expect_healthy(&rt, &h, "c3");
+		expect_healthy(&rt, NULL, "c3");
 		rel_stop(&rt);
 	}
 }
@@ -308,24 +315,18 @@ Test(reliability_interrupt, c7_second_tool_refused, .timeout = 600)
 		char want[64];
 		snprintf(want, sizeof(want), "already traced by pid %d (diag-attach)", (int)first);
 		cr_expect(strstr(r.err, want), "second tool said: %s", r.err);
-		cr_expect(!exists(out2), "the refused tool left %s behind", out2);
+		cr_expect(!path_exists(out2, NULL), "the refused tool left %s behind", out2);
 		const char *args3[] = {"-p", pid, "--snapshot", "-o", out2, "-q", NULL};
 		tool_run(&r, args3);
 		cr_expect_eq(r.exit_code, 7, "second snapshot exit %d: %s", r.exit_code, r.err);
 	}
 	kill(first, SIGINT);
 	cr_expect_eq(tool_wait(first, 10000), 0);
-	char mpath[400];
-	snprintf(mpath, sizeof(mpath), "%s/manifest.json", out);
-	char *text = read_file(mpath, NULL);
-	cJSON *m = text ? cJSON_Parse(text) : NULL;
-	free(text);
-	cJSON *cap = m ? cJSON_GetObjectItem(m, "capture") : NULL;
-	cr_expect(cap && cJSON_GetObjectItem(cap, "failed_ticks")->valuedouble == 0,
+	cJSON *m = manifest_load(out);
+	cr_expect(number_at(m, "capture", "failed_ticks") == 0,
 		  "the first capture lost ticks to the second");
 	cJSON_Delete(m);
-	struct health h = {0};
-	expect_healthy(&rt, &h, "c7");
+	expect_healthy(&rt, NULL, "c7");
 	rel_stop(&rt);
 	rm_rf(dir);
 }

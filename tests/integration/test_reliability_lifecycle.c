@@ -19,60 +19,6 @@
 #include "harness.h"
 #include "rel_shared.h"
 
-struct capture {
-	pid_t tool;
-	char dir[256], out[300], errp[300];
-};
-
-static void capture_start(struct capture *c, pid_t pid, const char *dur, const char *hz)
-{
-	make_tmpdir(c->dir, sizeof(c->dir));
-	snprintf(c->out, sizeof(c->out), "%s/b", c->dir);
-	snprintf(c->errp, sizeof(c->errp), "%s/stderr", c->dir);
-	close(open(c->errp, O_CREAT | O_WRONLY, 0600));
-	char p[16];
-	snprintf(p, sizeof(p), "%d", (int)pid);
-	const char *args[] = {"-p", p, "-d", dur, "-F", hz, "-o", c->out, "-q", NULL};
-	c->tool = tool_spawn(args, "/dev/null", c->errp);
-}
-
-/* Returns the tool's stderr (caller frees). */
-static char *capture_finish(struct capture *c, int timeout_ms)
-{
-	int code = tool_wait(c->tool, timeout_ms);
-	char *err = read_file(c->errp, NULL);
-	cr_expect_eq(code, 0, "diag-attach exit %d (-2: still running after %d ms): %s", code,
-		     timeout_ms, err ? err : "");
-	struct tool_result r;
-	const char *args[] = {"verify", c->out, NULL};
-	tool_run(&r, args);
-	cr_expect_eq(r.exit_code, 0, "verify: %s %s", r.out, r.err);
-	return err;
-}
-
-static cJSON *manifest(struct capture *c)
-{
-	char path[400];
-	snprintf(path, sizeof(path), "%s/manifest.json", c->out);
-	char *text = read_file(path, NULL);
-	cJSON *m = text ? cJSON_Parse(text) : NULL;
-	free(text);
-	return m;
-}
-
-static double capture_number(cJSON *m, const char *key)
-{
-	cJSON *cap = m ? cJSON_GetObjectItem(m, "capture") : NULL;
-	cJSON *v = cap ? cJSON_GetObjectItem(cap, key) : NULL;
-	return v ? v->valuedouble : -1;
-}
-
-static void expect_healthy(struct rel_target *rt, const struct health *h)
-{
-	char why[512];
-	cr_expect(rel_healthy(rt, h, why, sizeof(why)), "health: %s", why);
-}
-
 /* B3: main called pthread_exit (zombie leader), 3 workers spin: they are
  * sampled and nothing says "permission". */
 Test(reliability_lifecycle, b3_leader_pthread_exit, .timeout = 600)
@@ -86,20 +32,19 @@ Test(reliability_lifecycle, b3_leader_pthread_exit, .timeout = 600)
 	char *err = capture_finish(&c, 8000);
 	cr_expect(!err || (!strstr(err, "ermission") && !strstr(err, "not permitted")), "stderr: %s", err);
 	free(err);
-	cJSON *m = manifest(&c);
+	cJSON *m = manifest_load(c.out);
 	/* Every tick samples the three workers (none refused as "not
 	 * permitted" behind the dead leader). How many ticks there are is the
 	 * pause budget's business: three spinners on two CPUs make each hold
 	 * long, and the rate comes down (README, "Pause budget"). */
-	double samples = capture_number(m, "thread_samples");
-	double ticks = capture_number(m, "ticks");
+	double samples = number_at(m, "capture", "thread_samples");
+	double ticks = number_at(m, "capture", "ticks");
 	cr_expect_geq(ticks, 20, "only %.0f ticks in 2 s", ticks);
 	cr_expect(samples >= 3 * ticks * 0.9, "%.0f thread samples of 3 workers in %.0f ticks", samples,
 		  ticks);
-	cr_expect_eq(capture_number(m, "failed_ticks"), 0);
+	cr_expect_eq(number_at(m, "capture", "failed_ticks"), 0);
 	cJSON_Delete(m);
-	struct health h = {0};
-	expect_healthy(&rt, &h);
+	expect_healthy(&rt, NULL, NULL);
 	rel_stop(&rt);
 	rm_rf(c.dir);
 }
@@ -115,11 +60,10 @@ Test(reliability_lifecycle, b4_exec_from_non_leader, .timeout = 600)
 		rel_start(&rt, args);
 		struct capture c;
 		capture_start(&c, rt.t.pid, "2s", "1000");
-		free(capture_finish(&c, 4000));
+		free(capture_finish(&c, 2000 + END_SLACK_MS));
 		cr_expect_eq(atomic_load(&rt.sh->generation), 2, "iteration %d: generation %llu", it,
 			     (unsigned long long)atomic_load(&rt.sh->generation));
-		struct health h = {0};
-		expect_healthy(&rt, &h);
+		expect_healthy(&rt, NULL, NULL);
 		rel_stop(&rt);
 		rm_rf(c.dir);
 	}
@@ -138,7 +82,7 @@ Test(reliability_lifecycle, b5_exec_storm, .timeout = 600)
 		uint64_t gen0 = atomic_load(&rt.sh->generation);
 		struct capture c;
 		capture_start(&c, rt.t.pid, "5s", "1000");
-		free(capture_finish(&c, 7000));
+		free(capture_finish(&c, 5000 + END_SLACK_MS));
 		uint64_t gen1 = atomic_load(&rt.sh->generation);
 		cr_expect(gen1 - gen0 >= 25, "iteration %d: only %llu execs in 5 s", it,
 			  (unsigned long long)(gen1 - gen0));
@@ -148,8 +92,7 @@ Test(reliability_lifecycle, b5_exec_storm, .timeout = 600)
 		for (uint64_t t0 = now_ms(); atomic_load(&rt.sh->generation) == gen1 && now_ms() - t0 < 3000;)
 			usleep(1000);
 		cr_expect(atomic_load(&rt.sh->generation) > gen1, "exec storm stopped after the capture");
-		struct health h = {0};
-		expect_healthy(&rt, &h);
+		expect_healthy(&rt, NULL, NULL);
 		rel_stop(&rt);
 		rm_rf(c.dir);
 	}
@@ -176,10 +119,8 @@ Test(reliability_lifecycle, b6_fork_vfork_storm, .timeout = 600)
 		/* Our hold, from the manifest: the stop deadline (100 ms) plus the
 		 * copy and release. The probe's gap is only reported: on a loaded
 		 * machine the scheduler alone starves it for hundreds of ms. */
-		cJSON *m = manifest(&c);
-		cJSON *pause = m ? cJSON_GetObjectItem(m, "pause") : NULL;
-		cJSON *maxv = pause ? cJSON_GetObjectItem(pause, "max_us") : NULL;
-		double max_us = maxv ? maxv->valuedouble : -1;
+		cJSON *m = manifest_load(c.out);
+		double max_us = number_at(m, "pause", "max_us");
 		cJSON_Delete(m);
 		fprintf(stderr, "b6 iteration %d: longest hold %.1f ms\n", it, max_us / 1000);
 		cr_expect(max_us >= 0 && max_us < 150000, "a capture held the target %.1f ms (deadline 100 ms)",
@@ -190,7 +131,7 @@ Test(reliability_lifecycle, b6_fork_vfork_storm, .timeout = 600)
 		cr_expect(atomic_load(&rt.sh->children_ok) - ok0 > 100, "the fork storm stalled");
 		cr_expect(atomic_load(&rt.sh->vfork_long_done) > long0, "the 3 s vfork never completed");
 		struct health h = {.allow_sigchld = true};
-		expect_healthy(&rt, &h);
+		expect_healthy(&rt, &h, NULL);
 		rel_stop(&rt);
 		rm_rf(c.dir);
 	}
@@ -229,7 +170,7 @@ static void exit_mid_capture(enum rel_command cmd, int loops)
 					  WTERMSIG(st) == (cmd == REL_CMD_SIGKILL ? SIGKILL : SIGSEGV),
 				  "status %#x", st);
 		free(capture_finish(&c, 5000));
-		cJSON *m = manifest(&c);
+		cJSON *m = manifest_load(c.out);
 		cr_expect(m && cJSON_IsTrue(cJSON_GetObjectItem(m, "target_exited")));
 		cJSON_Delete(m);
 		rel_stop(&rt);

@@ -20,54 +20,6 @@
 
 #define SIGBIT(s) (1ull << (s))
 
-struct capture {
-	pid_t tool;
-	char dir[256], out[300], errp[300];
-};
-
-/* Start `diag-attach -p PID -d DUR -F HZ -o DIR -q` in the background. */
-static void capture_start(struct capture *c, pid_t pid, const char *dur, const char *hz)
-{
-	make_tmpdir(c->dir, sizeof(c->dir));
-	snprintf(c->out, sizeof(c->out), "%s/b", c->dir);
-	snprintf(c->errp, sizeof(c->errp), "%s/stderr", c->dir);
-	close(open(c->errp, O_CREAT | O_WRONLY, 0600));
-	char p[16];
-	snprintf(p, sizeof(p), "%d", (int)pid);
-	const char *args[] = {"-p", p, "-d", dur, "-F", hz, "-o", c->out, "-q", NULL};
-	c->tool = tool_spawn(args, "/dev/null", c->errp);
-}
-
-/* Wait for the tool; assert it exited 0 within timeout_ms and the bundle
- * verifies. */
-static void capture_finish(struct capture *c, int timeout_ms)
-{
-	int code = tool_wait(c->tool, timeout_ms);
-	char *err = read_file(c->errp, NULL);
-	cr_expect_eq(code, 0, "diag-attach exit %d (-2: hung): %s", code, err ? err : "");
-	free(err);
-	struct tool_result r;
-	const char *args[] = {"verify", c->out, NULL};
-	tool_run(&r, args);
-	cr_expect_eq(r.exit_code, 0, "verify: %s %s", r.out, r.err);
-}
-
-static void capture_cleanup(struct capture *c)
-{
-	rm_rf(c->dir);
-}
-
-static void sleep_ms(unsigned ms)
-{
-	usleep(ms * 1000u);
-}
-
-static void expect_healthy(struct rel_target *rt, const struct health *h)
-{
-	char why[512];
-	cr_expect(rel_healthy(rt, h, why, sizeof(why)), "health: %s", why);
-}
-
 static bool wait_all_stopped(pid_t pid, unsigned ms)
 {
 	for (uint64_t until = now_ms() + ms; now_ms() < until; usleep(1000)) {
@@ -81,6 +33,38 @@ static bool wait_all_stopped(pid_t pid, unsigned ms)
 			return true;
 	}
 	return false;
+}
+
+/* rel_target spin 3, stopped with SIGSTOP before anything else. */
+static void start_stopped(struct rel_target *rt)
+{
+	const char *args[] = {"spin", "3", NULL};
+	rel_start(rt, args);
+	kill(rt->t.pid, SIGSTOP);
+	cr_assert(wait_all_stopped(rt->t.pid, 2000));
+}
+
+/* sig to the target at a random moment 0.3-1 s into a 1.5 s capture at
+ * 1 kHz; the capture ends well (exit 0, a bundle that verifies). */
+static void signal_mid_capture(struct rel_target *rt, int sig)
+{
+	struct capture c;
+	capture_start(&c, rt->t.pid, "1500ms", "1000");
+	sleep_ms(300 + (unsigned)(rand() % 700));
+	kill(rt->t.pid, sig);
+	free(capture_finish(&c, 10000));
+	rm_rf(c.dir);
+}
+
+/* The target is stopped after the tool exited (H with expect_stopped: no
+ * SIGCONT either), and the SIGCONT we send then resumes it. */
+static void expect_stopped_then_resumes(struct rel_target *rt)
+{
+	struct health stopped = {.expect_stopped = true};
+	expect_healthy(rt, &stopped, NULL);
+	kill(rt->t.pid, SIGCONT);
+	struct health resumed = {.sent_mask = SIGBIT(SIGCONT)};
+	expect_healthy(rt, &resumed, NULL);
 }
 
 /* A1: 10,000 queued SIGRTMIN with sequence numbers during a 1 kHz capture:
@@ -107,15 +91,15 @@ Test(reliability_signals, a1_rt_signals_in_order, .timeout = 600)
 		for (uint64_t until = now_ms() + 5000;
 		     atomic_load(&rt.sh->rt_received) < 10000 && now_ms() < until;)
 			usleep(1000);
-		capture_finish(&c, 10000);
+		free(capture_finish(&c, 10000));
 		cr_expect_eq(atomic_load(&rt.sh->rt_received), 10000, "iteration %d: received %llu of 10000",
 			     it, (unsigned long long)atomic_load(&rt.sh->rt_received));
 		cr_expect_eq(atomic_load(&rt.sh->rt_out_of_order), 0, "iteration %d: %llu out of order", it,
 			     (unsigned long long)atomic_load(&rt.sh->rt_out_of_order));
 		struct health h = {.sent_mask = SIGBIT(SIGRTMIN)};
-		expect_healthy(&rt, &h);
+		expect_healthy(&rt, &h, NULL);
 		rel_stop(&rt);
-		capture_cleanup(&c);
+		rm_rf(c.dir);
 	}
 }
 
@@ -144,13 +128,13 @@ Test(reliability_signals, a2_sigusr1_ping_pong, .timeout = 600)
 			if (now_ms() - t0 > worst)
 				worst = now_ms() - t0;
 		}
-		capture_finish(&c, 10000);
+		free(capture_finish(&c, 10000));
 		cr_expect_eq(atomic_load(&rt.sh->usr1_bad_sender), 0, "wrong si_pid/si_uid/si_code");
 		cr_log_info("a2: worst ack %llu ms", (unsigned long long)worst);
 		struct health h = {.sent_mask = SIGBIT(SIGUSR1)};
-		expect_healthy(&rt, &h);
+		expect_healthy(&rt, &h, NULL);
 		rel_stop(&rt);
-		capture_cleanup(&c);
+		rm_rf(c.dir);
 	}
 }
 
@@ -161,21 +145,14 @@ Test(reliability_signals, a3_pre_stopped_stays_stopped, .timeout = 600)
 	int loops = rel_loops(2);
 	for (int it = 0; it < loops; it++) {
 		struct rel_target rt;
-		const char *args[] = {"spin", "3", NULL};
-		rel_start(&rt, args);
-		kill(rt.t.pid, SIGSTOP);
-		cr_assert(wait_all_stopped(rt.t.pid, 2000));
+		start_stopped(&rt);
 		struct capture c;
 		capture_start(&c, rt.t.pid, "2s", "500");
-		capture_finish(&c, 10000);
-		struct health h = {.expect_stopped = true};
-		expect_healthy(&rt, &h);
+		free(capture_finish(&c, 10000));
 		cr_expect_eq(atomic_load(&rt.sh->signals[SIGCONT]), 0, "SIGCONT leaked to a stopped target");
-		kill(rt.t.pid, SIGCONT);
-		struct health h2 = {.sent_mask = SIGBIT(SIGCONT)};
-		expect_healthy(&rt, &h2);
+		expect_stopped_then_resumes(&rt);
 		rel_stop(&rt);
-		capture_cleanup(&c);
+		rm_rf(c.dir);
 	}
 }
 
@@ -187,19 +164,10 @@ static void stop_mid_capture(int sig, int loops)
 		struct rel_target rt;
 		const char *args[] = {"spin", "3", NULL};
 		rel_start(&rt, args);
-		struct capture c;
-		capture_start(&c, rt.t.pid, "1500ms", "1000");
-		sleep_ms(300 + (unsigned)(rand() % 700));
-		kill(rt.t.pid, sig);
-		capture_finish(&c, 10000);
+		signal_mid_capture(&rt, sig);
 		cr_expect(wait_all_stopped(rt.t.pid, 1000), "signal %d mid-capture did not stop the target", sig);
-		struct health h = {.expect_stopped = true};
-		expect_healthy(&rt, &h);
-		kill(rt.t.pid, SIGCONT);
-		struct health h2 = {.sent_mask = SIGBIT(SIGCONT)};
-		expect_healthy(&rt, &h2);
+		expect_stopped_then_resumes(&rt);
 		rel_stop(&rt);
-		capture_cleanup(&c);
 	}
 }
 
@@ -222,21 +190,13 @@ Test(reliability_signals, a5_sigcont_mid_capture, .timeout = 600)
 	int loops = rel_loops(2);
 	for (int it = 0; it < loops; it++) {
 		struct rel_target rt;
-		const char *args[] = {"spin", "3", NULL};
-		rel_start(&rt, args);
-		kill(rt.t.pid, SIGSTOP);
-		cr_assert(wait_all_stopped(rt.t.pid, 2000));
-		struct capture c;
-		capture_start(&c, rt.t.pid, "1500ms", "1000");
-		sleep_ms(300 + (unsigned)(rand() % 700));
-		kill(rt.t.pid, SIGCONT);
-		capture_finish(&c, 10000);
+		start_stopped(&rt);
+		signal_mid_capture(&rt, SIGCONT);
 		struct health h = {.sent_mask = SIGBIT(SIGCONT)};
-		expect_healthy(&rt, &h);
+		expect_healthy(&rt, &h, NULL);
 		cr_expect_eq(atomic_load(&rt.sh->signals[SIGCONT]), 1, "SIGCONT handler ran %llu times",
 			     (unsigned long long)atomic_load(&rt.sh->signals[SIGCONT]));
 		rel_stop(&rt);
-		capture_cleanup(&c);
 	}
 }
 
@@ -248,16 +208,11 @@ Test(reliability_signals, a6_sigtstp_handler_runs, .timeout = 600)
 		struct rel_target rt;
 		const char *args[] = {"spin", "3", "tstp", NULL};
 		rel_start(&rt, args);
-		struct capture c;
-		capture_start(&c, rt.t.pid, "1500ms", "1000");
-		sleep_ms(300 + (unsigned)(rand() % 700));
-		kill(rt.t.pid, SIGTSTP);
-		capture_finish(&c, 10000);
+		signal_mid_capture(&rt, SIGTSTP);
 		cr_expect_eq(atomic_load(&rt.sh->tstp_handled), 1);
 		struct health h = {.sent_mask = SIGBIT(SIGTSTP)};
-		expect_healthy(&rt, &h);
+		expect_healthy(&rt, &h, NULL);
 		rel_stop(&rt);
-		capture_cleanup(&c);
 	}
 }
 
@@ -305,13 +260,12 @@ Test(reliability_signals, a7_job_control_parent_sees_nothing, .timeout = 600)
 
 	struct capture c;
 	capture_start(&c, child, "3s", "1000");
-	capture_finish(&c, 10000);
+	free(capture_finish(&c, 10000));
 	fcntl(events[0], F_SETFL, O_NONBLOCK);
 	char ev;
 	ssize_t got = read(events[0], &ev, 1);
 	cr_expect(got < 0 && errno == EAGAIN, "job-control parent saw event '%c'", got == 1 ? ev : '?');
-	struct health h = {0};
-	expect_healthy(&rt, &h);
+	expect_healthy(&rt, NULL, NULL);
 
 	kill(child, SIGKILL);
 	fcntl(events[0], F_SETFL, 0);
@@ -322,7 +276,7 @@ Test(reliability_signals, a7_job_control_parent_sees_nothing, .timeout = 600)
 	rt.t.pid = 0;
 	close(events[0]);
 	rel_stop(&rt);
-	capture_cleanup(&c);
+	rm_rf(c.dir);
 }
 
 static const char *const blocked_names[REL_NBLOCKED] = {
@@ -341,7 +295,7 @@ Test(reliability_signals, a8_blocked_syscalls_eintr, .timeout = 600)
 	rel_start(&rt, args);
 	struct capture c;
 	capture_start(&c, rt.t.pid, "2s", "99");
-	capture_finish(&c, 10000);
+	free(capture_finish(&c, 10000));
 	uint64_t eintr[REL_NBLOCKED];
 	for (int i = 0; i < REL_NBLOCKED; i++) {
 		eintr[i] = atomic_load(&rt.sh->eintr[i]);
@@ -356,9 +310,8 @@ Test(reliability_signals, a8_blocked_syscalls_eintr, .timeout = 600)
 		cr_expect(eintr[i] <= 2 * 99 + 20, "%s: %llu EINTR for ~200 samples", blocked_names[i],
 			  (unsigned long long)eintr[i]);
 	cr_expect_eq(atomic_load(&rt.sh->unexpected_returns), 0);
-	struct health h = {0};
-	expect_healthy(&rt, &h);
-	capture_cleanup(&c);
+	expect_healthy(&rt, NULL, NULL);
+	rm_rf(c.dir);
 
 	/* Same through attach.h with no_interrupt_blocked. */
 	uint64_t before[REL_NBLOCKED];
@@ -396,6 +349,6 @@ Test(reliability_signals, a8_blocked_syscalls_eintr, .timeout = 600)
 				  stopped, not_stopped);
 		}
 	}
-	expect_healthy(&rt, &h);
+	expect_healthy(&rt, NULL, NULL);
 	rel_stop(&rt);
 }

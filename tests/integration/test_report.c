@@ -21,8 +21,10 @@
 
 #include "harness.h"
 
+/* Capture target (with one argument, or none) for dur into out; with
+ * --leak-watch and a timeline every leak_interval unless that is NULL. */
 static void capture(const char *target, const char *arg, const char *dur, const char *out,
-		    bool leak_watch)
+		    const char *leak_interval)
 {
 	const char *argv[] = {target_path(target), arg, NULL};
 	struct target t = target_start(argv, arg ? "ready" : NULL);
@@ -30,10 +32,10 @@ static void capture(const char *target, const char *arg, const char *dur, const 
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
 	struct tool_result r;
 	const char *args_lw[] = {
-		"-p", pid,  "-d", dur,	"-i", "250ms", "--leak-watch", "--leak-window",
+		"-p", pid,  "-d", dur,	"-i", leak_interval, "--leak-watch", "--leak-window",
 		"8",  "-o", out,  "-q", NULL};
 	const char *args[] = {"-p", pid, "-d", dur, "-o", out, "-q", NULL};
-	tool_run(&r, leak_watch ? args_lw : args);
+	tool_run(&r, leak_interval ? args_lw : args);
 	target_kill(&t);
 	cr_assert_eq(r.exit_code, 0, "capture of %s: exit %d: %s", target, r.exit_code, r.err);
 }
@@ -69,7 +71,7 @@ Test(report, burner_text_and_json)
 	char dir[256], b[300];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(b, sizeof(b), "%s/b", dir);
-	capture("burner", "2", "3s", b, false);
+	capture("burner", "2", "3s", b, NULL);
 
 	struct tool_result r;
 	const char *args[] = {"report", b, NULL};
@@ -115,7 +117,7 @@ Test(report, demo_groups_identical_stacks)
 	char dir[256], b[300];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(b, sizeof(b), "%s/b", dir);
-	capture("demo", NULL, "2s", b, false);
+	capture("demo", NULL, "2s", b, NULL);
 	cJSON *d = report_json(b);
 	const cJSON *groups = cJSON_GetObjectItem(d, "thread_groups");
 	const cJSON *hot = group_with(groups, "compute_checksum");
@@ -157,7 +159,7 @@ Test(report, export_formats)
 	char dir[256], b[300];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(b, sizeof(b), "%s/b", dir);
-	capture("burner", "2", "2s", b, false);
+	capture("burner", "2", "2s", b, NULL);
 	cJSON *d = report_json(b);
 	double cpu_samples =
 		cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "profiles"), "cpu"),
@@ -272,17 +274,9 @@ Test(report, pem_round_trip)
 	snprintf(out2, sizeof(out2), "%s/r2", dir);
 	snprintf(out3, sizeof(out3), "%s/r3", dir);
 	/* With leak-watch so there are members in subdirectories too. */
-	const char *argv[] = {target_path("leak/leak_fds"), "20", NULL};
-	struct target t = target_start(argv, "ready");
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	struct tool_result r;
-	const char *cap[] = {"-p", pid,	 "-d", "4s", "-i", "200ms", "--leak-watch", "--leak-window",
-			     "8",  "-o", b,    "-q", NULL};
-	tool_run(&r, cap);
-	target_kill(&t);
-	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	capture("leak/leak_fds", "20", "4s", b, "200ms");
 
+	struct tool_result r;
 	const char *a1[] = {"pem", "-o", pem, b, NULL};
 	tool_run(&r, a1);
 	cr_assert_eq(r.exit_code, 0, "pem: %s", r.err);
@@ -291,9 +285,7 @@ Test(report, pem_round_trip)
 	cr_assert_eq(r.exit_code, 0, "unpem: %s", r.err);
 	expect_same_tree(b, out1, "");
 	expect_same_tree(out1, b, "");
-	const char *v[] = {"verify", out1, NULL};
-	tool_run(&r, v);
-	cr_expect_eq(r.exit_code, 0, "rebuilt bundle does not verify: %s", r.out);
+	expect_verified(out1, "rebuilt bundle");
 
 	/* Through a "log pipeline": a timestamp prefix on every line, CRLF,
 	 * unrelated lines before and after. */
@@ -341,8 +333,8 @@ Test(report, diff_names_leaking_counter)
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(a, sizeof(a), "%s/quiet", dir);
 	snprintf(b, sizeof(b), "%s/leaky", dir);
-	capture("leak/leak_fds", "0.01", "3s", a, true);
-	capture("leak/leak_fds", "25", "4s", b, true);
+	capture("leak/leak_fds", "0.01", "3s", a, "250ms");
+	capture("leak/leak_fds", "25", "4s", b, "250ms");
 	struct tool_result r;
 	const char *args[] = {"diff", a, b, NULL};
 	tool_run(&r, args);
@@ -407,16 +399,8 @@ Test(report, html_in_headless_chromium, .timeout = 300)
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(b, sizeof(b), "%s/b", dir);
 	snprintf(html, sizeof(html), "%s/report.html", dir);
-	const char *argv[] = {target_path("leak/leak_fds"), "25", NULL};
-	struct target t = target_start(argv, "ready");
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	capture("leak/leak_fds", "25", "4s", b, "200ms");
 	struct tool_result r;
-	const char *cap[] = {"-p", pid,	 "-d", "4s", "-i", "200ms", "--leak-watch", "--leak-window",
-			     "8",  "-o", b,    "-q", NULL};
-	tool_run(&r, cap);
-	target_kill(&t);
-	cr_assert_eq(r.exit_code, 0, "%s", r.err);
 	const char *args[] = {"report", "--html", html, b, NULL};
 	tool_run(&r, args);
 	cr_assert_eq(r.exit_code, 0, "report --html: %s", r.err);
@@ -500,7 +484,7 @@ Test(report, usage_and_damage)
 	/* A damaged member: the report still prints, with a warning, exit 1. */
 	char b[300], path[400];
 	snprintf(b, sizeof(b), "%s/b", dir);
-	capture("demo", NULL, "1s", b, false);
+	capture("demo", NULL, "1s", b, NULL);
 	snprintf(path, sizeof(path), "%s/threads.txt", b);
 	FILE *f = fopen(path, "a");
 	cr_assert(f);

@@ -16,24 +16,51 @@
 #include "harness.h"
 #include "pprof_check.h"
 
-static cJSON *read_manifest(const char *bundle)
+/* A target started from argv, its pid as text, and a fresh directory for
+ * the tool's output (out = dir/b). */
+struct sampled {
+	struct target t;
+	char dir[256], out[300], pid[16];
+};
+
+static void sampled_start(struct sampled *s, const char *const *argv)
 {
-	char path[400];
-	snprintf(path, sizeof(path), "%s/manifest.json", bundle);
-	char *text = read_file(path, NULL);
-	cr_assert(text, "no manifest in %s", bundle);
-	cJSON *m = cJSON_Parse(text);
-	free(text);
-	cr_assert(m, "manifest does not parse");
-	return m;
+	s->t = target_start(argv, "ready");
+	make_tmpdir(s->dir, sizeof(s->dir));
+	snprintf(s->out, sizeof(s->out), "%s/b", s->dir);
+	snprintf(s->pid, sizeof(s->pid), "%d", (int)s->t.pid);
 }
 
-static void expect_verified(const char *bundle)
+/* After the tool exited: the target is healthy and the bundle verifies. */
+static void expect_target_and_bundle(const struct sampled *s)
 {
+	char why[256];
+	cr_expect(target_healthy(s->t.pid, false, why, sizeof(why)), "%s", why);
+	expect_verified(s->out, NULL);
+}
+
+/* `diag-attach -p PID EXTRA... -o OUT -q`: it exits 0, the target is
+ * healthy after it, and the bundle verifies. */
+static void sampled_capture(struct sampled *s, const char *const *extra)
+{
+	const char *args[16] = {"-p", s->pid};
+	size_t n = 2;
+	for (size_t i = 0; extra[i] && n < 12; i++)
+		args[n++] = extra[i];
+	args[n++] = "-o";
+	args[n++] = s->out;
+	args[n++] = "-q";
+	args[n] = NULL;
 	struct tool_result r;
-	const char *args[] = {"verify", bundle, NULL};
 	tool_run(&r, args);
-	cr_expect_eq(r.exit_code, 0, "verify %s: %s %s", bundle, r.out, r.err);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	expect_target_and_bundle(s);
+}
+
+static void sampled_end(struct sampled *s)
+{
+	target_kill(&s->t);
+	rm_rf(s->dir);
 }
 
 static Perftools__Profiles__Profile *load(const char *bundle, const char *member)
@@ -54,20 +81,12 @@ static Perftools__Profiles__Profile *load(const char *bundle, const char *member
 Test(sampling, cpu_split_and_wall_states)
 {
 	const char *argv[] = {target_path("burner"), "2", NULL};
-	struct target t = target_start(argv, "ready");
-	char dir[256], out[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/b", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	struct tool_result r;
-	const char *args[] = {"-p", pid, "-d", "4s", "-F", "99", "-o", out, "-q", NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
-	char why[256];
-	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
-	expect_verified(out);
+	struct sampled sa;
+	sampled_start(&sa, argv);
+	const char *args[] = {"-d", "4s", "-F", "99", NULL};
+	sampled_capture(&sa, args);
 
-	Perftools__Profiles__Profile *cpu = load(out, "cpu.pprof");
+	Perftools__Profiles__Profile *cpu = load(sa.out, "cpu.pprof");
 	int vi = value_index(cpu, "samples");
 	int ci = value_index(cpu, "cpu");
 	cr_assert(vi >= 0 && ci >= 0, "cpu.pprof sample types wrong");
@@ -95,7 +114,7 @@ Test(sampling, cpu_split_and_wall_states)
 	cr_expect_eq(blocked, 0, "blocked threads got %lld CPU samples", (long long)blocked);
 	perftools__profiles__profile__free_unpacked(cpu, NULL);
 
-	Perftools__Profiles__Profile *wall = load(out, "wall.pprof");
+	Perftools__Profiles__Profile *wall = load(sa.out, "wall.pprof");
 	int wi = value_index(wall, "wall");
 	cr_assert(wi >= 0);
 	int64_t sleeper = 0, locker = 0;
@@ -119,7 +138,7 @@ Test(sampling, cpu_split_and_wall_states)
 		  (long long)sleeper, (long long)locker);
 	perftools__profiles__profile__free_unpacked(wall, NULL);
 
-	cJSON *m = read_manifest(out);
+	cJSON *m = manifest_need(sa.out);
 	cJSON *cap = cJSON_GetObjectItem(m, "capture");
 	cr_assert(cap);
 	cr_expect(cJSON_GetObjectItem(cap, "achieved_hz")->valuedouble > 80);
@@ -134,110 +153,82 @@ Test(sampling, cpu_split_and_wall_states)
 	cJSON *pause = cJSON_GetObjectItem(m, "pause");
 	cr_assert(pause && cJSON_GetObjectItem(pause, "p50_us") && cJSON_GetObjectItem(pause, "p99_us"));
 	cJSON_Delete(m);
-	target_kill(&t);
-	rm_rf(dir);
+	sampled_end(&sa);
 }
 
 Test(sampling, thread_churn)
 {
 	const char *argv[] = {target_path("churn_threads"), NULL};
-	struct target t = target_start(argv, "ready");
-	char dir[256], out[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/b", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	struct tool_result r;
-	const char *args[] = {"-p", pid, "-d", "3s", "-F", "199", "-o", out, "-q", NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
-	char why[256];
-	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
-	expect_verified(out);
-	Perftools__Profiles__Profile *cpu = load(out, "cpu.pprof");
+	struct sampled sa;
+	sampled_start(&sa, argv);
+	const char *args[] = {"-d", "3s", "-F", "199", NULL};
+	sampled_capture(&sa, args);
+	Perftools__Profiles__Profile *cpu = load(sa.out, "cpu.pprof");
 	bool steady = false;
 	for (size_t i = 0; i < cpu->n_sample && !steady; i++)
 		steady = frames_have(cpu, cpu->sample[i], "steady_work");
 	cr_expect(steady, "steady_work missing from cpu.pprof");
 	perftools__profiles__profile__free_unpacked(cpu, NULL);
 	/* The target still makes progress: it creates threads. */
-	target_kill(&t);
-	rm_rf(dir);
+	sampled_end(&sa);
 }
 
 Test(sampling, target_exits_mid_capture)
 {
 	const char *argv[] = {target_path("churn_threads"), "2", NULL};
-	struct target t = target_start(argv, "ready");
-	char dir[256], out[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/b", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	const char *args[] = {"-p", pid, "-d", "20s", "-o", out, "-q", NULL};
+	struct sampled sa;
+	sampled_start(&sa, argv);
+	const char *args[] = {"-p", sa.pid, "-d", "20s", "-o", sa.out, "-q", NULL};
 	pid_t tool = tool_spawn(args, NULL, NULL);
 	/* The real parent (us) must see the true exit status. */
 	int status = 0;
-	cr_assert_eq(waitpid(t.pid, &status, 0), t.pid);
-	t.pid = 0;
+	cr_assert_eq(waitpid(sa.t.pid, &status, 0), sa.t.pid);
+	sa.t.pid = 0;
 	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 42, "target status %#x", status);
 	int code = tool_wait(tool, 10000);
 	cr_expect_eq(code, 0, "tool exit %d after target exit", code);
-	expect_verified(out);
-	cJSON *m = read_manifest(out);
+	expect_verified(sa.out, NULL);
+	cJSON *m = manifest_need(sa.out);
 	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(m, "target_exited")), "manifest does not say the target exited");
 	cJSON_Delete(m);
 	char path[400];
-	snprintf(path, sizeof(path), "%s/threads.txt", out);
+	snprintf(path, sizeof(path), "%s/threads.txt", sa.out);
 	char *txt = read_file(path, NULL);
 	cr_expect(txt && strstr(txt, "steady_work"), "final snapshot lacks the last stacks");
 	free(txt);
-	target_kill(&t);
-	rm_rf(dir);
+	sampled_end(&sa);
 }
 
 Test(sampling, sigint_releases_and_writes)
 {
 	const char *argv[] = {target_path("burner"), "1", NULL};
-	struct target t = target_start(argv, "ready");
-	char dir[256], out[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/b", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	const char *args[] = {"-p", pid, "-F", "499", "-o", out, "-q", NULL};
+	struct sampled sa;
+	sampled_start(&sa, argv);
+	const char *args[] = {"-p", sa.pid, "-F", "499", "-o", sa.out, "-q", NULL};
 	pid_t tool = tool_spawn(args, NULL, NULL);
 	usleep(1500000);
 	kill(tool, SIGINT);
 	int code = tool_wait(tool, 5000);
 	cr_expect_eq(code, 0, "tool exit %d after SIGINT", code);
-	char why[256];
-	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
-	expect_verified(out);
-	cJSON *m = read_manifest(out);
+	expect_target_and_bundle(&sa);
+	cJSON *m = manifest_need(sa.out);
 	cJSON *cap = cJSON_GetObjectItem(m, "capture");
 	cr_expect_str_eq(cJSON_GetObjectItem(cap, "ended_by")->valuestring, "signal");
 	cJSON_Delete(m);
-	target_kill(&t);
-	rm_rf(dir);
+	sampled_end(&sa);
 }
 
 Test(sampling, worker_crash_loses_only_samples_in_flight)
 {
 	const char *argv[] = {target_path("burner"), "1", NULL};
-	struct target t = target_start(argv, "ready");
-	char dir[256], out[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/b", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct sampled sa;
+	sampled_start(&sa, argv);
 	/* The interpretation worker crashes on its 20th unwind request. */
 	setenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT", "20", 1);
-	struct tool_result r;
-	const char *args[] = {"-p", pid, "-d", "1s", "-o", out, "-q", NULL};
-	tool_run(&r, args);
+	const char *args[] = {"-d", "1s", NULL};
+	sampled_capture(&sa, args);
 	unsetenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT");
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
-	char why[256];
-	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
-	expect_verified(out);
-	cJSON *m = read_manifest(out);
+	cJSON *m = manifest_need(sa.out);
 	cJSON *in = cJSON_GetObjectItem(m, "interpretation");
 	cr_assert(in, "no interpretation section");
 	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(in, "sandboxed")));
@@ -245,12 +236,11 @@ Test(sampling, worker_crash_loses_only_samples_in_flight)
 	cr_expect_gt(cJSON_GetObjectItem(in, "stacks_lost")->valuedouble, 0);
 	cJSON_Delete(m);
 	/* Samples after the crash were unwound by the restarted worker. */
-	Perftools__Profiles__Profile *cpu = load(out, "cpu.pprof");
+	Perftools__Profiles__Profile *cpu = load(sa.out, "cpu.pprof");
 	bool heavy = false;
 	for (size_t i = 0; i < cpu->n_sample && !heavy; i++)
 		heavy = frames_have(cpu, cpu->sample[i], "burn_heavy");
 	cr_expect(heavy, "no full stacks after the worker restarted");
 	perftools__profiles__profile__free_unpacked(cpu, NULL);
-	target_kill(&t);
-	rm_rf(dir);
+	sampled_end(&sa);
 }

@@ -244,9 +244,7 @@ Test(snapshot, with_binaries_copies_modules_by_build_id)
 	snprintf(path, sizeof(path), "%s/binaries/%s/chains_stripped.debug", out, build_id);
 	cr_expect(access(path, R_OK) == 0, "%s missing", path);
 	/* Every copied file is a hashed member. */
-	const char *vargs[] = {"verify", out, NULL};
-	tool_run(&r, vargs);
-	cr_expect_eq(r.exit_code, 0, "verify: %s", r.out);
+	expect_verified(out, NULL);
 
 	/* Symbolized from the bundle alone: the executable and its debug file
 	 * are gone, the profile is stripped down to raw addresses, and pprof
@@ -336,9 +334,7 @@ Test(snapshot, names_only_symbols)
 	char *m = read_file(path, NULL);
 	cr_expect(m && strstr(m, "\"symbols\":\t\"names\""), "manifest does not say names");
 	free(m);
-	const char *vargs[] = {"verify", out, NULL};
-	tool_run(&r, vargs);
-	cr_expect_eq(r.exit_code, 0, "verify: %s", r.out);
+	expect_verified(out, NULL);
 	target_kill(&t);
 	rm_rf(dir);
 }

@@ -11,15 +11,9 @@
 
 #include "harness.h"
 
-static int sh(const char *cmd)
-{
-	int st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 Test(top, live_view_in_tmux_quits_on_q)
 {
-	if (sh("command -v tmux >/dev/null 2>&1") != 0)
+	if (!have_program("tmux"))
 		cr_skip_test("tmux not installed");
 	const char *argv[] = {target_path("burner"), "1", NULL};
 	struct target t = target_start(argv, "ready");

@@ -10,7 +10,7 @@
  */
 #include "goheap.h"
 #include "goroutines.h"
-#include "stopper.h"
+#include "gotest.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -20,29 +20,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
-
-static const char *outdir(void)
-{
-	const char *d = getenv("GO_TEST_OUTDIR");
-	return d ? d : "/tmp";
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-	char tmp[65536];
-	size_t n;
-	while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-		fwrite(tmp, 1, n, m);
-	fclose(f);
-	fclose(m);
-	return buf;
-}
 
 /* ---- our side ---- */
 
@@ -74,13 +51,6 @@ static char *hexlist(const uint64_t *a, size_t n)
 	return s;
 }
 
-static int add_name(void *ctx, const struct go_frame *f)
-{
-	char *b = ctx;
-	snprintf(b + strlen(b), 8192 - strlen(b), "%s;", f->function);
-	return 0;
-}
-
 static int our_rec(void *ctx, const struct go_heap_record *r)
 {
 	struct ours *o = ctx;
@@ -90,9 +60,9 @@ static int our_rec(void *ctx, const struct go_heap_record *r)
 	a->key = hexlist(r->pcs, r->npcs);
 	*b = (struct rec){.v = {r->alloc_objects, r->alloc_space, r->inuse_objects, r->inuse_space}, .bytes_label = r->block_size};
 	b->key = hexlist(r->locs, r->nlocs);
-	b->names = calloc(1, 8192);
+	b->names = calloc(1, GOTEST_NAMES);
 	for (size_t i = 0; i < r->nlocs; i++)
-		go_target_symbolize_pc(o->t, r->locs[i], add_name, b->names);
+		go_target_symbolize_pc(o->t, r->locs[i], gotest_add_name, b->names);
 	o->n++;
 	return 0;
 }
@@ -134,52 +104,6 @@ static void parse_debug1(char *s, struct theirs1 *g)
 }
 
 /* ---- Go's debug=0 protobuf ---- */
-
-struct pb {
-	const uint8_t *p, *end;
-};
-
-static uint64_t pb_varint(struct pb *b)
-{
-	uint64_t v = 0;
-	for (int s = 0; b->p < b->end && s < 64; s += 7) {
-		uint8_t c = *b->p++;
-		v |= (uint64_t)(c & 0x7f) << s;
-		if (!(c & 0x80))
-			break;
-	}
-	return v;
-}
-
-/* Next field: returns its number (0 at the end); varints in *v,
- * length-delimited fields in *sub (and *v = length). */
-static int pb_next(struct pb *b, uint64_t *v, struct pb *sub)
-{
-	if (b->p >= b->end)
-		return 0;
-	uint64_t key = pb_varint(b);
-	*sub = (struct pb){0};
-	switch (key & 7) {
-	case 0:
-		*v = pb_varint(b);
-		break;
-	case 2:
-		*v = pb_varint(b);
-		*sub = (struct pb){b->p, b->p + *v};
-		b->p += *v;
-		break;
-	case 1:
-		b->p += 8;
-		break;
-	case 5:
-		b->p += 4;
-		break;
-	default:
-		b->p = b->end;
-		return 0;
-	}
-	return (int)(key >> 3);
-}
 
 /* A repeated varint field, packed or not. */
 static size_t pb_repeated(uint64_t v, const struct pb *sub, uint64_t *out, size_t max)
@@ -394,14 +318,8 @@ struct heap_run {
  * write its own debug=1 and debug=0 profiles. */
 static void run_heap(const char *name, const char *exe, char *const envp[], struct heap_run *res)
 {
-	char *argv[] = {(char *)exe, NULL};
-	struct child c = {0};
-	cr_assert_eq(child_spawn(&c, argv, envp), 0, "cannot start %s", exe);
-	char path[512];
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)c.pid);
-	struct go_target *t = NULL;
-	int r = go_target_open(c.pid, path, &t);
-	cr_assert_eq(r, 0, "go_target_open: %s", strerror(-r));
+	struct child c;
+	struct go_target *t = gotest_start(&c, exe, envp);
 	cr_assert(go_heap_supported(t));
 	struct go_heap_config cfg;
 	cr_assert_eq(go_heap_read_config(t, stopper_read, (void *)(intptr_t)c.pid, &cfg), 0);
@@ -411,7 +329,7 @@ static void run_heap(const char *name, const char *exe, char *const envp[], stru
 	struct stopper st;
 	cr_assert_eq(stopper_stop(&st, c.pid), 0);
 	struct go_heap *h = NULL;
-	r = go_heap_capture(t, stopper_read, (void *)(intptr_t)c.pid, &h);
+	int r = go_heap_capture(t, stopper_read, (void *)(intptr_t)c.pid, &h);
 	stopper_release(&st);
 	cr_assert_eq(r, 0, "go_heap_capture: %s", strerror(-r));
 	go_heap_stats(h, &res->stats);
@@ -428,23 +346,18 @@ static void run_heap(const char *name, const char *exe, char *const envp[], stru
 
 	/* the target keeps running and answering; its own profiles */
 	char p1[600], p0[600];
-	snprintf(p1, sizeof(p1), "heap1 %s/goheap-%s-theirs1.txt", outdir(), name);
-	snprintf(p0, sizeof(p0), "heap0 %s/goheap-%s-theirs0.pb.gz", outdir(), name);
+	snprintf(p1, sizeof(p1), "heap1 %s/goheap-%s-theirs1.txt", gotest_outdir(), name);
+	snprintf(p0, sizeof(p0), "heap0 %s/goheap-%s-theirs0.pb.gz", gotest_outdir(), name);
 	cr_assert_eq(child_cmd(&c, p1), 0);
 	cr_assert_eq(child_cmd(&c, p0), 0);
-	char *text = slurp(p1 + 6);
+	char *text = gotest_slurp(p1 + 6);
 	cr_assert(text);
 	res->t1 = calloc(1, sizeof(*res->t1));
 	parse_debug1(text, res->t1);
 	free(text);
 	res->t0 = calloc(1, sizeof(*res->t0));
 	parse_debug0(p0 + 6, res->t0);
-	cr_assert_eq(child_cmd(&c, "quit"), 0);
-	int status;
-	waitpid(c.pid, &status, 0);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fixture did not exit cleanly");
-	c.pid = 0;
-	child_kill(&c);
+	gotest_quit(&c);
 	go_target_free(t);
 	res->ours->t = NULL;
 }
@@ -609,13 +522,9 @@ Test(go_heap_many, many_buckets, .timeout = 120)
 /* No runtime/pprof: the linker disabled profiling; capture says so. */
 Test(go_heap, disabled_without_pprof, .timeout = 60)
 {
-	char *argv[] = {GO_NOPPROF_FIXTURE, NULL}, *envp[] = {NULL};
-	struct child c = {0};
-	cr_assert_eq(child_spawn(&c, argv, envp), 0);
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)c.pid);
-	struct go_target *t;
-	cr_assert_eq(go_target_open(c.pid, path, &t), 0);
+	char *envp[] = {NULL};
+	struct child c;
+	struct go_target *t = gotest_start(&c, GO_NOPPROF_FIXTURE, envp);
 	cr_assert(go_heap_supported(t));
 	struct go_heap_config cfg = {.rate = -1};
 	cr_assert_eq(go_heap_read_config(t, stopper_read, (void *)(intptr_t)c.pid, &cfg), 0);

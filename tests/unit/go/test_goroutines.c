@@ -9,7 +9,7 @@
  * Everything else must be byte-identical, argument values included.
  */
 #include "goroutines.h"
-#include "stopper.h"
+#include "gotest.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -18,23 +18,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-	char tmp[65536];
-	size_t n;
-	while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-		fwrite(tmp, 1, n, m);
-	fclose(f);
-	fclose(m);
-	return buf;
-}
 
 static void spit(const char *path, const char *s)
 {
@@ -67,12 +50,6 @@ static size_t split_blocks(char *s, struct block *out, size_t max)
 	return n;
 }
 
-static const char *outdir(void)
-{
-	const char *d = getenv("GO_TEST_OUTDIR");
-	return d ? d : "/tmp";
-}
-
 struct capture_result {
 	char *ours2, *ours1, *theirs2, *theirs1;
 	struct go_capture_stats stats;
@@ -87,6 +64,17 @@ static void free_result(struct capture_result *r)
 	free(r->theirs1);
 }
 
+/* Stop every thread of pid, snapshot its goroutines, release it: what
+ * go_capture returned. */
+static int capture_stopped(struct go_target *t, pid_t pid, struct go_snapshot **ret)
+{
+	struct stopper st;
+	cr_assert_eq(stopper_stop(&st, pid), 0);
+	int r = go_capture(t, stopper_read, (void *)(intptr_t)pid, st.regs, st.n, NULL, ret);
+	stopper_release(&st);
+	return r;
+}
+
 static int count_sample(void *ctx, const struct go_sample *s)
 {
 	size_t *n = ctx;
@@ -98,22 +86,13 @@ static int count_sample(void *ctx, const struct go_sample *s)
 /* name: distinguishes the files of tests that run in parallel */
 static void snapshot_fixture(const char *name, const char *exe, char *const envp[], struct capture_result *res)
 {
-	char *argv[] = {(char *)exe, NULL};
-	struct child c = {0};
-	cr_assert_eq(child_spawn(&c, argv, envp), 0, "cannot start %s", exe);
-	char path[256];
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)c.pid);
-	struct go_target *t = NULL;
-	int r = go_target_open(c.pid, path, &t);
-	cr_assert_eq(r, 0, "go_target_open: %s", strerror(-r));
+	struct child c;
+	struct go_target *t = gotest_start(&c, exe, envp);
 	cr_assert_str_eq(go_target_version(t), "go1.19.8");
 	cr_assert(go_target_can_list_goroutines(t));
 
-	struct stopper st;
-	cr_assert_eq(stopper_stop(&st, c.pid), 0);
 	struct go_snapshot *s = NULL;
-	r = go_capture(t, stopper_read, (void *)(intptr_t)c.pid, st.regs, st.n, NULL, &s);
-	stopper_release(&st);
+	int r = capture_stopped(t, c.pid, &s);
 	cr_assert_eq(r, 0, "go_capture: %s", strerror(-r));
 
 	size_t len;
@@ -130,24 +109,19 @@ static void snapshot_fixture(const char *name, const char *exe, char *const envp
 
 	/* the target keeps running and answering */
 	char p2[512], p1[512];
-	snprintf(p2, sizeof(p2), "dump2 %s/go-%s-theirs2.txt", outdir(), name);
-	snprintf(p1, sizeof(p1), "dump1 %s/go-%s-theirs1.txt", outdir(), name);
+	snprintf(p2, sizeof(p2), "dump2 %s/go-%s-theirs2.txt", gotest_outdir(), name);
+	snprintf(p1, sizeof(p1), "dump1 %s/go-%s-theirs1.txt", gotest_outdir(), name);
 	cr_assert_eq(child_cmd(&c, p2 ), 0);
 	cr_assert_eq(child_cmd(&c, p1), 0);
-	res->theirs2 = slurp(p2 + 6);
-	res->theirs1 = slurp(p1 + 6);
+	res->theirs2 = gotest_slurp(p2 + 6);
+	res->theirs1 = gotest_slurp(p1 + 6);
 	cr_assert(res->theirs2 && res->theirs1);
 	char op[512];
-	snprintf(op, sizeof(op), "%s/go-%s-ours2.txt", outdir(), name);
+	snprintf(op, sizeof(op), "%s/go-%s-ours2.txt", gotest_outdir(), name);
 	spit(op, res->ours2);
-	snprintf(op, sizeof(op), "%s/go-%s-ours1.txt", outdir(), name);
+	snprintf(op, sizeof(op), "%s/go-%s-ours1.txt", gotest_outdir(), name);
 	spit(op, res->ours1);
-	cr_assert_eq(child_cmd(&c, "quit"), 0);
-	int status;
-	waitpid(c.pid, &status, 0);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fixture did not exit cleanly");
-	c.pid = 0;
-	child_kill(&c);
+	gotest_quit(&c);
 	go_target_free(t);
 }
 
@@ -259,21 +233,13 @@ Test(go_goroutines, ten_thousand_idle, .timeout = 120)
  * registers (Go's own dump would say [runnable] after stopping the world). */
 Test(go_goroutines, running_from_registers, .timeout = 60)
 {
-	char *argv[] = {GO_FIXTURE, NULL}, *envp[] = {"BUSY=1", NULL};
-	struct child c = {0};
-	cr_assert_eq(child_spawn(&c, argv, envp), 0);
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)c.pid);
-	struct go_target *t;
-	cr_assert_eq(go_target_open(c.pid, path, &t), 0);
+	char *envp[] = {"BUSY=1", NULL};
+	struct child c;
+	struct go_target *t = gotest_start(&c, GO_FIXTURE, envp);
 	bool seen = false;
 	for (int attempt = 0; attempt < 20 && !seen; attempt++) {
-		struct stopper st;
-		cr_assert_eq(stopper_stop(&st, c.pid), 0);
 		struct go_snapshot *s;
-		int r = go_capture(t, stopper_read, (void *)(intptr_t)c.pid, st.regs, st.n, NULL, &s);
-		stopper_release(&st);
-		cr_assert_eq(r, 0);
+		cr_assert_eq(capture_stopped(t, c.pid, &s), 0);
 		char *text = NULL;
 		size_t len;
 		FILE *m = open_memstream(&text, &len);
@@ -297,13 +263,10 @@ Test(go_goroutines, running_from_registers, .timeout = 60)
 /* go_read_counters agrees with runtime.NumGoroutine(). */
 Test(go_goroutines, counters, .timeout = 60)
 {
-	char *argv[] = {GO_FIXTURE, NULL}, *envp[] = {"IDLE=100", NULL};
-	struct child c = {0};
-	cr_assert_eq(child_spawn(&c, argv, envp), 0);
-	char path[64], reply[64];
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)c.pid);
-	struct go_target *t;
-	cr_assert_eq(go_target_open(c.pid, path, &t), 0);
+	char *envp[] = {"IDLE=100", NULL};
+	struct child c;
+	struct go_target *t = gotest_start(&c, GO_FIXTURE, envp);
+	char reply[64];
 	int64_t n = 0, heap = 0;
 	cr_assert_eq(go_read_counters(t, stopper_read, (void *)(intptr_t)c.pid, &n, &heap), 0);
 	cr_assert_eq(child_cmd_reply(&c, "num", reply, sizeof(reply)), 0);
@@ -323,13 +286,9 @@ static int first_name(void *ctx, const struct go_frame *f)
 
 Test(go_goroutines, stripped_thread_pcs, .timeout = 60)
 {
-	char *argv[] = {GO_FIXTURE_STRIPPED, NULL}, *envp[] = {NULL};
-	struct child c = {0};
-	cr_assert_eq(child_spawn(&c, argv, envp), 0);
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)c.pid);
-	struct go_target *t;
-	cr_assert_eq(go_target_open(c.pid, path, &t), 0);
+	char *envp[] = {NULL};
+	struct child c;
+	struct go_target *t = gotest_start(&c, GO_FIXTURE_STRIPPED, envp);
 	struct go_snapshot *s = NULL;
 	struct stopper st;
 	cr_assert_eq(stopper_stop(&st, c.pid), 0);
@@ -352,44 +311,6 @@ Test(go_goroutines, stripped_thread_pcs, .timeout = 60)
 /* ---- debug=0: Go's goroutine.pprof against our samples ---- */
 
 #include <zlib.h>
-
-struct pb {
-	const uint8_t *p, *end;
-};
-
-static uint64_t pb_varint(struct pb *b)
-{
-	uint64_t v = 0;
-	for (int s = 0; b->p < b->end && s < 64; s += 7) {
-		uint8_t c = *b->p++;
-		v |= (uint64_t)(c & 0x7f) << s;
-		if (!(c & 0x80))
-			break;
-	}
-	return v;
-}
-
-/* Next field: returns its number, sets *val (varint) or *sub (bytes). */
-static int pb_next(struct pb *b, uint64_t *val, struct pb *sub)
-{
-	if (b->p >= b->end)
-		return 0;
-	uint64_t key = pb_varint(b);
-	switch (key & 7) {
-	case 0: *val = pb_varint(b); break;
-	case 1: b->p += 8; break;
-	case 5: b->p += 4; break;
-	case 2: {
-		uint64_t n = pb_varint(b);
-		sub->p = b->p;
-		sub->end = b->p + n;
-		b->p += n;
-		break;
-	}
-	default: return 0;
-	}
-	return (int)(key >> 3);
-}
 
 enum { MAXN = 4096 };
 struct prof {
@@ -521,19 +442,12 @@ struct ours0 {
 	size_t n;
 };
 
-static int add_name(void *ctx, const struct go_frame *f)
-{
-	char *b = ctx;
-	snprintf(b + strlen(b), 8192 - strlen(b), "%s;", f->function);
-	return 0;
-}
-
 static int our_sample(void *ctx, const struct go_sample *s)
 {
 	struct ours0 *o = ctx;
 	char frames[8192] = "";
 	for (size_t i = 0; i < s->nlocs; i++)
-		go_target_symbolize_pc(o->t, s->locs[i], add_name, frames);
+		go_target_symbolize_pc(o->t, s->locs[i], gotest_add_name, frames);
 	char lab[2048] = "";
 	char *labels[64];
 	size_t nl = 0;
@@ -552,23 +466,16 @@ static int our_sample(void *ctx, const struct go_sample *s)
 
 Test(go_goroutines, debug0_samples_match, .timeout = 60)
 {
-	char *argv[] = {GO_FIXTURE, NULL}, *envp[] = {NULL};
-	struct child c = {0};
-	cr_assert_eq(child_spawn(&c, argv, envp), 0);
+	char *envp[] = {NULL};
+	struct child c;
+	struct go_target *t = gotest_start(&c, GO_FIXTURE, envp);
 	char path[512];
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)c.pid);
-	struct go_target *t;
-	cr_assert_eq(go_target_open(c.pid, path, &t), 0);
-	struct stopper st;
-	cr_assert_eq(stopper_stop(&st, c.pid), 0);
 	struct go_snapshot *s;
-	int r = go_capture(t, stopper_read, (void *)(intptr_t)c.pid, st.regs, st.n, NULL, &s);
-	stopper_release(&st);
-	cr_assert_eq(r, 0);
+	cr_assert_eq(capture_stopped(t, c.pid, &s), 0);
 	static char *ours[MAXN], *theirs[MAXN];
 	struct ours0 o = {t, ours, 0};
 	cr_assert_eq(go_snapshot_foreach_sample(s, our_sample, &o), 0);
-	snprintf(path, sizeof(path), "dump0 %s/go-d0-theirs.pb.gz", outdir());
+	snprintf(path, sizeof(path), "dump0 %s/go-d0-theirs.pb.gz", gotest_outdir());
 	cr_assert_eq(child_cmd(&c, path), 0);
 	size_t nt = go_profile_samples(path + 6, theirs, MAXN);
 	static char *all_o[MAXN], *all_t[MAXN];
