@@ -62,6 +62,7 @@ test)
 	# The tool (not the targets) under AddressSanitizer + UBSan.
 	build build-asan -Db_sanitize=address,undefined -Db_lundef=false
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		LSAN_OPTIONS=suppressions=$(pwd)/tests/lsan.supp \
 		meson test -C build-asan --print-errorlogs
 	# Replay every committed fuzz input (corpus and regressions) under the
 	# harnesses, then fuzz each for 20 s with a seed taken from the commit

@@ -495,6 +495,9 @@ void interp_free(struct interp *in)
 {
 	if (!in)
 		return;
+	/* Both killed before either is waited for: they tear down at once. */
+	if (in->symbols.worker > 0)
+		kill(in->symbols.worker, SIGKILL);
 	stop_worker(&in->unwinding);
 	stop_worker(&in->symbols);
 	unwinder_free(in->uw);

@@ -178,10 +178,13 @@ static void *spinner_main(void *arg)
  * drowns the tool's holds; a real-time probe (or, where that is refused, a
  * nice -20 one) runs the moment it wakes, so its gaps are the target's
  * stops and nothing else. */
+/* SCHED_FIFO where allowed, else nice -20. DIAG_REL_NO_RT=1 keeps to nice
+ * -20: a cgroup-v1 cpu group without a real-time budget (A10's throttle)
+ * refuses to take a process that has a real-time thread. */
 static void make_realtime(void)
 {
 	struct sched_param sp = {.sched_priority = 1};
-	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0)
+	if (getenv("DIAG_REL_NO_RT") || pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0)
 		(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -20);
 }
 
