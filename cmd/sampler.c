@@ -3,6 +3,7 @@
  * once per distinct PC when the capture ends. */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -506,13 +507,37 @@ static void progress(struct sampler *sp, uint64_t elapsed_ns, bool final)
 		final ? "\n" : "");
 }
 
-static void sleep_until(uint64_t deadline_ns)
+/* The stop signals (SIGINT, SIGTERM, SIGHUP) stay blocked while the
+ * sampling loop works and are let in only while it sleeps, atomically
+ * (ppoll): one that arrived during a tick is pending and ends the sleep at
+ * once. Checking a flag and then sleeping loses a signal that lands in
+ * between, and the sleep then lasts a whole period, seconds once the pause
+ * budget has lowered the rate (C1 saw an exit take 7 s). */
+static sigset_t stop_signals_blocked(sigset_t *ret_old)
 {
-	struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000ull),
-			      .tv_nsec = (long)(deadline_ns % 1000000000ull)};
-	/* Absolute deadlines: the rate does not drift with our own work. A
-	 * signal (EINTR) returns early so Ctrl-C is handled promptly. */
-	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop, ret_old);
+	sigset_t open = *ret_old;
+	sigdelset(&open, SIGINT);
+	sigdelset(&open, SIGTERM);
+	sigdelset(&open, SIGHUP);
+	return open;
+}
+
+static void sleep_until(uint64_t deadline_ns, const sigset_t *open)
+{
+	/* Absolute deadlines: the rate does not drift with our own work. */
+	uint64_t now = monotonic_ns();
+	if (capture_stop_requests || deadline_ns <= now)
+		return;
+	uint64_t left = deadline_ns - now;
+	struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ull),
+			      .tv_nsec = (long)(left % 1000000000ull)};
+	ppoll(NULL, 0, &ts, open);
 }
 
 /* Take the final snapshot (with wait channels) if the target still lives;
@@ -669,6 +694,7 @@ int sampler_run(struct capture_session *s)
 	uint64_t next_warm = start;
 	int fatal = 0;
 
+	sigset_t old_mask, open_mask = stop_signals_blocked(&old_mask);
 	while (!capture_stop_requests) {
 		/* Threads left late by a capture are detached the moment they
 		 * trap; between ticks is the earliest we can look. */
@@ -743,7 +769,7 @@ int sampler_run(struct capture_session *s)
 				break;
 			}
 			uint64_t wake = now + 100000000ull;
-			sleep_until(wake < end ? wake : end);
+			sleep_until(wake < end ? wake : end, &open_mask);
 			continue;
 		}
 		uint64_t wake = end;
@@ -757,10 +783,13 @@ int sampler_run(struct capture_session *s)
 		 * traps until we detach it: while there are any, look often. */
 		if (attach_service_late() && monotonic_ns() + LATE_POLL_NS < wake)
 			wake = monotonic_ns() + LATE_POLL_NS;
-		sleep_until(wake);
+		sleep_until(wake, &open_mask);
 		if (sp.timeline == NULL && sp.period_ns == 0)
 			continue;
 	}
+	/* A stop signal pending now is handled here (counted, so a second
+	 * Ctrl-C during the writing still abandons it). */
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	uint64_t duration = monotonic_ns() - start;
 	trace_phase(capture_stop_requests ? "sampling ended: stop requested" : "sampling ended");
 	progress(&sp, duration, true);

@@ -86,6 +86,20 @@ Test(sampling, cpu_split_and_wall_states)
 	const char *args[] = {"-d", "4s", "-F", "99", NULL};
 	sampled_capture(&sa, args);
 
+	/* On a loaded machine each hold takes longer (every thread must be
+	 * scheduled to reach its stop) and the pause budget lowers the rate,
+	 * as it must: the counts below are then judged against the ticks
+	 * actually taken, and only a capture that kept its rate must show 99
+	 * Hz. */
+	cJSON *m = manifest_need(sa.out);
+	cJSON *cap = cJSON_GetObjectItem(m, "capture");
+	cr_assert(cap);
+	bool adapted = cJSON_GetArraySize(cJSON_GetObjectItem(cap, "rate_adaptations")) > 0;
+	double ticks = number_at(m, "capture", "ticks");
+	if (!adapted)
+		cr_expect(number_at(m, "capture", "achieved_hz") > 80, "achieved %.1f Hz",
+			  number_at(m, "capture", "achieved_hz"));
+
 	Perftools__Profiles__Profile *cpu = load(sa.out, "cpu.pprof");
 	int vi = value_index(cpu, "samples");
 	int ci = value_index(cpu, "cpu");
@@ -108,9 +122,13 @@ Test(sampling, cpu_split_and_wall_states)
 	double frac = (double)heavy / (double)(heavy + light);
 	cr_expect(frac > 0.67 && frac < 0.83, "burn_heavy share %.3f (heavy %lld, light %lld), want 0.75",
 		  frac, (long long)heavy, (long long)light);
-	/* 99 Hz x 4 s x 2 running threads, within 25%. */
-	cr_expect(total > 792 * 0.75 && total < 792 * 1.25, "cpu samples %lld, want ~792",
-		  (long long)total);
+	/* 2 running threads per tick (99 Hz x 4 s: 792), within 25%; a loaded
+	 * machine that lowered the rate also leaves them waiting for a CPU at
+	 * some ticks (not counted as on-CPU): half then. */
+	double want = 2 * ticks;
+	cr_expect(total > want * (adapted ? 0.5 : 0.75) && total < want * 1.25,
+		  "cpu samples %lld, want ~%.0f (%.0f ticks%s)", (long long)total, want, ticks,
+		  adapted ? ", rate lowered" : "");
 	cr_expect_eq(blocked, 0, "blocked threads got %lld CPU samples", (long long)blocked);
 	perftools__profiles__profile__free_unpacked(cpu, NULL);
 
@@ -134,14 +152,12 @@ Test(sampling, cpu_split_and_wall_states)
 			locker += s->value[0];
 		}
 	}
-	cr_expect(sleeper > 300 && locker > 300, "wall samples: sleeper %lld locker %lld",
-		  (long long)sleeper, (long long)locker);
+	/* One wall sample per tick each (99 Hz x 4 s: 396). */
+	cr_expect(sleeper > ticks * 0.75 && locker > ticks * 0.75 && ticks > 10,
+		  "wall samples: sleeper %lld locker %lld in %.0f ticks", (long long)sleeper,
+		  (long long)locker, ticks);
 	perftools__profiles__profile__free_unpacked(wall, NULL);
 
-	cJSON *m = manifest_need(sa.out);
-	cJSON *cap = cJSON_GetObjectItem(m, "capture");
-	cr_assert(cap);
-	cr_expect(cJSON_GetObjectItem(cap, "achieved_hz")->valuedouble > 80);
 	/* Each CPU sample weighs the interval it stood for: the period, unless
 	 * the rate had to adapt (then longer). */
 	int64_t period = 1000000000 / 99;
