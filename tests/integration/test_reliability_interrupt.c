@@ -47,14 +47,14 @@ static void dump_threads(pid_t pid, const char *ctx)
 	}
 }
 
-/* The promise (issue 7): out within 2 s of the signal (4 s under the
- * sanitizers, which are 2-3x slower at everything). What is not ours to
- * promise is the disk: the bundle's fsyncs wait for the journal, and on a
- * shared disk one commit was seen to take 9 s. Time the tool spends
- * waiting on it (the leader in D, or in fsync/fdatasync) past the promise
- * is allowed, up to DISK_WAIT_MAX_MS, and reported. */
+/* The promise (issue 7): out within 2 s of the signal (6 s under the
+ * sanitizers, which are 2-3x slower at everything: 3.3 s seen). What is
+ * not ours to promise is the disk: the bundle's fsyncs wait for the
+ * journal, and on a shared disk one commit was seen to take 9 s. Time the
+ * tool spends waiting on it (the leader in D, or in fsync/fdatasync) past
+ * the promise is allowed, up to DISK_WAIT_MAX_MS, and reported. */
 #if defined(__SANITIZE_ADDRESS__)
-#define EXIT_PROMISE_MS 4000
+#define EXIT_PROMISE_MS 6000
 #else
 #define EXIT_PROMISE_MS 2000
 #endif
