@@ -38,6 +38,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "attach/unwind.h"
@@ -495,11 +496,27 @@ void interp_free(struct interp *in)
 {
 	if (!in)
 		return;
-	/* Both killed before either is waited for: they tear down at once. */
-	if (in->symbols.worker > 0)
-		kill(in->symbols.worker, SIGKILL);
-	stop_worker(&in->unwinding);
-	stop_worker(&in->symbols);
+	/* Killed, and reaped only if that is quick: a worker that decompressed
+	 * a lot of debug info takes a while to tear down (2 s seen under ASan
+	 * on a loaded box), and nothing of ours waits on it; whatever is left
+	 * is reaped by init once we exit. */
+	struct channel *chs[2] = {&in->unwinding, &in->symbols};
+	for (int i = 0; i < 2; i++) {
+		if (chs[i]->fd >= 0)
+			close(chs[i]->fd);
+		chs[i]->fd = -1;
+		if (chs[i]->worker > 0)
+			kill(chs[i]->worker, SIGKILL);
+	}
+	uint64_t give_up = monotonic_ns() + 50000000ull;
+	for (int i = 0; i < 2; i++) {
+		while (chs[i]->worker > 0 && waitpid(chs[i]->worker, NULL, __WALL | WNOHANG) == 0 &&
+		       monotonic_ns() < give_up) {
+			struct timespec ts = {0, 1000000};
+			nanosleep(&ts, NULL);
+		}
+		chs[i]->worker = 0;
+	}
 	unwinder_free(in->uw);
 	unwind_gate_free(in->gate);
 	symbolizer_free(in->sym);
