@@ -104,6 +104,10 @@ static uint64_t now_ns(clockid_t clk)
 
 void attach_options_init(struct attach_options *o)
 {
+	/* Every field, including those added later (skip_idle was not set
+	 * here, and a caller's stack garbage read as a bool is undefined:
+	 * UBSan caught it in the C3 driver). */
+	memset(o, 0, sizeof(*o));
 	o->stack_bytes_max = DEFAULT_STACK_BYTES;
 	o->stop_timeout_ms = DEFAULT_STOP_TIMEOUT_MS;
 	o->read_wait_details = false;
