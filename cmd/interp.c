@@ -429,18 +429,36 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 
 /* ---- the client ---- */
 
-static void stop_worker(struct channel *ch)
+/* Close the socket and SIGKILL the worker; reap_worker collects it. */
+static void kill_worker(struct channel *ch)
 {
 	if (ch->fd >= 0)
 		close(ch->fd);
 	ch->fd = -1;
 	ch->pending = false;
-	if (ch->worker > 0) {
+	if (ch->worker > 0)
 		kill(ch->worker, SIGKILL);
-		/* Our own child, never a tracee: wait for exactly it. */
+}
+
+/* Wait for the killed worker (our own child, never a tracee: exactly it),
+ * until deadline_ns (0: however long it takes); one still alive then is
+ * left for init to reap once we exit. */
+static void reap_worker(struct channel *ch, uint64_t deadline_ns)
+{
+	if (ch->worker > 0 && !deadline_ns)
 		waitpid(ch->worker, NULL, __WALL);
+	while (ch->worker > 0 && deadline_ns && waitpid(ch->worker, NULL, __WALL | WNOHANG) == 0 &&
+	       monotonic_ns() < deadline_ns) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
 	}
 	ch->worker = 0;
+}
+
+static void stop_worker(struct channel *ch)
+{
+	kill_worker(ch);
+	reap_worker(ch, 0);
 }
 
 static int start_worker(struct interp *in, struct channel *ch)
@@ -500,23 +518,11 @@ void interp_free(struct interp *in)
 	 * a lot of debug info takes a while to tear down (2 s seen under ASan
 	 * on a loaded box), and nothing of ours waits on it; whatever is left
 	 * is reaped by init once we exit. */
-	struct channel *chs[2] = {&in->unwinding, &in->symbols};
-	for (int i = 0; i < 2; i++) {
-		if (chs[i]->fd >= 0)
-			close(chs[i]->fd);
-		chs[i]->fd = -1;
-		if (chs[i]->worker > 0)
-			kill(chs[i]->worker, SIGKILL);
-	}
+	kill_worker(&in->unwinding);
+	kill_worker(&in->symbols);
 	uint64_t give_up = monotonic_ns() + 50000000ull;
-	for (int i = 0; i < 2; i++) {
-		while (chs[i]->worker > 0 && waitpid(chs[i]->worker, NULL, __WALL | WNOHANG) == 0 &&
-		       monotonic_ns() < give_up) {
-			struct timespec ts = {0, 1000000};
-			nanosleep(&ts, NULL);
-		}
-		chs[i]->worker = 0;
-	}
+	reap_worker(&in->unwinding, give_up);
+	reap_worker(&in->symbols, give_up);
 	unwinder_free(in->uw);
 	unwind_gate_free(in->gate);
 	symbolizer_free(in->sym);
@@ -556,7 +562,6 @@ static void drain_pending(struct channel *ch, uint64_t deadline_ns)
  * number of times). */
 static int send_request(struct interp *in, struct channel *ch, uint8_t kind, const struct msg *body)
 {
-	(void)in;
 	if (ch->fd < 0) {
 		if (ch->restarts >= MAX_RESTARTS || start_worker(in, ch) < 0)
 			return -ECHILD;
