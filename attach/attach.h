@@ -156,7 +156,7 @@ struct process_capture {
 	struct thread_capture *threads; /* main thread first, then by tid */
 	size_t nthreads;
 	size_t threads_cap;
-	char *maps_text;        /* /proc/PID/maps read just before the stop */
+	char *maps_text;        /* /proc/PID/maps as of this capture (re-read when it may have changed) */
 	size_t maps_len, maps_cap;
 	uint64_t wall_ns;        /* CLOCK_REALTIME at the capture */
 	uint64_t hold_ns;       /* first PTRACE_INTERRUPT to last PTRACE_DETACH */

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -214,7 +215,7 @@ static bool is_late(pid_t tid)
 	return false;
 }
 
-static int read_maps(struct attach_target *t, struct process_capture *pc)
+static int read_maps(const struct attach_target *t, struct process_capture *pc)
 {
 	int fd = openat(t->proc_dirfd, "maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -287,6 +288,109 @@ static int index_maps(const char *text)
 	return 0;
 }
 
+/* /proc/PID/maps is the dearest file we read: the kernel formats every
+ * mapping, path and all, on each read, and at 99 Hz on a small process the
+ * open and read were a fifth of the tool's CPU. So the text of the last read
+ * is kept and handed out again while nothing says it changed:
+ *   - it is at most MAPS_MAX_AGE_NS old;
+ *   - the process's virtual size (in every thread's stat, which the scan
+ *     reads anyway) is the one it had when the text was read (mmap, munmap
+ *     and brk change it);
+ *   - after the release, every captured thread's PC and SP lie inside a
+ *     mapping it lists (a new thread's stack, dlopen'ed or JIT code do not:
+ *     then it is read again at once, outside the pause, before anyone
+ *     unwinds with it).
+ * What this misses for up to a second is a mapping replaced by one of the
+ * same size without any thread's PC or SP in it yet. The index over the
+ * text (map_starts/map_ends) is always the cached text's. */
+#define MAPS_MAX_AGE_NS 1000000000ull
+static struct {
+	pid_t pid;
+	uint64_t starttime;
+	uint64_t read_ns;
+	uint64_t vsize; /* 0: not known */
+	bool valid;
+	char *text;
+	size_t len, cap;
+} maps_cache;
+
+/* Hand out the cached text in pc. */
+static int copy_cached_maps(struct process_capture *pc)
+{
+	if (!pc->maps_text || pc->maps_cap < maps_cache.len) {
+		char *p = realloc(pc->maps_text, maps_cache.len + 1);
+		if (!p)
+			return -ENOMEM;
+		pc->maps_text = p;
+		pc->maps_cap = maps_cache.len;
+	}
+	memcpy(pc->maps_text, maps_cache.text, maps_cache.len + 1);
+	pc->maps_len = maps_cache.len;
+	return 0;
+}
+
+static bool maps_cached_for(const struct attach_target *t)
+{
+	return maps_cache.valid && maps_cache.pid == t->pid && maps_cache.starttime == t->starttime;
+}
+
+/* Read maps into pc, make it the cached text and index it. A failed read
+ * leaves pc with the cached text (and the index with it), if any. */
+static int refresh_maps(const struct attach_target *t, struct process_capture *pc,
+			uint64_t vsize)
+{
+	int r = read_maps(t, pc);
+	if (r < 0) {
+		if (maps_cached_for(t))
+			(void)copy_cached_maps(pc);
+		else if (pc->maps_text)
+			pc->maps_text[pc->maps_len = 0] = '\0';
+		return r;
+	}
+	maps_cache.valid = false;
+	r = index_maps(pc->maps_text);
+	if (r < 0)
+		return r;
+	if (maps_cache.cap < pc->maps_len + 1) {
+		char *p = realloc(maps_cache.text, pc->maps_len + 1);
+		if (!p)
+			return 0; /* uncached: read again next time */
+		maps_cache.text = p;
+		maps_cache.cap = pc->maps_len + 1;
+	}
+	memcpy(maps_cache.text, pc->maps_text, pc->maps_len + 1);
+	maps_cache.len = pc->maps_len;
+	maps_cache.pid = t->pid;
+	maps_cache.starttime = t->starttime;
+	maps_cache.read_ns = now_ns(CLOCK_MONOTONIC);
+	maps_cache.vsize = vsize;
+	maps_cache.valid = true;
+	return 0;
+}
+
+/* The maps for this capture: the cached text if it may still stand. */
+static int load_maps(const struct attach_target *t, struct process_capture *pc)
+{
+	if (!maps_cached_for(t) || now_ns(CLOCK_MONOTONIC) - maps_cache.read_ns >= MAPS_MAX_AGE_NS)
+		return refresh_maps(t, pc, 0);
+	return copy_cached_maps(pc);
+}
+
+/* A thread's stat gave the process's virtual size: if it is not the one the
+ * cached maps were read at, read them again (before any thread is held). */
+static void maps_check_vsize(const struct attach_target *t, struct process_capture *pc,
+			     uint64_t vsize)
+{
+	if (!vsize || !maps_cache.valid)
+		return;
+	if (!maps_cache.vsize) {
+		maps_cache.vsize = vsize; /* first look since the read */
+		return;
+	}
+	if (vsize != maps_cache.vsize)
+		(void)refresh_maps(t, pc, vsize);
+}
+
 /* End of the mapping that contains addr; 0 if none. */
 static uint64_t mapping_end(uint64_t addr)
 {
@@ -301,12 +405,39 @@ static uint64_t mapping_end(uint64_t addr)
 	return lo < nmaps && map_starts[lo] <= addr ? map_ends[lo] : 0;
 }
 
-static struct thread_capture *find_thread(struct process_capture *pc, pid_t tid)
+/* The tids this capture has listed so far, sorted, so that a re-scan of a
+ * process with hundreds of threads (it runs while threads are held) looks
+ * each one up in O(log n) instead of walking the whole list. Grow-only,
+ * reused by every capture. */
+static pid_t *listed_tids;
+static size_t nlisted, listed_cap;
+
+static int tid_cmp(const void *a, const void *b)
 {
-	for (size_t i = 0; i < pc->nthreads; i++)
-		if (pc->threads[i].tid == tid)
-			return &pc->threads[i];
-	return NULL;
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static bool listed(pid_t tid)
+{
+	return nlisted && bsearch(&tid, listed_tids, nlisted, sizeof(pid_t), tid_cmp);
+}
+
+/* Record the tids a pass added (pc->threads[from..]) in the sorted index. */
+static int index_listed(const struct process_capture *pc, size_t from)
+{
+	if (pc->nthreads > listed_cap) {
+		size_t cap = pc->nthreads * 2;
+		pid_t *p = realloc(listed_tids, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		listed_tids = p;
+		listed_cap = cap;
+	}
+	for (size_t i = from; i < pc->nthreads; i++)
+		listed_tids[nlisted++] = pc->threads[i].tid;
+	qsort(listed_tids, nlisted, sizeof(pid_t), tid_cmp);
+	return 0;
 }
 
 static struct thread_capture *add_thread(struct process_capture *pc, pid_t tid)
@@ -351,6 +482,7 @@ struct capture_run {
 	size_t nseized;
 	size_t nnot_stopped; /* sampled from /proc, never seized */
 	uint64_t first_interrupt;
+	uint64_t vsize; /* the process's, from the last thread stat read */
 };
 
 static int ensure_holds(struct capture_run *run)
@@ -480,6 +612,7 @@ static void read_thread_proc(struct capture_run *run, struct thread_capture *tc)
 	    procfs_parse_stat(buf, &st) == 0) {
 		snprintf(tc->comm, sizeof(tc->comm), "%.16s", st.comm);
 		tc->state = st.state;
+		run->vsize = st.vsize;
 	} else {
 		tc->state = '?';
 	}
@@ -566,9 +699,12 @@ static int scan_and_seize(struct capture_run *run)
 
 	/* Collect new tids first, then read their state, then seize and
 	 * interrupt them back to back so they stop as close together as we can
-	 * manage (the snapshot is only consistent across that window). */
-	pid_t fresh[512];
-	bool fresh_late[512]; /* still late from an earlier capture */
+	 * manage (the snapshot is only consistent across that window). All of
+	 * them: a thread left for the next pass would be read and seized while
+	 * the others are already held. */
+	static pid_t *fresh;
+	static bool *fresh_late; /* still late from an earlier capture */
+	static size_t fresh_cap;
 	size_t nfresh = 0;
 
 	if (lseek(run->t->task_dirfd, 0, SEEK_SET) < 0)
@@ -585,17 +721,27 @@ static int scan_and_seize(struct capture_run *run)
 			if (d->d_name[0] < '0' || d->d_name[0] > '9')
 				continue;
 			pid_t tid = (pid_t)atoi(d->d_name);
-			if (find_thread(pc, tid))
+			if (listed(tid))
 				continue;
+			if (nfresh == fresh_cap) {
+				size_t cap = fresh_cap ? fresh_cap * 2 : 256;
+				pid_t *f = realloc(fresh, cap * sizeof(*f));
+				if (!f)
+					return -ENOMEM;
+				fresh = f;
+				bool *fl = realloc(fresh_late, cap * sizeof(*fl));
+				if (!fl)
+					return -ENOMEM;
+				fresh_late = fl;
+				fresh_cap = cap;
+			}
 			/* A thread still late from an earlier capture (in D, or
 			 * never scheduled) keeps our interrupt pending: it is not
 			 * seized again, but it is listed, as late, so that every
 			 * capture (and the final snapshot) shows it instead of
 			 * silently dropping it. */
-			if (nfresh < sizeof(fresh) / sizeof(fresh[0])) {
-				fresh_late[nfresh] = is_late(tid);
-				fresh[nfresh++] = tid;
-			}
+			fresh_late[nfresh] = is_late(tid);
+			fresh[nfresh++] = tid;
 		}
 	}
 
@@ -615,8 +761,10 @@ static int scan_and_seize(struct capture_run *run)
 		if (run->o->no_interrupt_blocked)
 			sample_blocked_from_proc(run, tc);
 	}
-	if (ensure_holds(run) < 0)
+	if (ensure_holds(run) < 0 || index_listed(pc, base) < 0)
 		return -ENOMEM;
+	if (run->nseized == 0) /* nothing held yet: a re-read costs no pause */
+		maps_check_vsize(run->t, pc, run->vsize);
 
 	for (size_t i = base; i < pc->nthreads; i++) {
 		struct thread_capture *tc = &pc->threads[i];
@@ -649,6 +797,26 @@ static int scan_and_seize(struct capture_run *run)
 		}
 	}
 	return found;
+}
+
+/* Could a thread exist that no pass has listed yet? The kernel counts a
+ * process's threads in the link count of /proc/PID/task (2 + threads), one
+ * fstat where a re-scan would list every thread again, while the ones we
+ * have seized are held. A thread born since our listing makes the count
+ * larger than the listed threads still alive. A birth that coincides with
+ * the death of a thread we did not stop (idle, or sampled from /proc)
+ * cancels out: that thread is missed by this capture and found by the
+ * next, which a sampled profile does not notice. When in doubt, re-scan. */
+static bool unlisted_thread_possible(const struct capture_run *run)
+{
+	struct stat st;
+	if (fstat(run->t->task_dirfd, &st) < 0 || st.st_nlink < 2)
+		return true;
+	size_t alive = 0;
+	for (size_t i = 0; i < run->pc->nthreads; i++)
+		if (run->pc->threads[i].outcome != THREAD_GONE)
+			alive++;
+	return st.st_nlink - 2 > alive;
 }
 
 static void capture_stopped_thread(struct capture_run *run, struct thread_capture *tc)
@@ -894,6 +1062,20 @@ static void read_cpu_times(struct capture_run *run)
 	}
 }
 
+/* After the release: does a captured thread's PC or SP lie outside every
+ * mapping of the maps text this capture used? (See maps_cache.) */
+static bool maps_missed_a_thread(const struct process_capture *pc)
+{
+	for (size_t i = 0; i < pc->nthreads; i++) {
+		const struct thread_capture *tc = &pc->threads[i];
+		if (tc->outcome != THREAD_CAPTURED)
+			continue;
+		if (!mapping_end(tc->regs.rip) || !mapping_end(tc->regs.rsp))
+			return true;
+	}
+	return false;
+}
+
 static int compare_threads(const void *a, const void *b, void *arg)
 {
 	pid_t pid = *(const pid_t *)arg;
@@ -982,20 +1164,22 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 		o = &defaults;
 	}
 	service_late();
+	/* Failure leaves the capture without the safety net, as a full
+	 * table does (reaper_track then fails too); it goes on. */
+	(void)reaper_start();
 
 	if (idle_pid != t->pid || idle_starttime != t->starttime)
 		nidle_prev = 0;
 	tfiles_begin(t->pid);
 	pc->pid = t->pid;
 	pc->nthreads = 0;
+	nlisted = 0;
 	pc->hold_ns = 0;
 	pc->nlate = pc->ngone = pc->nunchanged = pc->nnot_stopped = 0;
 	pc->target_exited = false;
 	pc->wall_ns = now_ns(CLOCK_REALTIME);
 
-	int r = read_maps(t, pc);
-	if (r == 0)
-		r = index_maps(pc->maps_text);
+	int r = load_maps(t, pc);
 	if (r < 0) {
 		pc->target_exited = (r == -ESRCH);
 		return r;
@@ -1010,6 +1194,8 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 		r = scan_and_seize(&run);
 		if (r < 0)
 			break;
+		if (r > 0 && !unlisted_thread_possible(&run))
+			r = 0; /* no thread born since the listing: no second pass */
 		/* Every seize failed with EPERM on a live process: all its threads
 		 * were exiting (an exec in progress kills all but one, and the
 		 * exec'ing thread cannot be seized until it is done). Or
@@ -1021,6 +1207,7 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 		    attach_target_alive(t)) {
 			eperm_retries++;
 			pc->nthreads = 0;
+			nlisted = 0;
 			run.first_seize_error = 0;
 			struct timespec ts = {0, 2000000};
 			nanosleep(&ts, NULL);
@@ -1042,6 +1229,8 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 		leave_realtime();
 	free(run.holds);
 
+	if (maps_missed_a_thread(pc))
+		(void)refresh_maps(t, pc, 0);
 	read_cpu_times(&run);
 	tfiles_sweep();
 	finish(pc);

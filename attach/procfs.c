@@ -51,9 +51,9 @@ int procfs_parse_stat(const char *text, struct procfs_stat *ret)
 	if (!st.state)
 		return -EINVAL;
 	p++;
-	/* Fields 4..22; we index them by number. */
-	unsigned long long v[23] = {0};
-	for (int field = 4; field <= 22; field++) {
+	/* Fields 4..23; we index them by number. */
+	unsigned long long v[24] = {0};
+	for (int field = 4; field <= 23; field++) {
 		char *end;
 		errno = 0;
 		long long x = strtoll(p, &end, 10);
@@ -67,6 +67,7 @@ int procfs_parse_stat(const char *text, struct procfs_stat *ret)
 	st.utime = v[14];
 	st.stime = v[15];
 	st.starttime = v[22];
+	st.vsize = v[23];
 	*ret = st;
 	return 0;
 }

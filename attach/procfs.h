@@ -21,6 +21,7 @@ struct procfs_stat {
 	unsigned long flags;     /* PF_* (field 9) */
 	uint64_t utime, stime;   /* clock ticks */
 	uint64_t starttime;      /* field 22 */
+	uint64_t vsize;          /* field 23, bytes: the same for every thread */
 };
 
 int procfs_parse_stat(const char *text, struct procfs_stat *ret);

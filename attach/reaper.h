@@ -24,6 +24,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Start the reaper thread if it is not running yet (idempotent). Called
+ * before a capture holds anything: starting it costs a thread creation and
+ * a wait for the thread to run, which must not fall inside a pause. Returns
+ * 0 or -errno. */
+int reaper_start(void);
+
 /* tid is now traced by us (just seized). Starts the reaper thread on first
  * use. Returns 0 or -errno (-ENOSPC: table full; the capture goes on
  * without the safety net for that thread). */

@@ -534,6 +534,7 @@ static int run_snapshot(struct capture_session *s)
 		go_session_released(s->go);
 	/* Late threads must not sit stopped while we symbolize. */
 	attach_settle_late(ao.stop_timeout_ms);
+	trace_phase("captured and released");
 	if (r < 0) {
 		process_capture_release(&pc);
 		if (r == -ESRCH) {
@@ -568,6 +569,7 @@ static int run_snapshot(struct capture_session *s)
 		r = binaries_copy(s->bundle, s->target.pid, st, s->opt->with_binaries_cap,
 				  cJSON_AddObjectToObject(s->manifest, "binaries"));
 	symtab_free(st);
+	trace_phase("snapshot members written");
 	if (r < 0) {
 		exit_code = (r == -ENOMEM) ? EXIT_INTERNAL : write_error_exit(bundle_dir(s->bundle), r);
 		if (r == -ENOMEM)

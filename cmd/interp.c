@@ -37,6 +37,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,17 +74,25 @@ struct interp {
 
 /* ---- byte plumbing ---- */
 
-static int write_all(int fd, const void *buf, size_t len)
+/* One message, header and body, in one call: one socket buffer and one
+ * wake-up of the reader instead of one per piece. */
+static int writev_all(int fd, struct iovec *iov, int n)
 {
-	const uint8_t *p = buf;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
+	while (n > 0) {
+		ssize_t w = writev(fd, iov, n);
+		if (w < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EPIPE;
-		p += n;
-		len -= (size_t)n;
+		if (w <= 0)
+			return w < 0 ? -errno : -EPIPE;
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
 	}
 	return 0;
 }
@@ -395,9 +404,13 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 	long crash_at = crash ? atol(crash) : 0;
 	long unwinds = 0;
 	for (;;) {
-		uint8_t kind;
+		uint8_t head[5];
 		uint32_t len;
-		if (read_all(fd, &kind, 1, 0) < 0 || read_all(fd, &len, 4, 0) < 0 || len > MAX_MESSAGE)
+		if (read_all(fd, head, sizeof(head), 0) < 0)
+			_exit(0);
+		uint8_t kind = head[0];
+		memcpy(&len, head + 1, 4);
+		if (len > MAX_MESSAGE)
 			_exit(0);
 		uint8_t *body = malloc(len ? len : 1);
 		if (!body || read_all(fd, body, len, 0) < 0)
@@ -421,7 +434,8 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 		}
 		free(body);
 		uint32_t olen = out.failed ? 0 : (uint32_t)out.len;
-		if (write_all(fd, &olen, 4) < 0 || write_all(fd, out.p, olen) < 0)
+		struct iovec iov[2] = {{&olen, 4}, {out.p, olen}};
+		if (writev_all(fd, iov, olen ? 2 : 1) < 0)
 			_exit(0);
 		free(out.p);
 	}
@@ -568,11 +582,8 @@ static int send_request(struct interp *in, struct channel *ch, uint8_t kind, con
 		ch->restarts++;
 	}
 	uint32_t len = (uint32_t)body->len;
-	int r = write_all(ch->fd, &kind, 1);
-	if (r == 0)
-		r = write_all(ch->fd, &len, 4);
-	if (r == 0)
-		r = write_all(ch->fd, body->p, body->len);
+	struct iovec iov[3] = {{&kind, 1}, {&len, 4}, {body->p, body->len}};
+	int r = writev_all(ch->fd, iov, body->len ? 3 : 2);
 	if (r < 0)
 		stop_worker(ch);
 	return r;
