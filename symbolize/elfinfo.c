@@ -52,6 +52,53 @@ int sym_elf_bias(Elf *elf, const struct maps_entry *e, uint64_t *ret_bias)
 	return 0;
 }
 
+/* [off, off + len) inside [0, size), without overflow. */
+static bool extent_ok(uint64_t off, uint64_t len, uint64_t size)
+{
+	return off <= size && len <= size - off;
+}
+
+/*
+ * libelf trusts the offsets in an ELF's headers when it reads a mapped
+ * file: elfutils 0.188 segfaults inside dwfl_module_build_id on a 633-byte
+ * file whose section headers and notes lie past its end (found by
+ * fuzz_elf_symbolize; the input is kept as a regression). Every real ELF
+ * (stripped, split debug, prelinked) keeps all of these inside the file, so
+ * one that does not is refused before libdwfl sees it, and its frames show
+ * as module+offset. Entry sizes are libelf's own, not the header's.
+ */
+int sym_elf_within(Elf *elf, uint64_t size)
+{
+	GElf_Ehdr eh;
+	size_t phnum, shnum;
+
+	if (!gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &phnum) != 0 ||
+	    elf_getshdrnum(elf, &shnum) != 0)
+		return -ENOEXEC;
+	size_t phent = gelf_fsize(elf, ELF_T_PHDR, 1, EV_CURRENT);
+	size_t shent = gelf_fsize(elf, ELF_T_SHDR, 1, EV_CURRENT);
+	if (!phent || !shent)
+		return -ENOEXEC;
+	if (phnum && (phnum > size / phent || !extent_ok(eh.e_phoff, phnum * phent, size)))
+		return -ENOEXEC;
+	if (shnum && (shnum > size / shent || !extent_ok(eh.e_shoff, shnum * shent, size)))
+		return -ENOEXEC;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr mem, *ph = gelf_getphdr(elf, (int)i, &mem);
+		if (!ph || (ph->p_filesz && !extent_ok(ph->p_offset, ph->p_filesz, size)))
+			return -ENOEXEC;
+	}
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr mem, *sh = gelf_getshdr(scn, &mem);
+		if (!sh)
+			return -ENOEXEC;
+		if (sh->sh_type != SHT_NOBITS && sh->sh_size &&
+		    !extent_ok(sh->sh_offset, sh->sh_size, size))
+			return -ENOEXEC;
+	}
+	return 0;
+}
+
 void sym_hex(const unsigned char *bits, size_t len, char *out)
 {
 	static const char digits[] = "0123456789abcdef";

@@ -74,6 +74,11 @@ int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, D
  * found through the PT_LOAD segment that contains e->offset. -ENOEXEC if none
  * does (corrupt file, or not the file that was mapped). */
 int sym_elf_bias(Elf *elf, const struct maps_entry *e, uint64_t *ret_bias);
+
+/* 0 if the ELF's program and section header tables, its segments' file
+ * bytes and its sections' bytes all lie within its size bytes; -ENOEXEC
+ * otherwise (libelf trusts those offsets: see elfinfo.c). */
+int sym_elf_within(Elf *elf, uint64_t size);
 /* Lowercase hex of len bytes into out (2*len+1 bytes). */
 void sym_hex(const unsigned char *bits, size_t len, char *out);
 

@@ -132,14 +132,22 @@ static int build_groups(struct symbolizer *s)
 	return 0;
 }
 
+/* The bias of the file behind fd, and whether it is whole enough to hand
+ * to libdwfl at all (sym_elf_within). */
 static int fd_bias(int fd, const struct maps_entry *e, uint64_t *ret_bias)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	struct stat st;
+	Elf *elf;
 	int r;
 
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return -ENOEXEC;
-	r = sym_elf_bias(elf, e, ret_bias);
+	r = sym_elf_within(elf, (uint64_t)st.st_size);
+	if (r == 0)
+		r = sym_elf_bias(elf, e, ret_bias);
 	elf_end(elf);
 	return r;
 }
@@ -157,7 +165,9 @@ static int vdso_fd(struct symbolizer *s, const struct maps_entry *e, uint64_t *r
 	if (r < 0)
 		return r;
 	elf = elf_memory(buf, len);
-	r = elf ? sym_elf_bias(elf, e, ret_bias) : -ENOEXEC;
+	r = elf ? sym_elf_within(elf, len) : -ENOEXEC;
+	if (r == 0)
+		r = sym_elf_bias(elf, e, ret_bias);
 	elf_end(elf);
 	if (r < 0)
 		goto out;

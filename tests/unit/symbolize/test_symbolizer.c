@@ -473,6 +473,21 @@ Test(symbolizer, corrupt_truncated_header)
 	check_corrupt(hdr, 20);
 }
 
+/* The first 8 KiB of our own executable: a valid header, program headers
+ * and build-id note, but the section headers lie past the end. libelf would
+ * read them from beyond the mapping (elfutils 0.188 crashed that way in
+ * dwfl_module_build_id); it is refused before libdwfl sees it, so not even
+ * the build-id, which is inside, is taken from it. */
+Test(symbolizer, section_headers_past_the_end)
+{
+	static unsigned char head[8192];
+	int fd = open("/proc/self/exe", O_RDONLY);
+
+	cr_assert_eq(read(fd, head, sizeof(head)), (ssize_t)sizeof(head));
+	close(fd);
+	check_corrupt(head, sizeof(head));
+}
+
 Test(symbolizer, jit_perf_map)
 {
 	char path[64];
