@@ -691,6 +691,74 @@ static void sample_blocked_from_proc(struct capture_run *run, struct thread_capt
 
 /* One pass over /proc/PID/task: seize and interrupt every thread not seen
  * yet. Returns how many new threads were found, or -errno. */
+/* Tids a pass found that no earlier pass of this capture listed. */
+static pid_t *fresh;
+static bool *fresh_late; /* still late from an earlier capture */
+static size_t nfresh, fresh_cap;
+
+static int add_fresh(pid_t tid)
+{
+	if (nfresh == fresh_cap) {
+		size_t cap = fresh_cap ? fresh_cap * 2 : 256;
+		pid_t *f = realloc(fresh, cap * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		fresh = f;
+		bool *fl = realloc(fresh_late, cap * sizeof(*fl));
+		if (!fl)
+			return -ENOMEM;
+		fresh_late = fl;
+		fresh_cap = cap;
+	}
+	/* A thread still late from an earlier capture (in D, or never
+	 * scheduled) keeps our interrupt pending: it is not seized again, but
+	 * it is listed, as late, so that every capture (and the final
+	 * snapshot) shows it instead of silently dropping it. */
+	fresh_late[nfresh] = is_late(tid);
+	fresh[nfresh++] = tid;
+	return 0;
+}
+
+/* The threads the previous capture of this target kept, sorted: the next
+ * capture's first pass starts from them instead of listing /proc/PID/task
+ * (with hundreds of threads, the listing was a fifth of the tool's CPU)
+ * when the kernel's thread count (unlisted_thread_possible) equals theirs.
+ * Births and deaths since then cannot hide each other: a thread of the
+ * list that died fails its reads and is dropped, and a count above the
+ * threads still alive makes the pass re-scan for real. */
+static pid_t *prev_tids;
+static size_t nprev_tids, prev_tids_cap;
+static pid_t prev_pid;
+static uint64_t prev_starttime;
+
+static void remember_thread_list(const struct attach_target *t, const struct process_capture *pc)
+{
+	nprev_tids = 0;
+	if (pc->nthreads > prev_tids_cap) {
+		pid_t *p = realloc(prev_tids, pc->nthreads * 2 * sizeof(*p));
+		if (!p)
+			return;
+		prev_tids = p;
+		prev_tids_cap = pc->nthreads * 2;
+	}
+	for (size_t i = 0; i < pc->nthreads; i++)
+		prev_tids[nprev_tids++] = pc->threads[i].tid;
+	prev_pid = t->pid;
+	prev_starttime = t->starttime;
+}
+
+/* The first pass may take the previous capture's list: same target, and
+ * /proc/PID/task's link count (2 + threads) says as many threads. */
+static bool previous_list_stands(const struct capture_run *run)
+{
+	struct stat st;
+	return nprev_tids && prev_pid == run->t->pid && prev_starttime == run->t->starttime &&
+	       run->pc->nthreads == 0 && fstat(run->t->task_dirfd, &st) == 0 &&
+	       st.st_nlink == nprev_tids + 2;
+}
+
+/* One pass over /proc/PID/task: seize and interrupt every thread not seen
+ * yet. Returns how many new threads were found, or -errno. */
 static int scan_and_seize(struct capture_run *run)
 {
 	struct process_capture *pc = run->pc;
@@ -702,14 +770,14 @@ static int scan_and_seize(struct capture_run *run)
 	 * manage (the snapshot is only consistent across that window). All of
 	 * them: a thread left for the next pass would be read and seized while
 	 * the others are already held. */
-	static pid_t *fresh;
-	static bool *fresh_late; /* still late from an earlier capture */
-	static size_t fresh_cap;
-	size_t nfresh = 0;
-
-	if (lseek(run->t->task_dirfd, 0, SEEK_SET) < 0)
+	nfresh = 0;
+	bool from_previous = previous_list_stands(run);
+	for (size_t i = 0; from_previous && i < nprev_tids; i++)
+		if (add_fresh(prev_tids[i]) < 0)
+			return -ENOMEM;
+	if (!from_previous && lseek(run->t->task_dirfd, 0, SEEK_SET) < 0)
 		return -errno;
-	for (;;) {
+	while (!from_previous) {
 		long n = syscall(SYS_getdents64, run->t->task_dirfd, buf, sizeof(buf));
 		if (n < 0)
 			return errno == ENOENT ? -ESRCH : -errno;
@@ -721,27 +789,8 @@ static int scan_and_seize(struct capture_run *run)
 			if (d->d_name[0] < '0' || d->d_name[0] > '9')
 				continue;
 			pid_t tid = (pid_t)atoi(d->d_name);
-			if (listed(tid))
-				continue;
-			if (nfresh == fresh_cap) {
-				size_t cap = fresh_cap ? fresh_cap * 2 : 256;
-				pid_t *f = realloc(fresh, cap * sizeof(*f));
-				if (!f)
-					return -ENOMEM;
-				fresh = f;
-				bool *fl = realloc(fresh_late, cap * sizeof(*fl));
-				if (!fl)
-					return -ENOMEM;
-				fresh_late = fl;
-				fresh_cap = cap;
-			}
-			/* A thread still late from an earlier capture (in D, or
-			 * never scheduled) keeps our interrupt pending: it is not
-			 * seized again, but it is listed, as late, so that every
-			 * capture (and the final snapshot) shows it instead of
-			 * silently dropping it. */
-			fresh_late[nfresh] = is_late(tid);
-			fresh[nfresh++] = tid;
+			if (!listed(tid) && add_fresh(tid) < 0)
+				return -ENOMEM;
 		}
 	}
 
@@ -758,6 +807,12 @@ static int scan_and_seize(struct capture_run *run)
 		if (run->o->skip_idle && skip_if_idle(run, tc))
 			continue;
 		read_thread_proc(run, tc);
+		/* Not in our task directory any more: it exited, and its tid
+		 * may already name a thread of another process. */
+		if (from_previous && tc->state == '?') {
+			tc->outcome = THREAD_GONE;
+			continue;
+		}
 		if (run->o->no_interrupt_blocked)
 			sample_blocked_from_proc(run, tc);
 	}
@@ -771,8 +826,9 @@ static int scan_and_seize(struct capture_run *run)
 		struct hold *h = &run->holds[i];
 		memset(h, 0, sizeof(*h));
 		found++;
-		if (tc->not_stopped || tc->outcome == THREAD_UNCHANGED || fresh_late[i - base])
-			continue; /* sampled from /proc, idle, or still late: not stopped */
+		if (tc->not_stopped || tc->outcome == THREAD_UNCHANGED || fresh_late[i - base] ||
+		    tc->outcome == THREAD_GONE)
+			continue; /* sampled from /proc, idle, still late, or gone: not stopped */
 		/* No options: no EXITKILL (the target must survive our death), no
 		 * TRACECLONE/EXEC (per-capture seize rescans instead). */
 		if (ptrace(PTRACE_SEIZE, tc->tid, 0, 0) < 0) {
@@ -1236,6 +1292,7 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 	finish(pc);
 	if (o->skip_idle)
 		remember_idle(t, pc);
+	remember_thread_list(t, pc);
 
 	if (run.nseized == 0 && pc->nnot_stopped == 0 && pc->nunchanged == 0) {
 		if (!attach_target_alive(t)) {
