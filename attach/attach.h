@@ -187,6 +187,14 @@ struct attach_options {
 	 * stopping them (default off). Avoids the EINTR described at the top,
 	 * at the price of a sample that may be a few microseconds stale. */
 	bool no_interrupt_blocked;
+	/* Detach each thread the moment its registers and stack are copied,
+	 * instead of holding every thread until the last one is: a busy thread
+	 * then stands still only for its own stop and copy, not for the slowest
+	 * thread's. Each thread's sample is as exact as before, but the threads
+	 * are no longer all stopped at one instant, so this is for sampling,
+	 * not for a consistent snapshot. Ignored when while_held or
+	 * test_hold_ms is set (both need every thread held). Default off. */
+	bool release_each;
 	/* Test-only: keep threads held this long in every capture, so tests
 	 * can hit the hold window. Initialised from $DIAG_ATTACH_TEST_HOLD_MS
 	 * (default 0). */

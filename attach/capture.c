@@ -483,6 +483,8 @@ struct capture_run {
 	size_t nnot_stopped; /* sampled from /proc, never seized */
 	uint64_t first_interrupt;
 	uint64_t vsize; /* the process's, from the last thread stat read */
+	uint64_t last_release; /* CLOCK_MONOTONIC of the last PTRACE_DETACH */
+	bool release_each; /* options.release_each, and nothing needs them all held */
 };
 
 static int ensure_holds(struct capture_run *run)
@@ -970,6 +972,8 @@ static void disarm_deadline(void)
 }
 
 /* Handle one waitpid result for thread i. */
+static void release_one(struct capture_run *run, size_t i);
+
 static void on_wait_status(struct capture_run *run, size_t i, pid_t r, int status)
 {
 	struct hold *h = &run->holds[i];
@@ -994,6 +998,8 @@ static void on_wait_status(struct capture_run *run, size_t i, pid_t r, int statu
 		h->pending_signal = sig;
 	}
 	capture_stopped_thread(run, tc);
+	if (run->release_each && tc->outcome == THREAD_CAPTURED)
+		release_one(run, i);
 }
 
 /* Wait for every seized thread to stop, capturing each the moment it does,
@@ -1061,10 +1067,32 @@ static void test_hold(unsigned ms)
 		;
 }
 
+/* Detach one stopped thread, re-injecting the signal that arrived while we
+ * held it, and record its hold. */
+static void release_one(struct capture_run *run, size_t i)
+{
+	struct hold *h = &run->holds[i];
+	struct thread_capture *tc = &run->pc->threads[i];
+	tc->delivered_signal = h->pending_signal;
+	if (ptrace(PTRACE_DETACH, tc->tid, 0, (void *)(long)h->pending_signal) < 0 &&
+	    errno == ESRCH) {
+		/* Died while stopped (SIGKILL): reap it so the real parent's
+		 * wait is not delayed by us. If its exit is not reportable yet,
+		 * the late list (and the reaper) keep it until it is. */
+		int status;
+		if (waitpid(tc->tid, &status, __WALL | WNOHANG) == 0)
+			late_add(tc->tid, run->pc->pid);
+	}
+	h->detached = true;
+	uint64_t t = now_ns(CLOCK_MONOTONIC);
+	tc->hold_ns = t - h->interrupted_at;
+	if (t > run->last_release)
+		run->last_release = t;
+}
+
 static void release_all(struct capture_run *run)
 {
 	struct process_capture *pc = run->pc;
-	uint64_t last = 0;
 	/* Non-leaders first, the leader last: a zombie leader can only be
 	 * reaped after its threads (gdb's detach order). */
 	for (int pass = 0; pass < 2; pass++) {
@@ -1083,25 +1111,12 @@ static void release_all(struct capture_run *run)
 				tc->outcome = THREAD_LATE;
 				continue;
 			}
-			tc->delivered_signal = h->pending_signal;
-			if (ptrace(PTRACE_DETACH, tc->tid, 0, (void *)(long)h->pending_signal) < 0 &&
-			    errno == ESRCH) {
-				/* Died while stopped (SIGKILL): reap it so the real
-				 * parent's wait is not delayed by us. If its exit is
-				 * not reportable yet, the late list (and the reaper)
-				 * keep it until it is. */
-				int status;
-				if (waitpid(tc->tid, &status, __WALL | WNOHANG) == 0)
-					late_add(tc->tid, pc->pid);
-			}
-			h->detached = true;
-			uint64_t t = now_ns(CLOCK_MONOTONIC);
-			tc->hold_ns = t - h->interrupted_at;
-			if (t > last)
-				last = t;
+			release_one(run, i);
 		}
 	}
-	pc->hold_ns = last && run->first_interrupt ? last - run->first_interrupt : 0;
+	pc->hold_ns = run->last_release && run->first_interrupt
+			      ? run->last_release - run->first_interrupt
+			      : 0;
 }
 
 /* Read on-CPU time (schedstat field 1, ns) after the release: it only needs
@@ -1242,6 +1257,7 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 	}
 
 	struct capture_run run = {.t = t, .o = o, .pc = pc};
+	run.release_each = o->release_each && !o->while_held && !o->test_hold_ms;
 	bool realtime = o->realtime_window && enter_realtime();
 	/* Re-scan until a pass finds no thread we have not seen: threads born
 	 * while we seize are caught (gdb and CRIU do the same). */

@@ -79,6 +79,10 @@ static void print_header(const cJSON *doc, FILE *out, const struct style *st)
 		fprintf(out, "pause     %.0f stops: p50 %.0f us, p99 %s%.0f us%s, max %.0f us\n",
 			num(p, "stops", 0), num(p, "p50_us", 0), p99 > 10000 ? st->yellow : "", p99,
 			p99 > 10000 ? st->off : "", mx);
+		const cJSON *pt = get(p, "per_thread");
+		if (pt && get(pt, "p50_us"))
+			fprintf(out, "          each thread held p50 %.0f us, p99 %.0f us, max %.0f us\n",
+				num(pt, "p50_us", 0), num(pt, "p99_us", 0), num(pt, "max_us", 0));
 	} else if (p && get(p, "process_hold_us")) {
 		fprintf(out,
 			"pause     %.0f threads held together for %.0f us (longest thread %.0f "

@@ -151,6 +151,10 @@ struct sampler {
 	size_t tid_label_cap;
 	uint64_t unlabelled_samples;
 	struct pause_stats pause;
+	/* Each stopped thread's own hold: with release_each, a thread is
+	 * detached as soon as it is copied, so this is what a busy thread
+	 * feels, while pause above runs to the last thread's release. */
+	struct pause_stats thread_pause;
 	struct timeline_run *timeline;
 	uint64_t period_ns;
 	uint64_t ticks, missed, samples, cpu_samples, errors, unchanged;
@@ -411,6 +415,11 @@ static int sample_tick(struct sampler *sp)
 		return r;
 	}
 	pause_add(&sp->pause, sp->cur.hold_ns);
+	for (size_t i = 0; i < sp->cur.nthreads; i++) {
+		const struct thread_capture *tc = &sp->cur.threads[i];
+		if (tc->outcome == THREAD_CAPTURED && !tc->not_stopped)
+			pause_add(&sp->thread_pause, tc->hold_ns);
+	}
 
 	/* Released: everything below costs the target nothing but shared CPU. */
 	if (!sp->prepared_once) {
@@ -552,6 +561,7 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 	/* The final snapshot holds every thread at once: consistent, with wait
 	 * channels, and the goroutine list read from a process standing still. */
 	ao.skip_idle = false;
+	ao.release_each = false;
 	if (s->go)
 		go_session_arm(s->go, &ao);
 	const struct process_capture *final = NULL;
@@ -648,6 +658,7 @@ static void sampler_release(struct sampler *sp)
 	free(sp->cpu_seen.slots);
 	free(sp->labelled.slots);
 	free(sp->pause.reservoir);
+	free(sp->thread_pause.reservoir);
 	timeline_run_free(sp->timeline);
 	cJSON_Delete(sp->adaptations);
 	addrset_free(sp->warmed);
@@ -658,13 +669,17 @@ int sampler_run(struct capture_session *s)
 	const struct capture_options *o = s->opt;
 	struct sampler sp = {.s = s, .ao = o->attach};
 	sp.ao.read_wait_details = false;
-	/* Threads that have not run since the last tick are not stopped again. */
+	/* Threads that have not run since the last tick are not stopped again,
+	 * and each stopped thread is let go as soon as it is copied. */
 	sp.ao.skip_idle = true;
+	sp.ao.release_each = true;
 	sp.cpu = stackagg_new(2);
 	sp.wall = stackagg_new(2);
 	sp.pause.reservoir = malloc(PAUSE_RESERVOIR * sizeof(uint64_t));
 	sp.pause.rng = monotonic_ns() | 1;
-	if (!sp.cpu || !sp.wall || !sp.pause.reservoir) {
+	sp.thread_pause.reservoir = malloc(PAUSE_RESERVOIR * sizeof(uint64_t));
+	sp.thread_pause.rng = sp.pause.rng ^ 0x9e3779b97f4a7c15ull;
+	if (!sp.cpu || !sp.wall || !sp.pause.reservoir || !sp.thread_pause.reservoir) {
 		sampler_release(&sp);
 		die_message("out of memory");
 		return EXIT_INTERNAL;
@@ -860,6 +875,7 @@ int sampler_run(struct capture_session *s)
 		cJSON_AddBoolToObject(m, "target_exited", sp.target_exited);
 		cJSON *pause = cJSON_AddObjectToObject(m, "pause");
 		pause_json(pause, &sp.pause);
+		pause_json(cJSON_AddObjectToObject(pause, "per_thread"), &sp.thread_pause);
 		if (sp.target_exited && !o->quiet)
 			fprintf(stderr, "diag-attach: target pid %d exited during the capture\n",
 				(int)s->target.pid);

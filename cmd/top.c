@@ -331,6 +331,7 @@ int cmd_top(int argc, char **argv)
 	t->pid = pid;
 	attach_options_init(&t->ao);
 	t->ao.skip_idle = true; /* idle threads are not stopped; their leaf stays */
+	t->ao.release_each = true; /* each thread let go as soon as it is copied */
 	if (attach_target_open(pid, &t->target) < 0) {
 		free(t);
 		die_message("cannot attach to pid %d: no such process", (int)pid);

@@ -168,6 +168,17 @@ Test(sampling, cpu_split_and_wall_states)
 		cr_expect_geq(cpu_ns_total, total * period);
 	cJSON *pause = cJSON_GetObjectItem(m, "pause");
 	cr_assert(pause && cJSON_GetObjectItem(pause, "p50_us") && cJSON_GetObjectItem(pause, "p99_us"));
+	/* Each thread is let go as soon as it is copied: no thread is held
+	 * longer than the process (first stop to last release), and a tick
+	 * with two or more stopped threads has one held for less. */
+	double process_max = number_at(m, "pause", "max_us");
+	cJSON *per_thread = cJSON_GetObjectItem(pause, "per_thread");
+	cr_assert(per_thread, "no pause.per_thread");
+	double thread_max = cJSON_GetNumberValue(cJSON_GetObjectItem(per_thread, "max_us"));
+	double thread_stops = cJSON_GetNumberValue(cJSON_GetObjectItem(per_thread, "stops"));
+	cr_expect(thread_stops >= number_at(m, "pause", "stops"), "per-thread stops %.0f", thread_stops);
+	cr_expect(thread_max > 0 && thread_max <= process_max, "thread hold max %.1f us, process %.1f us",
+		  thread_max, process_max);
 	cJSON_Delete(m);
 	sampled_end(&sa);
 }
