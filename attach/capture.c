@@ -249,6 +249,24 @@ static int read_maps(const struct attach_target *t, struct process_capture *pc)
 	return 0;
 }
 
+/* Double the capacity of two arrays kept in step (first: the initial
+ * capacity). On failure both keep their old size (one may have moved). */
+static int grow_parallel(void **a, size_t a_elem, void **b, size_t b_elem, size_t *cap,
+			 size_t first)
+{
+	size_t n = *cap ? *cap * 2 : first;
+	void *pa = realloc(*a, n * a_elem);
+	if (!pa)
+		return -ENOMEM;
+	*a = pa;
+	void *pb = realloc(*b, n * b_elem);
+	if (!pb)
+		return -ENOMEM;
+	*b = pb;
+	*cap = n;
+	return 0;
+}
+
 /* The mappings' bounds, parsed once per capture from the maps text before
  * the first interrupt, so finding a thread's stack mapping inside the hold
  * window is a binary search. (Re-parsing the text per thread was half the
@@ -265,18 +283,10 @@ static int index_maps(const char *text)
 		uint64_t start = strtoull(p, &end, 16);
 		uint64_t limit = *end == '-' ? strtoull(end + 1, &end, 16) : 0;
 		if (limit > start) {
-			if (nmaps == maps_cap) {
-				size_t cap = maps_cap ? maps_cap * 2 : 1024;
-				uint64_t *s = realloc(map_starts, cap * sizeof(*s));
-				if (!s)
-					return -ENOMEM;
-				map_starts = s;
-				uint64_t *e = realloc(map_ends, cap * sizeof(*e));
-				if (!e)
-					return -ENOMEM;
-				map_ends = e;
-				maps_cap = cap;
-			}
+			if (nmaps == maps_cap &&
+			    grow_parallel((void **)&map_starts, sizeof(*map_starts),
+					  (void **)&map_ends, sizeof(*map_ends), &maps_cap, 1024) < 0)
+				return -ENOMEM;
 			map_starts[nmaps] = start;
 			map_ends[nmaps] = limit;
 			nmaps++;
@@ -701,18 +711,10 @@ static size_t nfresh, fresh_cap;
 
 static int add_fresh(pid_t tid)
 {
-	if (nfresh == fresh_cap) {
-		size_t cap = fresh_cap ? fresh_cap * 2 : 256;
-		pid_t *f = realloc(fresh, cap * sizeof(*f));
-		if (!f)
-			return -ENOMEM;
-		fresh = f;
-		bool *fl = realloc(fresh_late, cap * sizeof(*fl));
-		if (!fl)
-			return -ENOMEM;
-		fresh_late = fl;
-		fresh_cap = cap;
-	}
+	if (nfresh == fresh_cap &&
+	    grow_parallel((void **)&fresh, sizeof(*fresh), (void **)&fresh_late, sizeof(*fresh_late),
+			  &fresh_cap, 256) < 0)
+		return -ENOMEM;
 	/* A thread still late from an earlier capture (in D, or never
 	 * scheduled) keeps our interrupt pending: it is not seized again, but
 	 * it is listed, as late, so that every capture (and the final
