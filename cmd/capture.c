@@ -63,6 +63,7 @@ static void usage(FILE *f)
 	      " diag-attach diff A B                  compare two bundles of the same program\n"
 	      " diag-attach export DIR --format collapsed|speedscope  for other viewers\n"
 	      " diag-attach pem DIR / unpem FILE -o DIR  carry a bundle through logs\n"
+	      " diag-attach top -p PID               live view of hot functions and threads\n"
 	      "\n"
 	      "Attach to a running process without restarting it and capture what is needed to\n"
 	      "debug it: every thread's stack, CPU and wall-clock profiles, a /proc timeline.\n"

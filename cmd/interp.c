@@ -792,8 +792,31 @@ bool interp_warm_busy(struct interp *in)
 	return in->symbols.pending;
 }
 
+/* A live worker's on-CPU time so far, in ns (0 if unknown). The workers are
+ * not waited for at the end (interp_free), so their CPU never reaches the
+ * tool's rusage: the manifest says it instead. (A worker that crashed and
+ * was restarted was waited for: its CPU is in the tool's rusage.) */
+static uint64_t worker_cpu_ns(const struct channel *ch)
+{
+	char path[64], buf[128];
+	if (ch->worker <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)ch->worker);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strtoull(buf, NULL, 10);
+}
+
 void interp_describe(const struct interp *in, cJSON *o)
 {
+	double cpu_ns = (double)(worker_cpu_ns(&in->unwinding) + worker_cpu_ns(&in->symbols));
+	cJSON_AddNumberToObject(o, "worker_cpu_ms", cpu_ns / 1e6);
 	cJSON_AddBoolToObject(o, "sandboxed", in->sandboxed);
 	cJSON_AddNumberToObject(o, "worker_restarts", in->unwinding.restarts + in->symbols.restarts);
 	cJSON_AddNumberToObject(o, "stacks_lost", (double)in->stacks_lost);

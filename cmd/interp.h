@@ -67,7 +67,9 @@ bool interp_warm(struct interp *in, const char *maps_text, size_t maps_len, cons
 /* Is a warm-up still running? */
 bool interp_warm_busy(struct interp *in);
 
-/* {sandboxed, worker_restarts, stacks_lost, symbol_batches_lost} */
+/* {worker_cpu_ms, sandboxed, worker_restarts, stacks_lost, symbol_batches_lost,
+ * symbols}: worker_cpu_ms is the live workers' CPU so far, which the tool's own
+ * rusage lacks (they are not waited for at the end). */
 void interp_describe(const struct interp *in, cJSON *o);
 
 #endif
