@@ -702,8 +702,6 @@ static void sample_blocked_from_proc(struct capture_run *run, struct thread_capt
 	copy_stack(run, tc, tc->regs.rsp);
 }
 
-/* One pass over /proc/PID/task: seize and interrupt every thread not seen
- * yet. Returns how many new threads were found, or -errno. */
 /* Tids a pass found that no earlier pass of this capture listed. */
 static pid_t *fresh;
 static bool *fresh_late; /* still late from an earlier capture */

@@ -31,6 +31,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t tracked[MAX_TRACKED];
 static size_t ntracked;
 static bool started;
+static int start_error; /* sticky: a failed start is not retried every capture */
 static timer_t wake_timer;
 static pid_t reaper_tid;
 static sem_t reaper_up;
@@ -108,6 +109,8 @@ static int start_locked(void)
 {
 	if (started)
 		return 0;
+	if (start_error)
+		return start_error;
 	/* All signals blocked in the reaper, so process-directed signals
 	 * (SIGINT, SIGTERM) keep going to the thread that handles them and our
 	 * deadline timer's signal keeps interrupting the capture thread. */
@@ -124,7 +127,7 @@ static int start_locked(void)
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r != 0)
-		return -r;
+		return start_error = -r;
 	while (sem_wait(&reaper_up) < 0 && errno == EINTR)
 		;
 	/* The timer signals that one thread only (SIGEV_THREAD_ID), which has
@@ -134,7 +137,7 @@ static int start_locked(void)
 	sev.sigev_signo = REAPER_SIGNAL;
 	sev._sigev_un._tid = reaper_tid; /* sigev_notify_thread_id in newer glibc */
 	if (timer_create(CLOCK_MONOTONIC, &sev, &wake_timer) < 0)
-		return -errno; /* the thread sleeps on, harmless; no reaper */
+		return start_error = -errno; /* the thread sleeps on, harmless; no reaper */
 	started = true;
 	return 0;
 }
