@@ -802,15 +802,7 @@ static uint64_t worker_cpu_ns(const struct channel *ch)
 	if (ch->worker <= 0)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)ch->worker);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	return strtoull(buf, NULL, 10);
+	return read_small_file_at(AT_FDCWD, path, buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : 0;
 }
 
 void interp_describe(const struct interp *in, cJSON *o)

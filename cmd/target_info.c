@@ -216,14 +216,8 @@ static cJSON *environ_json(const struct attach_target *t)
 static long inner_pid(const struct attach_target *t)
 {
 	char buf[4096];
-	int fd = openat(t->proc_dirfd, "status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!read_small_file_at(t->proc_dirfd, "status", buf, sizeof(buf)))
 		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	char *p = strstr(buf, "\nNSpid:");
 	if (!p)
 		return 0;

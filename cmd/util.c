@@ -1,6 +1,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 void format_rfc3339_ms(uint64_t epoch_ns, char out[32])
 {
@@ -242,4 +244,19 @@ void trace_phase(const char *what)
 	if (!first)
 		first = now;
 	fprintf(stderr, "diag-attach: trace +%.1f ms %s\n", (double)(now - first) / 1e6, what);
+}
+
+size_t read_small_file_at(int dirfd, const char *path, char *buf, size_t size)
+{
+	if (size == 0)
+		return 0;
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return (size_t)n;
 }

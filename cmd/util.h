@@ -26,6 +26,11 @@ void hint_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * on the profiler. Otherwise does nothing. */
 void trace_phase(const char *what);
 
+/* Read a small file (relative to dirfd, or AT_FDCWD) into buf, NUL-terminated,
+ * in one read: for /proc files, which the kernel hands over whole. Returns
+ * the bytes read (> 0), or 0 if it could not be opened, read, or was empty. */
+size_t read_small_file_at(int dirfd, const char *path, char *buf, size_t size);
+
 /* Random RFC 4122 version-4 UUID string. */
 void make_uuid(char out[37]);
 
