@@ -255,4 +255,13 @@ int attach_watchdog_start(unsigned limit_ms);
 void attach_watchdog_stop(void);
 bool attach_watchdog_running(void);
 
+/* Name of an x86_64 syscall number (as /proc/TID/syscall gives it), or
+ * NULL when it is not one a stuck thread is usually found in. */
+const char *attach_syscall_name(long nr);
+
+/* Read a small file (relative to dirfd, or AT_FDCWD) into buf, NUL-terminated,
+ * in one read: for /proc files, which the kernel hands over whole. Returns
+ * the bytes read (> 0), or 0 if it could not be opened, read, or was empty. */
+size_t attach_read_small_file_at(int dirfd, const char *path, char *buf, size_t size);
+
 #endif

@@ -1,7 +1,8 @@
-/* diag-attach -p PID [--snapshot] [-o DIR] ...: option parsing, checks
- * that refuse bad input before the target is touched, and the snapshot
- * mode. The sampled mode lives in sampler.c. */
-#include "capture.h"
+/* diag-attach -p PID [--snapshot] [-o DIR] ...: option parsing, the
+ * checks that refuse bad input before the target is touched, and the
+ * messages and exit statuses of a capture. The capture itself is the
+ * engine's (cmd/engine/engine.h). */
+#include "cmd/capture.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -12,19 +13,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "binaries.h"
-#include "exit_codes.h"
-#include "go_out.h"
-#include "interp.h"
-#include "snapshot_out.h"
-#include "target_info.h"
+#include "cmd/cli/exit_codes.h"
+#include "cmd/cli/refuse.h"
+#include "cmd/cli/util.h"
+#include "cmd/engine/engine.h"
 #include "timeline/leakwatch.h"
 #include "timeline/proc_sampler.h"
-#include "attach/unwind.h"
-#include "util.h"
 #include "version.h"
 
-volatile sig_atomic_t capture_stop_requests;
+static volatile sig_atomic_t capture_stop_requests;
 
 static void on_stop_signal(int sig)
 {
@@ -179,7 +176,8 @@ static int parse_size(const char *s, uint64_t *ret)
 	return 0;
 }
 
-static int parse_options(int argc, char **argv, struct capture_options *o)
+static int parse_options(int argc, char **argv, struct capture_options *o, const char **ret_output,
+			 bool *ret_quiet)
 {
 	static const struct option longopts[] = {
 		{"pid", required_argument, NULL, 'p'},
@@ -227,7 +225,7 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 			o->pid = (pid_t)v;
 			break;
 		case 'o':
-			o->output = optarg;
+			*ret_output = optarg;
 			break;
 		case OPT_SNAPSHOT:
 			o->snapshot = true;
@@ -253,7 +251,7 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 			}
 			break;
 		case 'q':
-			o->quiet = true;
+			*ret_quiet = true;
 			break;
 		case OPT_ANNOTATE:
 			if (!strchr(optarg, '=') || optarg[0] == '=') {
@@ -366,78 +364,6 @@ static int parse_options(int argc, char **argv, struct capture_options *o)
 	return 0;
 }
 
-/* Say why we cannot capture, in git's style: the failure, then what to do. */
-int capture_refuse(pid_t pid, const struct attach_probe *pr)
-{
-	switch (pr->refusal) {
-	case ATTACH_OK:
-		return EXIT_OK;
-	case ATTACH_NO_SUCH_PROCESS:
-		die_message("cannot attach to pid %d: no such process", (int)pid);
-		return EXIT_NO_PROCESS;
-	case ATTACH_ZOMBIE:
-		die_message("cannot attach to pid %d: it is a zombie (exited, not yet reaped)", (int)pid);
-		hint_message("its parent has not called wait(); there is nothing left to capture");
-		return EXIT_ZOMBIE;
-	case ATTACH_KERNEL_THREAD:
-		die_message("cannot attach to pid %d: it is a kernel thread", (int)pid);
-		return EXIT_KERNEL_THREAD;
-	case ATTACH_SELF:
-		die_message("cannot attach to pid %d: it is diag-attach itself or traces it", (int)pid);
-		hint_message("tracing ourselves or our own tracer would deadlock both; "
-			     "give the pid of another process");
-		return EXIT_SELF;
-	case ATTACH_ALREADY_TRACED:
-		die_message("cannot attach to pid %d: already traced by pid %d (%s)", (int)pid,
-			    (int)pr->tracer_pid, pr->tracer_comm[0] ? pr->tracer_comm : "?");
-		hint_message("a process has one tracer at a time; detach the debugger or wait for it");
-		return EXIT_ALREADY_TRACED;
-	case ATTACH_NOT_PERMITTED:
-		die_message("cannot attach to pid %d: Operation not permitted", (int)pid);
-		if (pr->yama_scope == 3)
-			hint_message("kernel.yama.ptrace_scope=3 forbids all tracing until reboot");
-		else if (pr->target_uid != getuid() && !pr->have_cap_sys_ptrace)
-			hint_message("it belongs to uid %d and we run as uid %d; run as that user or "
-				     "as root (CAP_SYS_PTRACE)",
-				     (int)pr->target_uid, (int)getuid());
-		else if (!pr->dumpable)
-			hint_message("it is not dumpable (setuid or PR_SET_DUMPABLE 0); CAP_SYS_PTRACE is needed");
-		else
-			hint_message("kernel.yama.ptrace_scope=%d; run as root or with CAP_SYS_PTRACE",
-				     pr->yama_scope);
-		return EXIT_NOT_PERMITTED;
-	case ATTACH_FOREIGN_PROCFS:
-		die_message("cannot attach to pid %d: /proc does not belong to this pid namespace",
-			    (int)pid);
-		hint_message("its pids are not ours, so we could read one process and stop another; "
-			     "mount a /proc for this namespace (unshare --mount-proc) or run from the host");
-		return EXIT_FOREIGN_PROCFS;
-	}
-	return EXIT_INTERNAL;
-}
-
-int capture_check_target(pid_t pid, bool force, struct attach_probe *ret)
-{
-	if (attach_target_probe(pid, ret) < 0) {
-		die_message("cannot inspect pid %d", (int)pid);
-		return EXIT_INTERNAL;
-	}
-	if (ret->refusal != ATTACH_OK)
-		return capture_refuse(pid, ret);
-	/* A non-dumpable process (PR_SET_DUMPABLE 0, setuid, changed
-	 * credentials) asked not to be inspected: no core dumps, no ptrace
-	 * without CAP_SYS_PTRACE (the probe refuses it then). Root may still
-	 * trace it, and a bundle is meant to travel (and top shows its
-	 * stacks), so that takes an explicit --force. */
-	if (!ret->dumpable && !force) {
-		die_message("refusing to capture pid %d: it is not dumpable (setuid, or PR_SET_DUMPABLE 0)",
-			    (int)pid);
-		hint_message("it asked not to be inspected and may hold secrets; add --force to capture it anyway");
-		return EXIT_NOT_DUMPABLE;
-	}
-	return EXIT_OK;
-}
-
 static void default_output(pid_t pid, char *buf, size_t size)
 {
 	time_t now = time(NULL);
@@ -478,7 +404,7 @@ static int output_error(const char *dir, bool existed, int err)
 	return EXIT_OUTPUT_DIR;
 }
 
-int write_error_exit(const char *dir, int err)
+static int write_error_exit(const char *dir, int err)
 {
 	die_message("cannot write bundle '%s': %s", dir, strerror(-err));
 	if (err == -ENOSPC || err == -EDQUOT || err == -EFBIG)
@@ -502,52 +428,45 @@ static int print_bundle_path(const char *dir)
 	return EXIT_WRITE_FAILED;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* Why the capture failed, as a message and an exit status. */
+static int capture_error_exit(const struct capture_options *o, const char *dir, enum capture_stage stage,
+			      int r)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-void add_pause_stats(cJSON *o, uint64_t *holds_ns, size_t n)
-{
-	cJSON_AddNumberToObject(o, "stops", (double)n);
-	if (n == 0)
-		return;
-	qsort(holds_ns, n, sizeof(*holds_ns), cmp_u64);
-	size_t p99 = (n * 99 + 99) / 100;
-	if (p99 >= n)
-		p99 = n - 1;
-	cJSON_AddNumberToObject(o, "p50_us", (double)holds_ns[n / 2] / 1000.0);
-	cJSON_AddNumberToObject(o, "p99_us", (double)holds_ns[p99] / 1000.0);
-	cJSON_AddNumberToObject(o, "max_us", (double)holds_ns[n - 1] / 1000.0);
-}
-
-static int run_snapshot(struct capture_session *s)
-{
-	struct process_capture pc = {0};
-	struct attach_options ao = s->opt->attach;
-	ao.read_wait_details = true;
-	if (s->go)
-		go_session_arm(s->go, &ao);
-
-	int r = attach_capture(&s->target, &ao, &pc);
-	if (s->go)
-		go_session_released(s->go);
-	/* Late threads must not sit stopped while we symbolize. */
-	attach_settle_late(ao.stop_timeout_ms);
-	trace_phase("captured and released");
-	if (r < 0) {
-		process_capture_release(&pc);
+	pid_t pid = o->pid;
+	if (r == -ENOMEM) {
+		die_message(stage == CAPTURE_STAGE_WRITE ? "out of memory while writing the bundle"
+			    : stage == CAPTURE_STAGE_ATTACH ? "out of memory during the capture"
+							    : "out of memory");
+		return EXIT_INTERNAL;
+	}
+	switch (stage) {
+	case CAPTURE_STAGE_TARGET:
 		if (r == -ESRCH) {
-			die_message("cannot capture pid %d: the process exited", (int)s->target.pid);
+			die_message("cannot attach to pid %d: no such process", (int)pid);
+			return EXIT_NO_PROCESS;
+		}
+		if (r == -EBUSY) {
+			/* Another diag-attach won the race for this target. */
+			struct attach_probe pr;
+			if (attach_target_probe(pid, &pr) == 0 && pr.refusal != ATTACH_OK)
+				return capture_refuse(pid, &pr);
+			die_message("cannot attach to pid %d: another diag-attach is capturing it",
+				    (int)pid);
+			return EXIT_ALREADY_TRACED;
+		}
+		die_message("cannot open pid %d: %s", (int)pid, strerror(-r));
+		return EXIT_INTERNAL;
+	case CAPTURE_STAGE_ATTACH:
+		if (r == -ESRCH) {
+			die_message("cannot capture pid %d: the process exited", (int)pid);
 			return EXIT_NO_PROCESS;
 		}
 		if (r == -EPERM || r == -EACCES) {
 			struct attach_probe pr;
-			attach_target_probe(s->target.pid, &pr);
+			attach_target_probe(pid, &pr);
 			if (pr.refusal != ATTACH_OK)
-				return capture_refuse(s->target.pid, &pr);
-			die_message("cannot attach to pid %d: Operation not permitted", (int)s->target.pid);
+				return capture_refuse(pid, &pr);
+			die_message("cannot attach to pid %d: Operation not permitted", (int)pid);
 			if (pr.yama_scope >= 1)
 				hint_message("kernel.yama.ptrace_scope=%d; run as root or with CAP_SYS_PTRACE",
 					     pr.yama_scope);
@@ -556,85 +475,45 @@ static int run_snapshot(struct capture_session *s)
 					     "namespace or be protected (e.g. a container's init)");
 			return EXIT_NOT_PERMITTED;
 		}
-		die_message("cannot capture pid %d: %s", (int)s->target.pid, strerror(-r));
+		die_message("cannot capture pid %d: %s", (int)pid, strerror(-r));
+		return EXIT_INTERNAL;
+	case CAPTURE_STAGE_WRITE:
+		if (r == -EINTR) {
+			die_message("interrupted while writing; bundle '%s' abandoned (no manifest)", dir);
+			return EXIT_INTERRUPTED;
+		}
+		return write_error_exit(dir, r);
+	case CAPTURE_STAGE_FINALIZE:
+		return write_error_exit(dir, r);
+	default:
+		die_message("cannot capture pid %d: %s", (int)pid, strerror(-r));
 		return EXIT_INTERNAL;
 	}
-
-	/* The target runs again from here on: unwinding and symbols cost it
-	 * nothing but the CPU we share with it. */
-	int exit_code = EXIT_OK;
-	struct symtab *st = NULL;
-	r = snapshot_finish(s->bundle, "", &pc, NULL, s->interp, s->go,
-			    cJSON_GetObjectItem(s->manifest, "target"), &st);
-	if (r == 0 && s->opt->with_binaries_cap)
-		r = binaries_copy(s->bundle, s->target.pid, st, s->opt->with_binaries_cap,
-				  cJSON_AddObjectToObject(s->manifest, "binaries"));
-	symtab_free(st);
-	trace_phase("snapshot members written");
-	if (r < 0) {
-		exit_code = (r == -ENOMEM) ? EXIT_INTERNAL : write_error_exit(bundle_dir(s->bundle), r);
-		if (r == -ENOMEM)
-			die_message("out of memory while writing the snapshot");
-		goto out;
-	}
-	cJSON_AddStringToObject(s->manifest, "mode", "snapshot");
-
-	uint64_t max = 0, total = 0;
-	size_t captured = 0;
-	for (size_t i = 0; i < pc.nthreads; i++) {
-		if (pc.threads[i].outcome != THREAD_CAPTURED)
-			continue;
-		captured++;
-		total += pc.threads[i].hold_ns;
-		if (pc.threads[i].hold_ns > max)
-			max = pc.threads[i].hold_ns;
-	}
-	cJSON *pause = cJSON_AddObjectToObject(s->manifest, "pause");
-	cJSON_AddNumberToObject(pause, "threads", (double)captured);
-	cJSON_AddNumberToObject(pause, "process_hold_us", (double)pc.hold_ns / 1000.0);
-	cJSON_AddNumberToObject(pause, "thread_hold_max_us", (double)max / 1000.0);
-	cJSON_AddNumberToObject(pause, "thread_hold_total_us", (double)total / 1000.0);
-	cJSON_AddNumberToObject(pause, "late_threads", (double)pc.nlate);
-	cJSON_AddNumberToObject(pause, "exited_threads", (double)pc.ngone);
-out:
-	process_capture_release(&pc);
-	return exit_code;
 }
 
-static cJSON *annotations_json(const struct capture_options *o)
+/* The progress line, on a terminal only: \r-rewritten in place. */
+static void show_progress(const struct capture_progress *p, void *arg)
 {
-	cJSON *a = cJSON_CreateObject();
-	for (size_t i = 0; a && i < o->nannotations; i++) {
-		const char *eq = strchr(o->annotations[i], '=');
-		char key[256];
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - o->annotations[i]), o->annotations[i]);
-		cJSON_DeleteItemFromObject(a, key);
-		cJSON_AddStringToObject(a, key, eq + 1);
-	}
-	return a;
+	(void)arg;
+	if (!isatty(STDERR_FILENO))
+		return;
+	char dur[32] = "";
+	if (p->duration_ns)
+		snprintf(dur, sizeof(dur), "/%.0fs", (double)p->duration_ns / 1e9);
+	fprintf(stderr, "\r\033[Kdiag-attach: pid %d  %.1fs%s  samples %llu  threads %zu  %.1f Hz%s",
+		(int)p->pid, (double)p->elapsed_ns / 1e9, dur, (unsigned long long)p->samples,
+		p->threads, p->rate_hz, p->final ? "\n" : "");
 }
 
-static cJSON *initial_manifest(struct capture_session *s)
+/* The watchdog's finding, as a warning (over the progress line if any). */
+static void show_leak(const struct capture_leak *l, void *arg)
 {
-	cJSON *m = cJSON_CreateObject();
-	if (!m)
-		return NULL;
-	char id[37];
-	make_uuid(id);
-	cJSON_AddStringToObject(m, "bundle_id", id);
-	cJSON *tool = cJSON_AddObjectToObject(m, "tool");
-	cJSON_AddStringToObject(tool, "name", "diag-attach");
-	cJSON_AddStringToObject(tool, "version", DIAG_ATTACH_VERSION);
-	cJSON *target = target_info_json(&s->target, s->opt->record_environ);
-	if (target && s->go)
-		go_session_describe(s->go, target);
-	cJSON_AddItemToObject(m, "target", target);
-	cJSON_AddItemToObject(m, "host", host_info_json());
-	char when[32];
-	format_rfc3339_ms(s->started_wall_ns, when);
-	cJSON_AddStringToObject(m, "started_at", when);
-	cJSON_AddItemToObject(m, "annotations", annotations_json(s->opt));
-	return m;
+	const bool *quiet = arg;
+	fprintf(stderr,
+		"%sdiag-attach: warning: %s is leaking: +%.3g/s, %.0f -> %.0f over %zu samples; "
+		"evidence in %s/%s\n",
+		(!*quiet && isatty(STDERR_FILENO)) ? "\r\033[K" : "", l->counter, l->slope_per_s, l->first,
+		l->last, l->n_samples, l->bundle_dir, l->evidence);
 }
 
 int cmd_capture(int argc, char **argv)
@@ -643,19 +522,27 @@ int cmd_capture(int argc, char **argv)
 	 * something, and the earlier the handlers are in, the smaller the
 	 * window in which it still could (before main, it always can). */
 	install_signal_handlers();
-	trace_phase("started");
+	capture_trace_phase("started");
 	struct capture_options opt;
-	if (parse_options(argc, argv, &opt) < 0)
+	bool quiet = false;
+	const char *output = NULL; /* NULL: ./diag-PID-YYYYmmdd-HHMMSS */
+	if (parse_options(argc, argv, &opt, &output, &quiet) < 0)
 		return EXIT_USAGE;
+	opt.stop_requests = &capture_stop_requests;
+	if (!quiet)
+		opt.progress = show_progress;
+	opt.leak_found = show_leak;
+	opt.callback_arg = &quiet;
 
 	/* Refuse what we can refuse without touching the target or the disk. */
 	struct attach_probe pr;
 	int refused = capture_check_target(opt.pid, opt.force, &pr);
 	if (refused != EXIT_OK)
 		return refused;
+	opt.not_dumpable = !pr.dumpable;
 
 	char default_dir[64];
-	const char *dir = opt.output;
+	const char *dir = output;
 	if (!dir) {
 		default_output(opt.pid, default_dir, sizeof(default_dir));
 		dir = default_dir;
@@ -672,101 +559,37 @@ int cmd_capture(int argc, char **argv)
 		return EXIT_OUTPUT_DIR;
 	}
 
-	struct capture_session s = {.opt = &opt, .started_wall_ns = realtime_ns()};
-	s.symopt.allow_debuginfod = opt.debuginfod;
-	s.symopt.names_only = opt.names_only;
-	int r = attach_target_open(opt.pid, &s.target);
-	if (r < 0) {
-		if (r == -ESRCH) {
-			die_message("cannot attach to pid %d: no such process", (int)opt.pid);
-			return EXIT_NO_PROCESS;
-		}
-		if (r == -EBUSY) {
-			/* Another diag-attach won the race for this target. */
-			if (attach_target_probe(opt.pid, &pr) == 0 && pr.refusal != ATTACH_OK)
-				return capture_refuse(opt.pid, &pr);
-			die_message("cannot attach to pid %d: another diag-attach is capturing it",
-				    (int)opt.pid);
-			return EXIT_ALREADY_TRACED;
-		}
-		die_message("cannot open pid %d: %s", (int)opt.pid, strerror(-r));
-		return EXIT_INTERNAL;
-	}
-	/* A Go target gets its goroutines read too. Parsing its binary happens
-	 * here, before anything is stopped. */
-	trace_phase("target opened");
-	s.go = go_session_open(opt.pid);
-	/* Unwinding and symbols run in a sandboxed worker, forked before we
-	 * hold anything. */
-	if (interp_new(opt.pid, &s.symopt, &s.interp) < 0) {
-		die_message("out of memory");
-		go_session_free(s.go);
-		attach_target_close(&s.target);
-		return EXIT_INTERNAL;
-	}
-	/* Create the output before attaching: an unusable directory must fail
-	 * before we pause anything. */
-	trace_phase("worker started");
-	r = bundle_create(dir, &s.bundle);
-	if (r < 0) {
-		interp_free(s.interp);
-		go_session_free(s.go);
-		attach_target_close(&s.target);
-		return output_error(dir, existed, r);
-	}
+	struct capture_session *s = NULL;
+	enum capture_stage stage;
+	int r = capture_session_new(&opt, dir, &s, &stage);
+	if (r < 0)
+		return stage == CAPTURE_STAGE_OUTPUT ? output_error(dir, existed, r)
+						     : capture_error_exit(&opt, dir, stage, r);
 	/* If we are ever stopped or hung while holding the target, a separate
 	 * process kills us, which releases it (the kernel detaches a dead
 	 * tracer's tracees). */
-	trace_phase("bundle directory created");
-	if (opt.watchdog_ms && attach_watchdog_start(opt.watchdog_ms) < 0 && !opt.quiet)
+	if (opt.watchdog_ms && attach_watchdog_start(opt.watchdog_ms) < 0 && !quiet)
 		die_message("warning: could not start the watchdog; continuing without it");
-	trace_phase("watchdog started");
-	s.manifest = initial_manifest(&s);
-	if (s.manifest && !pr.dumpable)
-		cJSON_AddFalseToObject(cJSON_GetObjectItem(s.manifest, "target"), "dumpable");
-	if (!s.manifest) {
-		die_message("out of memory");
-		bundle_abandon(s.bundle);
-		interp_free(s.interp);
-		go_session_free(s.go);
-		attach_target_close(&s.target);
-		return EXIT_INTERNAL;
-	}
+	capture_trace_phase("watchdog started");
 
-	trace_phase("ready to capture");
-	int exit_code = opt.snapshot ? run_snapshot(&s) : sampler_run(&s);
-	if (exit_code == EXIT_OK)
-		interp_describe(s.interp, cJSON_AddObjectToObject(s.manifest, "interpretation"));
-
-	if (exit_code == EXIT_OK && capture_stop_requests >= 2) {
-		die_message("interrupted while writing; bundle '%s' abandoned (no manifest)", dir);
-		exit_code = EXIT_INTERRUPTED;
-	}
-	if (exit_code == EXIT_OK) {
-		char when[32];
-		format_rfc3339_ms(realtime_ns(), when);
-		cJSON_AddStringToObject(s.manifest, "ended_at", when);
-		r = bundle_finalize(s.bundle, s.manifest);
-		trace_phase("bundle finalized");
-		s.manifest = NULL;
-		s.bundle = NULL;
-		if (r < 0)
-			exit_code = write_error_exit(dir, r);
-		else
-			exit_code = print_bundle_path(dir);
-	}
-	if (s.bundle) {
-		bundle_abandon(s.bundle);
-		/* Nothing written yet: leave no directory behind that we made. */
+	int exit_code = EXIT_OK;
+	r = capture_session_run(s);
+	if (r == 0 && !quiet && capture_session_target_exited(s))
+		fprintf(stderr, "diag-attach: target pid %d exited during the capture\n", (int)opt.pid);
+	if (r == 0)
+		r = capture_session_finish(s);
+	if (r < 0) {
+		exit_code = capture_error_exit(&opt, dir, capture_session_stage(s), r);
+		/* Nothing finished: leave no directory behind that we made. */
+		capture_session_free(s);
+		s = NULL;
 		if (!existed)
 			rmdir(dir);
+	} else {
+		exit_code = print_bundle_path(dir);
 	}
 	attach_watchdog_stop();
-	cJSON_Delete(s.manifest);
-	interp_free(s.interp);
-	trace_phase("worker gone");
-	go_session_free(s.go);
-	attach_target_close(&s.target);
-	trace_phase("done");
+	capture_session_free(s);
+	capture_trace_phase("done");
 	return exit_code;
 }

@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 #include "bundle/reader.h"
-#include "exit_codes.h"
+#include "cmd/cli/exit_codes.h"
 #include "report.h"
-#include "report_model.h"
-#include "report_text.h"
-#include "util.h"
+#include "bundle/read/report_model.h"
+#include "bundle/read/report_text.h"
+#include "cmd/cli/util.h"
 
 static void usage(FILE *out)
 {

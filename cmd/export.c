@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "bundle/reader.h"
-#include "exit_codes.h"
-#include "export_format.h"
+#include "cmd/cli/exit_codes.h"
+#include "bundle/read/export_format.h"
 #include "report.h"
-#include "util.h"
+#include "cmd/cli/util.h"
 
 static void usage(FILE *out)
 {

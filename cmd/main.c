@@ -7,7 +7,7 @@
 
 #include "capture.h"
 #include "diff.h"
-#include "exit_codes.h"
+#include "cmd/cli/exit_codes.h"
 #include "export.h"
 #include "pem.h"
 #include "report.h"

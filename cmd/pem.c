@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include "bundle/bundle.h"
-#include "exit_codes.h"
-#include "pem_codec.h"
+#include "cmd/cli/exit_codes.h"
+#include "bundle/read/pem_codec.h"
 #include "report.h"
-#include "util.h"
+#include "cmd/cli/util.h"
 
 static void pem_usage(FILE *out)
 {

@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include "bundle/bundle.h"
-#include "exit_codes.h"
-#include "html.h"
-#include "report_model.h"
-#include "report_text.h"
-#include "util.h"
+#include "cmd/cli/exit_codes.h"
+#include "bundle/read/html.h"
+#include "bundle/read/report_model.h"
+#include "bundle/read/report_text.h"
+#include "cmd/cli/util.h"
 
 static void usage(FILE *out)
 {

@@ -1,7 +1,7 @@
 /* diag-attach top: sample like a capture, but show the last second on the
  * terminal instead of writing a bundle. Each refresh symbolizes the PCs it
  * saw in the sandboxed worker, whose caches make later refreshes cheap. */
-#include "top.h"
+#include "cmd/top.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -14,10 +14,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture.h"
-#include "exit_codes.h"
-#include "interp.h"
-#include "util.h"
+#include "cmd/cli/refuse.h"
+#include "cmd/cli/exit_codes.h"
+#include "symbolize/worker/interp.h"
+#include "cmd/cli/util.h"
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 #define MAX_ROWS 20
 #define MAX_THREAD_ROWS 24

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "bundle/bundle.h"
-#include "exit_codes.h"
-#include "util.h"
+#include "cmd/cli/exit_codes.h"
+#include "cmd/cli/util.h"
 
 static void report_problem(void *ctx, const char *member, const char *problem)
 {

@@ -15,7 +15,7 @@
  */
 #include "tests/fuzz/fuzz_common.h"
 
-#include "cmd/symtab.h"
+#include "symbolize/worker/symtab.h"
 
 static volatile size_t sink;
 

@@ -25,7 +25,7 @@
 
 #include "tests/fuzz/fuzz_common.h"
 
-#include "attach/unwind.h"
+#include "symbolize/unwind/unwind.h"
 
 #define MAX_STACK (64u << 10)
 #define MAX_EXEC  64

@@ -32,7 +32,7 @@
 
 #include "bundle/bundle.h"
 #include "bundle/profile.h"
-#include "cmd/symtab.h"
+#include "symbolize/worker/symtab.h"
 #include "symbolize/symbolize.h"
 
 static const char *corpus;

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cmd/exit_codes.h"
+#include "cmd/cli/exit_codes.h"
 #include "harness.h"
 
 static void expect_refusal(const char *pid, int code, const char *msg_part)

@@ -30,7 +30,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "cmd/exit_codes.h"
+#include "cmd/cli/exit_codes.h"
 #include "harness.h"
 #include "pprof_read.h"
 

@@ -1,0 +1,53 @@
+/* Small /proc helpers that attach/ exports to its users. */
+#include "attach/attach.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+const char *attach_syscall_name(long nr)
+{
+	/* The syscalls a stuck thread is usually found in. */
+	static const struct {
+		long nr;
+		const char *name;
+	} table[] = {
+		{SYS_read, "read"}, {SYS_write, "write"}, {SYS_poll, "poll"},
+		{SYS_select, "select"}, {SYS_pselect6, "pselect6"}, {SYS_ppoll, "ppoll"},
+		{SYS_nanosleep, "nanosleep"}, {SYS_clock_nanosleep, "clock_nanosleep"},
+		{SYS_futex, "futex"}, {SYS_epoll_wait, "epoll_wait"},
+		{SYS_epoll_pwait, "epoll_pwait"}, {SYS_accept, "accept"}, {SYS_accept4, "accept4"},
+		{SYS_connect, "connect"}, {SYS_recvfrom, "recvfrom"}, {SYS_recvmsg, "recvmsg"},
+		{SYS_sendto, "sendto"}, {SYS_sendmsg, "sendmsg"}, {SYS_wait4, "wait4"},
+		{SYS_waitid, "waitid"}, {SYS_pause, "pause"}, {SYS_rt_sigsuspend, "rt_sigsuspend"},
+		{SYS_rt_sigtimedwait, "rt_sigtimedwait"}, {SYS_semop, "semop"},
+		{SYS_semtimedop, "semtimedop"}, {SYS_msgrcv, "msgrcv"}, {SYS_flock, "flock"},
+		{SYS_fcntl, "fcntl"}, {SYS_ioctl, "ioctl"}, {SYS_openat, "openat"},
+		{SYS_pread64, "pread64"}, {SYS_pwrite64, "pwrite64"}, {SYS_readv, "readv"},
+		{SYS_writev, "writev"}, {SYS_fsync, "fsync"}, {SYS_fdatasync, "fdatasync"},
+		{SYS_sched_yield, "sched_yield"}, {SYS_io_getevents, "io_getevents"},
+		{SYS_io_uring_enter, "io_uring_enter"}, {SYS_sync, "sync"}, {SYS_vfork, "vfork"},
+		{SYS_clone, "clone"}, {SYS_clone3, "clone3"}, {SYS_execve, "execve"},
+		{SYS_exit_group, "exit_group"}, {SYS_mmap, "mmap"}, {SYS_munmap, "munmap"},
+	};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (table[i].nr == nr)
+			return table[i].name;
+	return NULL;
+}
+
+size_t attach_read_small_file_at(int dirfd, const char *path, char *buf, size_t size)
+{
+	if (size == 0)
+		return 0;
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return (size_t)n;
+}

@@ -1,0 +1,120 @@
+/* html: see html.h. */
+#include "bundle/read/html.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bundle/read/html_assets.h"
+
+static void put_escaped(const char *s, FILE *out)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		default:
+			fputc(*s, out);
+		}
+	}
+}
+
+/* JSON inside <script> ends at the first "</script", whatever the JSON
+ * means; '<' only occurs inside JSON strings, where \u003c is the same
+ * character, so escaping every one makes any function name safe. */
+static void put_json(const char *s, FILE *out)
+{
+	for (; *s; s++) {
+		if (*s == '<')
+			fputs("\\u003c", out);
+		else
+			fputc(*s, out);
+	}
+}
+
+int html_write(const cJSON *doc, FILE *out)
+{
+	char *json = cJSON_PrintUnformatted(doc);
+	if (!json)
+		return -ENOMEM;
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(doc, "target");
+	const cJSON *comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
+	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(t, "pid");
+	char title[256];
+	snprintf(title, sizeof(title), "diag-attach report: %s (pid %.0f)",
+		 cJSON_IsString(comm) ? comm->valuestring : "?",
+		 cJSON_IsNumber(pid) ? pid->valuedouble : 0);
+
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	      /* Inline style and script only; nothing may be fetched. */
+	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+	      "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
+	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
+	      out);
+	put_escaped(title, out);
+	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>", html_css);
+	put_escaped(title, out);
+	fputs("</h1>\n<div id=\"errors\"></div>\n"
+	      "<section id=\"summary\"></section>\n"
+	      "<section id=\"flame-section\">\n<h2>Flame graph</h2>\n"
+	      "<div class=\"controls\">\n"
+	      "<label>profile <select id=\"flame-profile\"></select></label>\n"
+	      "<label>thread <select id=\"flame-thread\"></select></label>\n"
+	      "<label>search <input id=\"flame-search\" type=\"search\" "
+	      "placeholder=\"regexp\"></label>\n"
+	      "<button id=\"flame-reset\" type=\"button\">Reset zoom</button>\n"
+	      "<span id=\"flame-match\"></span>\n</div>\n"
+	      "<div id=\"flame-info\"></div>\n<div id=\"flame\"></div>\n</section>\n"
+	      "<section id=\"timeline-section\">\n<h2>Timeline</h2>\n<div "
+	      "id=\"charts\"></div>\n</section>\n"
+	      "<section id=\"findings-section\">\n<h2>Leak findings</h2>\n<div "
+	      "id=\"findings\"></div>\n</section>\n"
+	      "<section id=\"threads-section\">\n<h2>Threads grouped by identical stack</h2>\n"
+	      "<table id=\"thread-groups\"></table>\n</section>\n"
+	      "<section id=\"goroutines-section\"></section>\n"
+	      "<script id=\"report-data\" type=\"application/json\">",
+	      out);
+	put_json(json, out);
+	free(json);
+	fprintf(out, "</script>\n<script>\n%s</script>\n</body>\n</html>\n", html_js);
+	return ferror(out) ? -EIO : 0;
+}
+
+int html_write_file(const cJSON *doc, const char *path)
+{
+	if (strcmp(path, "-") == 0) {
+		int e = html_write(doc, stdout);
+		return e == 0 && fflush(stdout) != 0 ? -errno : e;
+	}
+	char *tmp;
+	if (asprintf(&tmp, "%s.tmp", path) < 0)
+		return -ENOMEM;
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		int e = -errno;
+		free(tmp);
+		return e;
+	}
+	int e = html_write(doc, f);
+	if (fflush(f) != 0 && e == 0)
+		e = -errno;
+	if (fclose(f) != 0 && e == 0)
+		e = -errno;
+	if (e == 0 && rename(tmp, path) < 0)
+		e = -errno;
+	if (e < 0)
+		unlink(tmp);
+	free(tmp);
+	return e;
+}

@@ -1,0 +1,141 @@
+/* Text and identifiers as the bundle writes them: escaping of names that
+ * come from the target, UTF-8 for JSON, timestamps and bundle ids. */
+#include "bundle/text.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+void format_rfc3339_ms(uint64_t epoch_ns, char out[32])
+{
+	time_t secs = (time_t)(epoch_ns / 1000000000ull);
+	unsigned ms = (unsigned)((epoch_ns / 1000000ull) % 1000ull);
+	struct tm tm;
+	gmtime_r(&secs, &tm);
+	char base[24];
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, 32, "%s.%03uZ", base, ms);
+}
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void make_uuid(char out[37])
+{
+	unsigned char b[16];
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+		/* Uniqueness, not secrecy, is what a bundle id needs. */
+		uint64_t t = clock_ns(CLOCK_REALTIME) ^ clock_ns(CLOCK_MONOTONIC);
+		for (int i = 0; i < 16; i++)
+			b[i] = (unsigned char)(t >> ((i % 8) * 8)) ^ (unsigned char)(i * 37);
+	}
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+		 b[13], b[14], b[15]);
+}
+
+/* Length of the valid UTF-8 character at s (1 to 4), or 0 when s does not
+ * start one (stray continuation byte, overlong form, surrogate, beyond
+ * U+10FFFF, cut short). s is NUL-terminated, which is never a continuation. */
+static size_t utf8_char_len(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	size_t n = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
+		   : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+		   : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+						  : 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+/* The escaped form of the character at s into e (at most 5 bytes + NUL);
+ * returns how many bytes of s it stands for. */
+static size_t escape_one(const char *s, char e[8])
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = utf8_char_len(u);
+	if (n > 1) {
+		memcpy(e, s, n);
+		e[n] = '\0';
+		return n;
+	}
+	if (u[0] == '\\')
+		snprintf(e, 8, "\\\\");
+	else if (u[0] == '\n')
+		snprintf(e, 8, "\\n");
+	else if (u[0] == '\t')
+		snprintf(e, 8, "\\t");
+	else if (u[0] == '\r')
+		snprintf(e, 8, "\\r");
+	else if (u[0] < 0x20 || u[0] >= 0x7f)
+		snprintf(e, 8, "\\x%02x", u[0]);
+	else
+		snprintf(e, 8, "%c", u[0]);
+	return 1;
+}
+
+char *escape_text(const char *s, char *out, size_t out_size)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	while (*s) {
+		char e[8];
+		size_t used = escape_one(s, e), el = strlen(e);
+		if (len + el >= out_size)
+			break;
+		memcpy(out + len, e, el + 1);
+		len += el;
+		s += used;
+	}
+	return out;
+}
+
+void escape_text_put(const char *s, FILE *f)
+{
+	while (*s) {
+		char e[8];
+		s += escape_one(s, e);
+		fputs(e, f);
+	}
+}
+
+char *utf8_sanitize(const char *s)
+{
+	size_t n = 0;
+	for (const char *p = s; *p; n++) {
+		size_t l = utf8_char_len((const unsigned char *)p);
+		p += l ? l : 1;
+		n += l ? l - 1 : 2; /* U+FFFD is 3 bytes */
+	}
+	char *out = malloc(n + 1), *o = out;
+	if (!out)
+		return NULL;
+	while (*s) {
+		size_t l = utf8_char_len((const unsigned char *)s);
+		if (l) {
+			memcpy(o, s, l);
+			o += l;
+			s += l;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+			s++;
+		}
+	}
+	*o = '\0';
+	return out;
+}

@@ -1,0 +1,27 @@
+/*
+ * Exit statuses of diag-attach, documented in --help and in diag-attach(1).
+ * Each failure a user can act on has its own number so scripts can tell
+ * them apart.
+ */
+#ifndef DIAG_CMD_CLI_EXIT_CODES_H
+#define DIAG_CMD_CLI_EXIT_CODES_H
+
+enum exit_code {
+	EXIT_OK = 0,
+	EXIT_VERIFY_FAILED = 1,  /* verify: a member is missing, short or altered */
+	EXIT_USAGE = 2,          /* bad command line */
+	EXIT_NO_PROCESS = 3,     /* no such process (or it exited before capture) */
+	EXIT_ZOMBIE = 4,         /* the process is a zombie */
+	EXIT_KERNEL_THREAD = 5,  /* a kernel thread cannot be traced */
+	EXIT_NOT_PERMITTED = 6,  /* ptrace not permitted (uid, Yama, capabilities) */
+	EXIT_ALREADY_TRACED = 7, /* another tracer (debugger, strace, diag-attach) holds it */
+	EXIT_SELF = 8,           /* the target is diag-attach itself or its tracer */
+	EXIT_OUTPUT_DIR = 9,     /* output directory exists and is not empty, or is unusable */
+	EXIT_WRITE_FAILED = 10,  /* writing the bundle failed (disk full, I/O error) */
+	EXIT_INTERNAL = 11,      /* out of memory or an unexpected failure */
+	EXIT_INTERRUPTED = 12,   /* interrupted while writing; the bundle was abandoned */
+	EXIT_NOT_DUMPABLE = 13,  /* the process is not dumpable (asked not to be inspected); see --force */
+	EXIT_FOREIGN_PROCFS = 14,/* /proc belongs to another pid namespace than ours */
+};
+
+#endif

@@ -1,0 +1,79 @@
+#include "cmd/cli/refuse.h"
+
+#include <unistd.h>
+
+#include "cmd/cli/exit_codes.h"
+#include "cmd/cli/util.h"
+
+/* Say why we cannot capture, in git's style: the failure, then what to do. */
+int capture_refuse(pid_t pid, const struct attach_probe *pr)
+{
+	switch (pr->refusal) {
+	case ATTACH_OK:
+		return EXIT_OK;
+	case ATTACH_NO_SUCH_PROCESS:
+		die_message("cannot attach to pid %d: no such process", (int)pid);
+		return EXIT_NO_PROCESS;
+	case ATTACH_ZOMBIE:
+		die_message("cannot attach to pid %d: it is a zombie (exited, not yet reaped)", (int)pid);
+		hint_message("its parent has not called wait(); there is nothing left to capture");
+		return EXIT_ZOMBIE;
+	case ATTACH_KERNEL_THREAD:
+		die_message("cannot attach to pid %d: it is a kernel thread", (int)pid);
+		return EXIT_KERNEL_THREAD;
+	case ATTACH_SELF:
+		die_message("cannot attach to pid %d: it is diag-attach itself or traces it", (int)pid);
+		hint_message("tracing ourselves or our own tracer would deadlock both; "
+			     "give the pid of another process");
+		return EXIT_SELF;
+	case ATTACH_ALREADY_TRACED:
+		die_message("cannot attach to pid %d: already traced by pid %d (%s)", (int)pid,
+			    (int)pr->tracer_pid, pr->tracer_comm[0] ? pr->tracer_comm : "?");
+		hint_message("a process has one tracer at a time; detach the debugger or wait for it");
+		return EXIT_ALREADY_TRACED;
+	case ATTACH_NOT_PERMITTED:
+		die_message("cannot attach to pid %d: Operation not permitted", (int)pid);
+		if (pr->yama_scope == 3)
+			hint_message("kernel.yama.ptrace_scope=3 forbids all tracing until reboot");
+		else if (pr->target_uid != getuid() && !pr->have_cap_sys_ptrace)
+			hint_message("it belongs to uid %d and we run as uid %d; run as that user or "
+				     "as root (CAP_SYS_PTRACE)",
+				     (int)pr->target_uid, (int)getuid());
+		else if (!pr->dumpable)
+			hint_message("it is not dumpable (setuid or PR_SET_DUMPABLE 0); CAP_SYS_PTRACE is needed");
+		else
+			hint_message("kernel.yama.ptrace_scope=%d; run as root or with CAP_SYS_PTRACE",
+				     pr->yama_scope);
+		return EXIT_NOT_PERMITTED;
+	case ATTACH_FOREIGN_PROCFS:
+		die_message("cannot attach to pid %d: /proc does not belong to this pid namespace",
+			    (int)pid);
+		hint_message("its pids are not ours, so we could read one process and stop another; "
+			     "mount a /proc for this namespace (unshare --mount-proc) or run from the host");
+		return EXIT_FOREIGN_PROCFS;
+	}
+	return EXIT_INTERNAL;
+}
+
+int capture_check_target(pid_t pid, bool force, struct attach_probe *ret)
+{
+	if (attach_target_probe(pid, ret) < 0) {
+		die_message("cannot inspect pid %d", (int)pid);
+		return EXIT_INTERNAL;
+	}
+	if (ret->refusal != ATTACH_OK)
+		return capture_refuse(pid, ret);
+	/* A non-dumpable process (PR_SET_DUMPABLE 0, setuid, changed
+	 * credentials) asked not to be inspected: no core dumps, no ptrace
+	 * without CAP_SYS_PTRACE (the probe refuses it then). Root may still
+	 * trace it, and a bundle is meant to travel (and top shows its
+	 * stacks), so that takes an explicit --force. */
+	if (!ret->dumpable && !force) {
+		die_message("refusing to capture pid %d: it is not dumpable (setuid, or PR_SET_DUMPABLE 0)",
+			    (int)pid);
+		hint_message("it asked not to be inspected and may hold secrets; add --force to capture it anyway");
+		return EXIT_NOT_DUMPABLE;
+	}
+	return EXIT_OK;
+}
+

@@ -1,0 +1,17 @@
+/* Helpers shared by the subcommands: option values and the messages they
+ * print (git's style: "diag-attach: " + the failure, then "hint: " + what
+ * to do). Only cmd/ prints; these are how. */
+#ifndef DIAG_CMD_CLI_UTIL_H
+#define DIAG_CMD_CLI_UTIL_H
+
+#include <stdint.h>
+
+/* Parse "10", "500ms", "30s", "2m", "1h" into nanoseconds. Plain numbers
+ * are seconds (fractions allowed). Returns 0 or -EINVAL. */
+int parse_duration_ns(const char *s, uint64_t *ret);
+
+/* Print "diag-attach: " + message (or "hint: " + message) to stderr. */
+void die_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void hint_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

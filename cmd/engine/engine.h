@@ -1,0 +1,128 @@
+/*
+ * engine: the capture engine. Attach to a process and fill a bundle: a
+ * one-shot consistent snapshot of every thread, or a sampled capture (CPU
+ * and wall-clock profiles, the /proc timeline and its leak watchdog), with
+ * the goroutines of a Go target. It wires attach/ (stop and copy),
+ * symbolize/worker/ (unwind and name, sandboxed), timeline/ and bundle/
+ * together; the subcommands (cmd/capture.c) parse options, call it, and
+ * turn what it returns into messages and exit statuses.
+ *
+ * Errors follow the library rule: 0 or a negative errno, nothing printed
+ * (but the opt-in DIAG_ATTACH_TRACE lines of capture_trace_phase). What
+ * failed is said by the stage (enum capture_stage), so that the caller can
+ * tell "the process exited" (-ESRCH while attaching) from "the disk is
+ * full" (-ENOSPC while writing).
+ *
+ * Stop requests: the caller's SIGINT/SIGTERM/SIGHUP handler counts into
+ * *opt->stop_requests. The sampling loop keeps those three signals blocked
+ * while it works and lets them in only while it sleeps (ppoll), so one that
+ * arrives mid-tick ends the next sleep at once. One request ends the
+ * capture and writes the bundle; two abandon the writing (-EINTR).
+ */
+#ifndef DIAG_CMD_ENGINE_H
+#define DIAG_CMD_ENGINE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attach/attach.h"
+
+#define MAX_ANNOTATIONS 64
+#define MAX_LEAK_THRESHOLDS 32
+#define BINARIES_DEFAULT_CAP (1024ull << 20) /* 1 GiB */
+
+/* What the sampling loop reports a few times a second (for a progress
+ * line on a terminal). */
+struct capture_progress {
+	pid_t pid;
+	uint64_t elapsed_ns;
+	uint64_t duration_ns; /* requested; 0: until stopped */
+	uint64_t samples;
+	size_t threads;
+	double rate_hz;       /* ticks per second so far */
+	bool final;           /* the last report, once sampling ended */
+};
+
+/* A leak the watchdog found, the moment it finds it. */
+struct capture_leak {
+	const char *counter;      /* "rss_bytes", "open_fds", ... */
+	double slope_per_s, first, last;
+	size_t n_samples;
+	const char *bundle_dir;   /* the evidence is in bundle_dir/evidence */
+	const char *evidence;     /* "leak/open_fds-1/" */
+};
+
+struct capture_options {
+	pid_t pid;
+	bool snapshot;
+	uint64_t duration_ns;      /* 0: until a stop request or target exit */
+	unsigned frequency_hz;     /* 0: no stack sampling */
+	uint64_t interval_ns;      /* timeline interval */
+	bool debuginfod;
+	bool record_environ;        /* put the target's environ (redacted) in the manifest */
+	bool force;                 /* capture a non-dumpable process anyway */
+	bool not_dumpable;          /* the probe found it not dumpable (recorded) */
+	bool names_only;            /* --symbols names */
+	uint64_t with_binaries_cap; /* 0: do not copy binaries into the bundle */
+	unsigned watchdog_ms;       /* for the caller, who starts attach's watchdog; 0: none */
+	const char *annotations[MAX_ANNOTATIONS]; /* "key=value" */
+	size_t nannotations;
+	bool leak_watch;
+	bool leak_repeat;
+	unsigned leak_window;
+	const char *leak_thresholds[MAX_LEAK_THRESHOLDS];
+	size_t nleak_thresholds;
+	struct attach_options attach;
+	volatile sig_atomic_t *stop_requests; /* required */
+	/* Told as things happen (NULL: not told); both get callback_arg. */
+	void (*progress)(const struct capture_progress *p, void *arg);
+	void (*leak_found)(const struct capture_leak *l, void *arg);
+	void *callback_arg;
+};
+
+enum capture_stage {
+	CAPTURE_STAGE_NONE,
+	CAPTURE_STAGE_TARGET,   /* opening the target (-ESRCH, -EBUSY: another diag-attach) */
+	CAPTURE_STAGE_SETUP,    /* starting the workers, the manifest (-ENOMEM) */
+	CAPTURE_STAGE_OUTPUT,   /* creating the output directory */
+	CAPTURE_STAGE_ATTACH,   /* attaching, stopping, sampling (-ESRCH, -EPERM, -ENOMEM) */
+	CAPTURE_STAGE_WRITE,    /* writing members (-ENOSPC, ..., -EINTR: abandoned on request) */
+	CAPTURE_STAGE_FINALIZE, /* the manifest and the final fsyncs */
+};
+
+struct capture_session;
+
+/* Open the target, fork the interpretation workers, create the bundle
+ * directory dir (new, or empty and ours) and start the manifest. On
+ * failure *ret_stage says which (TARGET, SETUP or OUTPUT) and nothing is
+ * left behind (dir is not removed if it existed). opt must outlive the
+ * session. 0 or -errno. */
+int capture_session_new(const struct capture_options *opt, const char *dir,
+			struct capture_session **ret, enum capture_stage *ret_stage);
+
+/* Run the capture opt asks for (snapshot or sampling) into the bundle.
+ * 0 or -errno; capture_session_stage() says where it failed. */
+int capture_session_run(struct capture_session *s);
+
+/* Write the manifest (temp file, fsync, rename): from here on the
+ * directory is a bundle. 0 or -errno (stage FINALIZE). */
+int capture_session_finish(struct capture_session *s);
+
+enum capture_stage capture_session_stage(const struct capture_session *s);
+/* Did the target exit while we captured it? */
+bool capture_session_target_exited(const struct capture_session *s);
+
+/* Release everything; a bundle that was not finished is abandoned (its
+ * partial members removed, no manifest). NULL is a no-op. */
+void capture_session_free(struct capture_session *s);
+
+/* With DIAG_ATTACH_TRACE set in the environment, prints "diag-attach:
+ * trace +MS what" to stderr, MS counted from the first call: where the
+ * time of a slow exit goes, on a machine where a profiler cannot be used
+ * on the profiler. Otherwise does nothing. (The one output of the engine:
+ * debug level, asked for by name.) */
+void capture_trace_phase(const char *what);
+
+#endif

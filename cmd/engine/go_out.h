@@ -1,0 +1,57 @@
+/*
+ * go_out: the Go part of a capture. For a Go target, read every goroutine
+ * while the threads are held (attach's while_held hook), then write
+ * goroutine.txt (the runtime's own debug=2 text) and goroutine.pprof (its
+ * debug=0 profile), feed the timeline's goroutine and heap counters, and
+ * name Go functions that the ELF/DWARF symbolizer cannot (stripped binaries).
+ */
+#ifndef DIAG_CMD_ENGINE_GO_OUT_H
+#define DIAG_CMD_ENGINE_GO_OUT_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "attach/attach.h"
+#include "bundle/bundle.h"
+#include "symbolize/symbolize.h"
+#include "symbolize/worker/symtab.h"
+
+struct go_session;
+
+/* NULL when pid is not a Go program (or its runtime cannot be read). */
+struct go_session *go_session_open(pid_t pid);
+void go_session_free(struct go_session *g);
+
+/* Add {version, goroutines_readable} to the manifest's target object. */
+void go_session_describe(struct go_session *g, cJSON *target);
+
+/* Arm opts so the next capture also copies the goroutines. */
+void go_session_arm(struct go_session *g, struct attach_options *opts);
+
+/* Right after the armed capture released the target: copy the stacks of
+ * the parked goroutines, which the pause left out (go_capture_parked()).
+ * The sooner it runs, the fewer goroutines wake before their copy. */
+void go_session_released(struct go_session *g);
+
+/* After the release: write <prefix>goroutine.txt and goroutine.pprof from
+ * the goroutines copied during the last armed capture. 0 when there was
+ * nothing to write; -errno on a bundle write error. */
+int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
+		     const struct symtab *st, cJSON *manifest_go);
+
+/* Cheap counters for the timeline (-1 when unknown). */
+void go_session_counters(struct go_session *g, int64_t *goroutines, int64_t *heap_live);
+
+/* Name the addresses of st that the ELF/DWARF symbolizer could not (a
+ * stripped Go binary) from the runtime's own tables, once, right after
+ * symbolization: the writers then read names from st alone. 0 or -ENOMEM;
+ * g NULL is a no-op. */
+int go_session_name_unnamed(struct go_session *g, struct symtab *st);
+
+/* Frames for addr from the Go runtime's own tables, for PCs the ELF/DWARF
+ * symbolizer could not name. Fills up to max frames (innermost first) with
+ * strings that live until the session is freed. Returns the count. */
+size_t go_session_frames(struct go_session *g, uint64_t addr, struct sym_frame *out, size_t max);
+
+#endif

@@ -1,0 +1,863 @@
+/* The sampled capture: every tick stop every thread, copy registers and
+ * stacks, release, then unwind and aggregate raw PCs. Symbols are resolved
+ * once per distinct PC when the capture ends. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/engine/internal.h"
+#include "bundle/text.h"
+#include "cmd/engine/binaries.h"
+#include "cmd/engine/go_out.h"
+#include "cmd/engine/profile_out.h"
+#include "cmd/engine/snapshot_out.h"
+#include "cmd/engine/stackagg.h"
+#include "cmd/engine/timeline_run.h"
+#include "symbolize/unwind/unwind.h"
+#include "symbolize/worker/interp.h"
+
+/* Pause statistics over hours of sampling in bounded memory: exact max and
+ * count, percentiles from a uniform reservoir of this many stops. */
+#define PAUSE_RESERVOIR 65536
+#define PROGRESS_EVERY_NS 250000000ull
+#define WARM_EVERY_NS 500000000ull
+#define LATE_POLL_NS 2000000ull
+
+struct pause_stats {
+	uint64_t *reservoir;
+	size_t n;
+	uint64_t seen;
+	uint64_t max_ns;
+	uint64_t total_ns; /* every hold added up: the time the target stood still */
+	uint64_t rng;
+};
+
+static void pause_add(struct pause_stats *p, uint64_t ns)
+{
+	p->seen++;
+	p->total_ns += ns;
+	if (ns > p->max_ns)
+		p->max_ns = ns;
+	if (p->n < PAUSE_RESERVOIR) {
+		p->reservoir[p->n++] = ns;
+		return;
+	}
+	/* xorshift: reservoir sampling needs uniform picks, not secrecy. */
+	p->rng ^= p->rng << 13;
+	p->rng ^= p->rng >> 7;
+	p->rng ^= p->rng << 17;
+	uint64_t j = p->rng % p->seen;
+	if (j < PAUSE_RESERVOIR)
+		p->reservoir[j] = ns;
+}
+
+static void pause_json(cJSON *o, struct pause_stats *p)
+{
+	capture_pause_stats_json(o, p->reservoir, p->n);
+	cJSON_ReplaceItemInObject(o, "stops", cJSON_CreateNumber((double)p->seen));
+	if (p->seen)
+		cJSON_ReplaceItemInObject(o, "max_us", cJSON_CreateNumber((double)p->max_ns / 1000.0));
+	cJSON_AddNumberToObject(o, "total_us", (double)p->total_ns / 1000.0);
+}
+
+/* Previous on-CPU time per thread, to tell running from runnable. */
+struct cpu_seen {
+	pid_t tid;
+	uint64_t cpu_ns;
+};
+
+struct cpu_table {
+	struct cpu_seen *slots;
+	size_t cap, used;
+};
+
+/* The slot of tid, or NULL when it has none (and insert is false, or
+ * memory ran out). */
+static struct cpu_seen *cpu_find(struct cpu_table *t, pid_t tid, bool insert);
+
+static struct cpu_seen *cpu_lookup(struct cpu_table *t, pid_t tid)
+{
+	return cpu_find(t, tid, true);
+}
+
+/* Keeps only the threads of pc: a process that churns threads would
+ * otherwise grow the table by every thread it ever had (bench/soak). */
+static void cpu_table_prune(struct cpu_table *t, const struct process_capture *pc)
+{
+	if (t->used <= 2 * pc->nthreads + 1024)
+		return;
+	struct cpu_table kept = {0};
+	for (size_t i = 0; i < pc->nthreads; i++) {
+		struct cpu_seen *old = cpu_find(t, pc->threads[i].tid, false);
+		struct cpu_seen *s = old ? cpu_find(&kept, old->tid, true) : NULL;
+		if (s)
+			s->cpu_ns = old->cpu_ns;
+	}
+	free(t->slots);
+	*t = kept;
+}
+
+static struct cpu_seen *cpu_find(struct cpu_table *t, pid_t tid, bool insert)
+{
+	if (!insert && !t->cap)
+		return NULL;
+	if (insert && t->used * 2 >= t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		struct cpu_seen *s = calloc(cap, sizeof(*s));
+		if (!s)
+			return NULL;
+		for (size_t i = 0; i < t->cap; i++) {
+			if (!t->slots[i].tid)
+				continue;
+			size_t h = (size_t)t->slots[i].tid * 2654435761u % cap;
+			while (s[h].tid)
+				h = (h + 1) % cap;
+			s[h] = t->slots[i];
+		}
+		free(t->slots);
+		t->slots = s;
+		t->cap = cap;
+	}
+	size_t h = (size_t)tid * 2654435761u % t->cap;
+	while (t->slots[h].tid && t->slots[h].tid != tid)
+		h = (h + 1) % t->cap;
+	if (!t->slots[h].tid) {
+		if (!insert)
+			return NULL;
+		t->slots[h].tid = tid;
+		t->slots[h].cpu_ns = UINT64_MAX; /* never seen */
+		t->used++;
+	}
+	return &t->slots[h];
+}
+
+struct sampler {
+	struct capture_session *s;
+	struct attach_options ao;
+	struct process_capture cur, last;
+	struct unwound_stack *stacks, *last_stacks;
+	size_t stacks_cap, last_stacks_cap;
+	struct stackagg *cpu, *wall;
+	struct cpu_table cpu_seen;
+	/* Threads whose samples carry a tid label; past tid_label_cap new
+	 * threads go without one (counted), so that a process that churns
+	 * threads cannot grow the profiles by one entry per thread forever. */
+	struct cpu_table labelled;
+	size_t tid_label_cap;
+	uint64_t unlabelled_samples;
+	struct pause_stats pause;
+	/* Each stopped thread's own hold: with release_each, a thread is
+	 * detached as soon as it is copied, so this is what a busy thread
+	 * feels, while pause above runs to the last thread's release. */
+	struct pause_stats thread_pause;
+	struct timeline_run *timeline;
+	uint64_t period_ns;
+	uint64_t ticks, missed, samples, cpu_samples, errors, unchanged;
+	/* Per-sample budget: the tick's own cost, smoothed. When it takes more
+	 * than half the period the rate halves (and recovers when cheap again),
+	 * so many threads cannot turn sampling into a standing stop. */
+	uint64_t requested_period_ns, tick_cost_ewma_ns;
+	uint64_t one_time_ns; /* this tick's one-off work (loading modules): not its cost */
+	uint64_t tick_hold_ns; /* this tick's hold (cur and last swap at its end) */
+	/* Pause budget (judge_pause): the current window's start, holds and
+	 * ticks, the last window's mean hold, and the shortest period it
+	 * allows; cost_period_ns is what our own cost allows. */
+	uint64_t prev_hold_ns, win_start_ns, win_hold_ns, win_ticks, win_mean_hold_ns;
+	uint64_t pause_floor_ns, cost_period_ns;
+	uint64_t late_samples; /* threads found late, summed over the ticks */
+	cJSON *adaptations;
+	/* Addresses already resolved in the worker during the capture, so the
+	 * end (which must be quick after Ctrl-C) only resolves what is new. */
+	struct addrset *warmed;
+	size_t last_threads;
+	bool have_last, target_exited, prepared_once;
+	int exit_signal_seen;
+};
+
+static int grow_stacks(struct unwound_stack **s, size_t *cap, size_t n)
+{
+	if (*cap >= n)
+		return 0;
+	size_t c = n < 16 ? 16 : n * 2;
+	struct unwound_stack *p = realloc(*s, c * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	*s = p;
+	*cap = c;
+	return 0;
+}
+
+static int collect_new(void *ctx, const uint64_t *pcs, size_t npcs, const char *labels,
+		       const int64_t *values)
+{
+	struct addrset **sets = ctx; /* [0] warmed, [1] new this round */
+	for (size_t i = 0; i < npcs; i++) {
+		uint64_t a = frame_lookup_address(pcs, i);
+		size_t before;
+		addrset_items(sets[0], &before);
+		if (addrset_add(sets[0], a) < 0)
+			return 1;
+		size_t after;
+		addrset_items(sets[0], &after);
+		if (after != before && addrset_add(sets[1], a) < 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Have the symbolization worker resolve, in the background, the addresses
+ * seen since the last round: its cache keeps them, and the final batch
+ * (which must be quick after Ctrl-C) is then mostly cache hits. Skipped
+ * while the previous round is still being worked on. */
+static void warm_symbols(struct sampler *sp)
+{
+	if (!sp->have_last || interp_warm_busy(sp->s->interp))
+		return;
+	if (!sp->warmed && !(sp->warmed = addrset_new()))
+		return;
+	struct addrset *fresh = addrset_new();
+	if (!fresh)
+		return;
+	struct addrset *sets[2] = {sp->warmed, fresh};
+	stackagg_foreach(sp->cpu, collect_new, sets);
+	stackagg_foreach(sp->wall, collect_new, sets);
+	size_t n;
+	const uint64_t *addrs = addrset_items(fresh, &n);
+	if (n)
+		interp_warm(sp->s->interp, sp->last.maps_text, sp->last.maps_len, addrs, n);
+	addrset_free(fresh);
+}
+
+/* Index of tid in a capture's thread list (main thread first, then by
+ * tid: a binary search), or SIZE_MAX. */
+static size_t find_thread_index(const struct process_capture *pc, pid_t tid)
+{
+	size_t lo = 0, hi = pc->nthreads;
+	if (hi && pc->threads[0].tid == pc->pid) {
+		if (tid == pc->pid)
+			return 0;
+		lo = 1;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (pc->threads[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < pc->nthreads && pc->threads[lo].tid == tid ? lo : SIZE_MAX;
+}
+
+/* A thread that has not run since the previous tick was not stopped: its
+ * stack is the one we had then (it cannot have changed without running). */
+static void reuse_idle_stacks(struct sampler *sp)
+{
+	for (size_t i = 0; i < sp->cur.nthreads; i++) {
+		struct thread_capture *tc = &sp->cur.threads[i];
+		if (tc->outcome != THREAD_UNCHANGED)
+			continue;
+		sp->stacks[i].n = 0;
+		size_t j = sp->have_last ? find_thread_index(&sp->last, tc->tid) : SIZE_MAX;
+		if (j == SIZE_MAX)
+			continue;
+		sp->stacks[i] = sp->last_stacks[j];
+		/* Registers too: for the blocked-in-syscall test, and for the final
+		 * snapshot should this be the last capture. */
+		tc->regs = sp->last.threads[j].regs;
+		tc->syscall_nr = sp->last.threads[j].syscall_nr;
+	}
+}
+
+#define BUDGET_SHARE_HIGH 2 /* cost > period / 2: halve the rate */
+#define BUDGET_SHARE_LOW 8  /* cost < period / 8: double it back */
+/* Pause budget: the target may stand still at most 1/PAUSE_SHARE_MAX of
+ * the time (5%), judged over windows of PAUSE_WINDOW_NS (and at once when
+ * a window's budget is spent before its end, or when it stands still
+ * longer than it runs). Past it the period becomes the
+ * requested one doubled until the window's mean hold is 1/PAUSE_SHARE_TARGET
+ * of it (2%); each window that stays under the budget lets it come back
+ * down as far as its mean hold stays under 1/PAUSE_SHARE_BACK (3%). */
+#define PAUSE_SHARE_MAX 20
+#define PAUSE_SHARE_TARGET 50
+#define PAUSE_SHARE_BACK 33
+#define PAUSE_WINDOW_NS 1000000000ull
+#define PAUSE_PERIOD_MAX_NS 10000000000ull
+/* The first ticks warm caches (unwind tables, page cache) and fault in our
+ * buffers: our cost is not judged on them (judge_pause has its own, shorter
+ * warm-up for holds). */
+#define WARMUP_TICKS 5
+#define MAX_ADAPTATIONS_RECORDED 64
+
+static uint64_t pause_floor_for(const struct sampler *sp, uint64_t mean_hold_ns, unsigned share)
+{
+	uint64_t want = mean_hold_ns * share, floor = sp->requested_period_ns;
+	while (floor < want && floor < PAUSE_PERIOD_MAX_NS)
+		floor *= 2;
+	return floor;
+}
+
+/* The target feels our holds, not our cost: with hundreds of threads (each
+ * must be scheduled to reach its stop) one hold can take tens of
+ * milliseconds, and at the requested rate it would stand still most of the
+ * time (py-spy #872). Judged on the time held per window rather than per
+ * tick: on a busy machine holds alternate between microseconds and the stop
+ * deadline, and what the target feels is their sum. */
+static void judge_pause(struct sampler *sp, uint64_t hold_ns, uint64_t at_ns)
+{
+	uint64_t both = sp->prev_hold_ns < hold_ns ? sp->prev_hold_ns : hold_ns;
+	sp->prev_hold_ns = hold_ns;
+	if (sp->ticks >= 2 && both > sp->period_ns) {
+		/* Stopped longer than it runs: no time to lose. */
+		sp->win_mean_hold_ns = both;
+		uint64_t floor = pause_floor_for(sp, both, PAUSE_SHARE_TARGET);
+		if (floor > sp->pause_floor_ns)
+			sp->pause_floor_ns = floor;
+		sp->win_start_ns = at_ns;
+		sp->win_hold_ns = sp->win_ticks = 0;
+		return;
+	}
+	/* The first tick stops idle threads too (later ticks skip them): its
+	 * hold says little about the next ones. Every later hold counts,
+	 * warm-up or not: the target feels them all. */
+	if (sp->ticks <= 1) {
+		sp->win_start_ns = at_ns;
+		return;
+	}
+	sp->win_hold_ns += hold_ns;
+	sp->win_ticks++;
+	uint64_t elapsed = at_ns - sp->win_start_ns;
+	/* A window's whole budget already spent: act now, not at its end
+	 * (two holds of 100 ms in the first 30 ms, say). Otherwise one hold
+	 * alone is no measure of a share of time, unless the period is a
+	 * window or longer: then hold / period is the share (and waiting for a
+	 * second tick would keep a rate lowered in an emergency, 0.2 Hz say,
+	 * low for twice its period after the holds got short again). */
+	bool spent = sp->win_hold_ns > PAUSE_WINDOW_NS / PAUSE_SHARE_MAX;
+	if (!spent && sp->win_ticks < 2 && sp->period_ns < PAUSE_WINDOW_NS)
+		return;
+	if (!spent && elapsed < PAUSE_WINDOW_NS)
+		return;
+	if (elapsed < PAUSE_WINDOW_NS)
+		elapsed = PAUSE_WINDOW_NS;
+	bool over = sp->win_hold_ns > elapsed / PAUSE_SHARE_MAX;
+	sp->win_mean_hold_ns = sp->win_hold_ns / sp->win_ticks;
+	uint64_t floor = pause_floor_for(sp, sp->win_mean_hold_ns,
+					 over ? PAUSE_SHARE_TARGET : PAUSE_SHARE_BACK);
+	if (over ? floor > sp->pause_floor_ns : floor < sp->pause_floor_ns)
+		sp->pause_floor_ns = floor;
+	sp->win_start_ns = at_ns;
+	sp->win_hold_ns = 0;
+	sp->win_ticks = 0;
+}
+
+static void adapt_rate(struct sampler *sp, uint64_t cost_ns, uint64_t hold_ns, uint64_t at_ns)
+{
+	uint64_t p = sp->period_ns;
+	judge_pause(sp, hold_ns, at_ns);
+	/* Our own cost: when a tick takes more than half the period the rate
+	 * halves (and recovers when cheap again). */
+	uint64_t cp = sp->cost_period_ns ? sp->cost_period_ns : sp->requested_period_ns;
+	if (sp->ticks > WARMUP_TICKS) {
+		sp->tick_cost_ewma_ns = sp->tick_cost_ewma_ns
+						? (sp->tick_cost_ewma_ns * 4 + cost_ns) / 5
+						: cost_ns;
+		if (sp->tick_cost_ewma_ns > cp / BUDGET_SHARE_HIGH && cp < 1000000000ull)
+			cp *= 2;
+		else if (sp->tick_cost_ewma_ns < cp / BUDGET_SHARE_LOW && cp > sp->requested_period_ns)
+			cp = cp / 2 < sp->requested_period_ns ? sp->requested_period_ns : cp / 2;
+		sp->cost_period_ns = cp;
+	}
+	sp->period_ns = cp > sp->pause_floor_ns ? cp : sp->pause_floor_ns;
+	if (sp->period_ns == p)
+		return;
+	if (sp->adaptations && cJSON_GetArraySize(sp->adaptations) < MAX_ADAPTATIONS_RECORDED) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "at_s", (double)at_ns / 1e9);
+		cJSON_AddNumberToObject(o, "hz", 1e9 / (double)sp->period_ns);
+		cJSON_AddNumberToObject(o, "tick_cost_us", (double)sp->tick_cost_ewma_ns / 1000.0);
+		cJSON_AddNumberToObject(o, "hold_us", (double)sp->win_mean_hold_ns / 1000.0);
+		cJSON_AddItemToArray(sp->adaptations, o);
+	}
+}
+
+/* One stack tick. Returns 0, -ESRCH when the target is gone, or -errno. */
+/* How many distinct threads get a tid label: every thread the process has
+ * at the first tick twice over, and at least MIN_TID_LABELS. Each labelled
+ * thread costs about 1 KiB of profile entries that stay for the whole
+ * capture (a process creating threads all the time grew the tool by
+ * ~8 MiB an hour before this cap; bench/soak). */
+#define MIN_TID_LABELS 1024
+
+static bool tid_labelled(struct sampler *sp, pid_t tid)
+{
+	if (!sp->tid_label_cap) {
+		size_t twice = 2 * sp->cur.nthreads;
+		sp->tid_label_cap = twice > MIN_TID_LABELS ? twice : MIN_TID_LABELS;
+	}
+	if (cpu_find(&sp->labelled, tid, false))
+		return true;
+	return sp->labelled.used < sp->tid_label_cap && cpu_find(&sp->labelled, tid, true);
+}
+
+static int sample_tick(struct sampler *sp)
+{
+	int r = attach_capture(&sp->s->target, &sp->ao, &sp->cur);
+	sp->late_samples += sp->cur.nlate;
+	sp->tick_hold_ns = sp->cur.hold_ns;
+	if (r < 0) {
+		if (sp->cur.hold_ns) /* it held the target before it failed */
+			pause_add(&sp->pause, sp->cur.hold_ns);
+		return r;
+	}
+	pause_add(&sp->pause, sp->cur.hold_ns);
+	for (size_t i = 0; i < sp->cur.nthreads; i++) {
+		const struct thread_capture *tc = &sp->cur.threads[i];
+		if (tc->outcome == THREAD_CAPTURED && !tc->not_stopped)
+			pause_add(&sp->thread_pause, tc->hold_ns);
+	}
+
+	/* Released: everything below costs the target nothing but shared CPU. */
+	if (!sp->prepared_once) {
+		/* Loading modules takes a while (hundreds of ms): threads this
+		 * first capture left late must not sit stopped through it. */
+		attach_settle_late(sp->ao.stop_timeout_ms);
+		/* Load modules while the target is alive, in case it exits before
+		 * the end: after that /proc/PID/root and map_files are gone. */
+		uint64_t t0 = monotonic_ns();
+		interp_prepare(sp->s->interp, sp->cur.maps_text, sp->cur.maps_len);
+		sp->one_time_ns = monotonic_ns() - t0;
+		sp->prepared_once = true;
+	}
+	if (grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) < 0)
+		return -ENOMEM;
+	interp_unwind(sp->s->interp, &sp->cur, sp->stacks);
+	attach_service_late(); /* late threads that trapped while we unwound */
+	reuse_idle_stacks(sp);
+	sp->unchanged += sp->cur.nunchanged;
+
+	int64_t period = (int64_t)sp->period_ns;
+	for (size_t i = 0; i < sp->cur.nthreads; i++) {
+		struct thread_capture *tc = &sp->cur.threads[i];
+		const struct unwound_stack *st = &sp->stacks[i];
+		if ((tc->outcome != THREAD_CAPTURED && tc->outcome != THREAD_UNCHANGED) || st->n == 0)
+			continue;
+		sp->samples++;
+		/* attach/ already reports S for a thread read as R that the stop
+		 * found asleep in a syscall our previous release had woken. */
+		char state = tc->state;
+		/* The name escaped as in threads.txt (snapshot_out.c says why). */
+		char labels[160], comm[4 * sizeof(tc->comm) + 1], tid[32] = "";
+		escape_text(tc->comm, comm, sizeof(comm));
+		if (tid_labelled(sp, tc->tid))
+			snprintf(tid, sizeof(tid), "tid=%d" LABEL_SEP, (int)tc->tid);
+		else
+			sp->unlabelled_samples++;
+		snprintf(labels, sizeof(labels), "%sthread_comm=%s" LABEL_SEP "state=%c", tid, comm,
+			 state);
+		int64_t wall_values[2] = {1, period};
+		if (stackagg_add(sp->wall, st->pcs, st->n, labels, wall_values) < 0)
+			return -ENOMEM;
+
+		/* On-CPU: the kernel says runnable, and its CPU clock moved since
+		 * we last looked (runnable-but-waiting threads do not count). */
+		struct cpu_seen *seen = cpu_lookup(&sp->cpu_seen, tc->tid);
+		bool advanced = !seen || seen->cpu_ns == UINT64_MAX || tc->cpu_ns == 0 ||
+				tc->cpu_ns > seen->cpu_ns;
+		if (seen)
+			seen->cpu_ns = tc->cpu_ns;
+		if (state == 'R' && advanced) {
+			snprintf(labels, sizeof(labels), "%sthread_comm=%s", tid, comm);
+			int64_t cpu_values[2] = {1, period};
+			if (stackagg_add(sp->cpu, st->pcs, st->n, labels, cpu_values) < 0)
+				return -ENOMEM;
+			sp->cpu_samples++;
+		}
+	}
+	sp->last_threads = sp->cur.nthreads;
+	cpu_table_prune(&sp->cpu_seen, &sp->cur);
+
+	/* A capture taken while the process was exiting (exit_group takes its
+	 * threads away as we go) is no picture of it alive: keep the previous
+	 * one for the final snapshot, and end. */
+	if (!attach_target_alive(&sp->s->target))
+		return -ESRCH;
+
+	/* Keep this capture as "the last moment the target was alive". */
+	struct process_capture tmp = sp->last;
+	sp->last = sp->cur;
+	sp->cur = tmp;
+	struct unwound_stack *ts = sp->last_stacks;
+	size_t tcap = sp->last_stacks_cap;
+	sp->last_stacks = sp->stacks;
+	sp->last_stacks_cap = sp->stacks_cap;
+	sp->stacks = ts;
+	sp->stacks_cap = tcap;
+	sp->have_last = true;
+	return 0;
+}
+
+static void progress(struct sampler *sp, uint64_t elapsed_ns, bool final)
+{
+	const struct capture_options *o = sp->s->opt;
+	if (!o->progress)
+		return;
+	double el = (double)elapsed_ns / 1e9;
+	struct capture_progress p = {
+		.pid = sp->s->target.pid,
+		.elapsed_ns = elapsed_ns,
+		.duration_ns = o->duration_ns,
+		.samples = sp->samples,
+		.threads = sp->last_threads,
+		.rate_hz = el > 0 ? (double)sp->ticks / el : 0,
+		.final = final,
+	};
+	o->progress(&p, o->callback_arg);
+}
+
+/* The stop signals (SIGINT, SIGTERM, SIGHUP) stay blocked while the
+ * sampling loop works and are let in only while it sleeps, atomically
+ * (ppoll): one that arrived during a tick is pending and ends the sleep at
+ * once. Checking a flag and then sleeping loses a signal that lands in
+ * between, and the sleep then lasts a whole period, seconds once the pause
+ * budget has lowered the rate (C1 saw an exit take 7 s). */
+static sigset_t stop_signals_blocked(sigset_t *ret_old)
+{
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop, ret_old);
+	sigset_t open = *ret_old;
+	sigdelset(&open, SIGINT);
+	sigdelset(&open, SIGTERM);
+	sigdelset(&open, SIGHUP);
+	return open;
+}
+
+static void sleep_until(const struct sampler *sp, uint64_t deadline_ns, const sigset_t *open)
+{
+	/* Absolute deadlines: the rate does not drift with our own work. */
+	uint64_t now = monotonic_ns();
+	if (*sp->s->opt->stop_requests || deadline_ns <= now)
+		return;
+	uint64_t left = deadline_ns - now;
+	struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ull),
+			      .tv_nsec = (long)(left % 1000000000ull)};
+	ppoll(NULL, 0, &ts, open);
+}
+
+/* Take the final snapshot (with wait channels) if the target still lives;
+ * otherwise fall back to the last tick's capture, unwound while it lived.
+ * Adds every address the profiles need to set, and symbolizes everything
+ * in one batch. */
+static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t duration)
+{
+	struct capture_session *s = sp->s;
+	/* The final snapshot holds every thread at once: consistent, with wait
+	 * channels, and the goroutine list read from a process standing still. */
+	const struct process_capture *final = NULL;
+	const struct unwound_stack *final_stacks = NULL;
+	int fr = sp->target_exited ? -ESRCH : capture_consistent(s, &sp->ao, &sp->cur);
+	if (fr == 0 && grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) == 0) {
+		pause_add(&sp->pause, sp->cur.hold_ns);
+		interp_unwind(s->interp, &sp->cur, sp->stacks);
+		capture_trace_phase("final unwound");
+		final = &sp->cur;
+		final_stacks = sp->stacks;
+	} else if (sp->have_last) {
+		final = &sp->last;
+		final_stacks = sp->last_stacks;
+	}
+
+	struct addrset *set = addrset_new();
+	int r = set ? 0 : -ENOMEM;
+	if (r == 0 && final)
+		r = snapshot_collect(final, final_stacks, set);
+	if (r == 0)
+		r = profile_out_collect(sp->cpu, set);
+	if (r == 0)
+		r = profile_out_collect(sp->wall, set);
+	struct symtab *st = NULL;
+	if (r == 0) {
+		size_t n;
+		const uint64_t *addrs = addrset_items(set, &n);
+		const struct process_capture *maps = final ? final : &sp->last;
+		r = interp_symbolize(s->interp, maps->maps_text ? maps->maps_text : "",
+				     maps->maps_text ? maps->maps_len : 0, addrs, n, &st);
+		if (r == 0 && s->go)
+			r = go_session_name_unnamed(s->go, st);
+		capture_trace_phase("symbolized");
+	}
+	cJSON *target = cJSON_GetObjectItem(s->manifest, "target");
+	if (r == 0 && final)
+		r = snapshot_write(s->bundle, "", final, final_stacks, st, s->go != NULL);
+	if (r == 0 && final == &sp->cur && s->go)
+		r = go_session_write(s->go, s->bundle, "", st, cJSON_GetObjectItem(target, "go"));
+	if (r == 0 && *s->opt->stop_requests < 2) {
+		static const struct profile_value_type cpu_types[] = {{"samples", "count"},
+								      {"cpu", "nanoseconds"}};
+		static const struct profile_value_type wall_types[] = {{"samples", "count"},
+								       {"wall", "nanoseconds"}};
+		struct profile_spec spec = {
+			.sample_types = cpu_types,
+			.ntypes = 2,
+			.period_type = {"cpu", "nanoseconds"},
+			.period = (int64_t)sp->requested_period_ns,
+			.time_nanos = (int64_t)start_wall,
+			.duration_nanos = (int64_t)duration,
+			.main_named_by_go = s->go != NULL,
+		};
+		uint8_t *gz = NULL;
+		size_t len = 0;
+		r = profile_out_encode(sp->cpu, st, &spec, &gz, &len);
+		if (r == 0)
+			r = bundle_write_member(s->bundle, "cpu.pprof", gz, len);
+		free(gz);
+		if (r == 0 && *s->opt->stop_requests < 2) {
+			spec.sample_types = wall_types;
+			spec.period_type = (struct profile_value_type){"wall", "nanoseconds"};
+			gz = NULL;
+			r = profile_out_encode(sp->wall, st, &spec, &gz, &len);
+			if (r == 0)
+				r = bundle_write_member(s->bundle, "wall.pprof", gz, len);
+			free(gz);
+		}
+	}
+	capture_trace_phase("members written");
+	if (r == 0 && st)
+		cJSON_AddStringToObject(target, "build_id", symtab_main_build_id(st));
+	if (r == 0 && st && s->opt->with_binaries_cap)
+		r = binaries_copy(s->bundle, s->target.pid, st, s->opt->with_binaries_cap,
+				  cJSON_AddObjectToObject(s->manifest, "binaries"));
+	symtab_free(st);
+	addrset_free(set);
+	return r;
+}
+
+static void sampler_release(struct sampler *sp)
+{
+	process_capture_release(&sp->cur);
+	process_capture_release(&sp->last);
+	free(sp->stacks);
+	free(sp->last_stacks);
+	stackagg_free(sp->cpu);
+	stackagg_free(sp->wall);
+	free(sp->cpu_seen.slots);
+	free(sp->labelled.slots);
+	free(sp->pause.reservoir);
+	free(sp->thread_pause.reservoir);
+	timeline_run_free(sp->timeline);
+	cJSON_Delete(sp->adaptations);
+	addrset_free(sp->warmed);
+}
+
+int sampler_run(struct capture_session *s)
+{
+	const struct capture_options *o = s->opt;
+	struct sampler sp = {.s = s, .ao = o->attach};
+	sp.ao.read_wait_details = false;
+	/* Threads that have not run since the last tick are not stopped again,
+	 * and each stopped thread is let go as soon as it is copied. */
+	sp.ao.skip_idle = true;
+	sp.ao.release_each = true;
+	sp.cpu = stackagg_new(2);
+	sp.wall = stackagg_new(2);
+	sp.pause.reservoir = malloc(PAUSE_RESERVOIR * sizeof(uint64_t));
+	sp.pause.rng = monotonic_ns() | 1;
+	sp.thread_pause.reservoir = malloc(PAUSE_RESERVOIR * sizeof(uint64_t));
+	sp.thread_pause.rng = sp.pause.rng ^ 0x9e3779b97f4a7c15ull;
+	if (!sp.cpu || !sp.wall || !sp.pause.reservoir || !sp.thread_pause.reservoir) {
+		sampler_release(&sp);
+		return capture_fail(s, CAPTURE_STAGE_ATTACH, -ENOMEM);
+	}
+	sp.period_ns = o->frequency_hz ? 1000000000ull / o->frequency_hz : 0;
+	sp.requested_period_ns = sp.period_ns;
+	sp.adaptations = cJSON_CreateArray();
+
+	int r = timeline_run_new(s, &sp.timeline);
+	if (r < 0) {
+		sampler_release(&sp);
+		return capture_fail(s, r == -ESRCH ? CAPTURE_STAGE_ATTACH : CAPTURE_STAGE_WRITE, r);
+	}
+
+	uint64_t start = monotonic_ns();
+	uint64_t start_wall = realtime_ns();
+	uint64_t end = o->duration_ns ? start + o->duration_ns : UINT64_MAX;
+	uint64_t next_tick = start;
+	uint64_t next_timeline = start;
+	uint64_t next_progress = start + PROGRESS_EVERY_NS;
+	/* The first round right after the first tick: loading debug info is
+	 * the slow part of the end, and it can run while we sample. */
+	uint64_t next_warm = start;
+	int fatal = 0;
+	enum capture_stage fatal_stage = CAPTURE_STAGE_NONE;
+
+	sigset_t old_mask, open_mask = stop_signals_blocked(&old_mask);
+	while (!*s->opt->stop_requests) {
+		/* Threads left late by a capture are detached the moment they
+		 * trap; between ticks is the earliest we can look. */
+		attach_service_late();
+		uint64_t now = monotonic_ns();
+		if (now >= end)
+			break;
+		if (sp.period_ns && now >= next_tick) {
+			/* A tick that could not start within its own period is
+			 * counted as missed, not merged into this one. */
+			if (now - next_tick >= sp.period_ns) {
+				uint64_t late = (now - next_tick) / sp.period_ns;
+				sp.missed += late;
+				next_tick += late * sp.period_ns;
+			}
+			next_tick += sp.period_ns;
+			sp.ticks++;
+			uint64_t tick_start = monotonic_ns();
+			uint64_t period_before = sp.period_ns;
+			r = sample_tick(&sp);
+			adapt_rate(&sp, monotonic_ns() - tick_start - sp.one_time_ns, sp.tick_hold_ns,
+				   tick_start - start);
+			/* A longer period applies from this tick on, not after
+			 * one more at the old rate. */
+			if (sp.period_ns > period_before)
+				next_tick = tick_start + sp.period_ns;
+			sp.one_time_ns = 0;
+			if (r == -ESRCH || (r < 0 && !attach_target_alive(&s->target))) {
+				sp.target_exited = true;
+				break;
+			}
+			if (r == -ENOMEM) {
+				fatal = r;
+				fatal_stage = CAPTURE_STAGE_ATTACH;
+				break;
+			}
+			if ((r == -EPERM || r == -EACCES) && !sp.have_last) {
+				/* Never captured anything: we are not allowed to. */
+				fatal = r;
+				fatal_stage = CAPTURE_STAGE_ATTACH;
+				break;
+			}
+			if (r < 0)
+				sp.errors++;
+		}
+		if (sp.timeline && now >= next_timeline) {
+			next_timeline += o->interval_ns;
+			if (next_timeline <= now)
+				next_timeline = now + o->interval_ns;
+			r = timeline_run_tick(sp.timeline);
+			if (r == -ESRCH) {
+				sp.target_exited = true;
+				break;
+			}
+			if (r < 0 && r != -ENOMEM) {
+				fatal = r;
+				fatal_stage = CAPTURE_STAGE_WRITE;
+				break;
+			}
+		}
+		now = monotonic_ns();
+		if (now >= next_warm && sp.have_last) {
+			attach_service_late();
+			warm_symbols(&sp);
+			next_warm = monotonic_ns() + WARM_EVERY_NS;
+		}
+		if (now >= next_progress) {
+			progress(&sp, now - start, false);
+			next_progress = now + PROGRESS_EVERY_NS;
+		}
+		if (!sp.period_ns && !sp.timeline) {
+			/* Nothing to sample: wait for the end, a signal or an exit. */
+			if (!attach_target_alive(&s->target)) {
+				sp.target_exited = true;
+				break;
+			}
+			uint64_t wake = now + 100000000ull;
+			sleep_until(&sp, wake < end ? wake : end, &open_mask);
+			continue;
+		}
+		uint64_t wake = end;
+		if (sp.period_ns && next_tick < wake)
+			wake = next_tick;
+		if (sp.timeline && next_timeline < wake)
+			wake = next_timeline;
+		if (next_progress < wake)
+			wake = next_progress;
+		/* A late thread stands still in a ptrace-stop from the moment it
+		 * traps until we detach it: while there are any, look often. */
+		if (attach_service_late() && monotonic_ns() + LATE_POLL_NS < wake)
+			wake = monotonic_ns() + LATE_POLL_NS;
+		sleep_until(&sp, wake, &open_mask);
+		if (sp.timeline == NULL && sp.period_ns == 0)
+			continue;
+	}
+	/* A stop signal pending now is handled here (counted, so a second
+	 * Ctrl-C during the writing still abandons it). */
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	uint64_t duration = monotonic_ns() - start;
+	capture_trace_phase(*s->opt->stop_requests ? "sampling ended: stop requested" : "sampling ended");
+	progress(&sp, duration, true);
+	if (!sp.target_exited && !attach_target_alive(&s->target))
+		sp.target_exited = true;
+
+	s->target_exited = sp.target_exited;
+	if (fatal) {
+		sampler_release(&sp);
+		return capture_fail(s, fatal_stage, fatal);
+	}
+
+	attach_service_late();
+	/* The target is released: from here on only our own work remains. */
+	r = 0;
+	if (o->frequency_hz)
+		r = write_outputs(&sp, start_wall, duration);
+	if (r == 0 && sp.timeline)
+		r = timeline_run_finish(sp.timeline, s->manifest);
+	if (r < 0) {
+		r = capture_fail(s, CAPTURE_STAGE_WRITE, r);
+	} else {
+		cJSON *m = s->manifest;
+		cJSON_AddStringToObject(m, "mode", "sample");
+		cJSON *cap = cJSON_AddObjectToObject(m, "capture");
+		cJSON_AddNumberToObject(cap, "frequency_hz", o->frequency_hz);
+		cJSON_AddNumberToObject(cap, "duration_requested_s",
+					o->duration_ns ? (double)o->duration_ns / 1e9 : 0);
+		cJSON_AddNumberToObject(cap, "duration_s", (double)duration / 1e9);
+		cJSON_AddNumberToObject(cap, "interval_s", (double)o->interval_ns / 1e9);
+		cJSON_AddNumberToObject(cap, "ticks", (double)sp.ticks);
+		cJSON_AddNumberToObject(cap, "missed_ticks", (double)sp.missed);
+		cJSON_AddNumberToObject(cap, "achieved_hz",
+					duration ? (double)sp.ticks / ((double)duration / 1e9) : 0);
+		cJSON_AddNumberToObject(cap, "thread_samples", (double)sp.samples);
+		cJSON_AddNumberToObject(cap, "cpu_samples", (double)sp.cpu_samples);
+		cJSON_AddNumberToObject(cap, "failed_ticks", (double)sp.errors);
+		/* Threads that could not be stopped by the deadline (in D, or not
+		 * scheduled), counted once per tick that found them so. */
+		cJSON_AddNumberToObject(cap, "late_thread_samples", (double)sp.late_samples);
+		cJSON_AddNumberToObject(cap, "idle_thread_samples_not_stopped", (double)sp.unchanged);
+		/* Samples of threads beyond the first tid_labels_max seen: they
+		 * carry no tid label (thread_comm still). */
+		cJSON_AddNumberToObject(cap, "tid_labels_max", (double)sp.tid_label_cap);
+		cJSON_AddNumberToObject(cap, "samples_without_tid", (double)sp.unlabelled_samples);
+		cJSON_AddNumberToObject(cap, "final_hz", sp.period_ns ? 1e9 / (double)sp.period_ns : 0);
+		cJSON_AddItemToObject(cap, "rate_adaptations", sp.adaptations);
+		sp.adaptations = NULL;
+		cJSON_AddNumberToObject(cap, "threads_reaped", (double)attach_reaped_threads());
+		cJSON_AddBoolToObject(cap, "no_interrupt_blocked", o->attach.no_interrupt_blocked);
+		cJSON_AddNumberToObject(cap, "stack_bytes_max", (double)o->attach.stack_bytes_max);
+		cJSON_AddNumberToObject(cap, "stop_timeout_ms", o->attach.stop_timeout_ms);
+		const char *ended = sp.target_exited ? "target_exited"
+				    : *s->opt->stop_requests ? "signal"
+				    : o->duration_ns ? "duration" : "signal";
+		cJSON_AddStringToObject(cap, "ended_by", ended);
+		cJSON_AddBoolToObject(m, "target_exited", sp.target_exited);
+		cJSON *pause = cJSON_AddObjectToObject(m, "pause");
+		pause_json(pause, &sp.pause);
+		pause_json(cJSON_AddObjectToObject(pause, "per_thread"), &sp.thread_pause);
+	}
+	sampler_release(&sp);
+	return r;
+}

@@ -1,0 +1,246 @@
+/* The capture session: open the target, the workers and the bundle, run a
+ * snapshot or a sampled capture, finish the manifest. The sampled capture
+ * lives in sampler.c. */
+#include "cmd/engine/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bundle/text.h"
+#include "cmd/engine/binaries.h"
+#include "cmd/engine/go_out.h"
+#include "cmd/engine/snapshot_out.h"
+#include "cmd/engine/target_info.h"
+#include "symbolize/worker/interp.h"
+#include "version.h"
+
+int capture_fail(struct capture_session *s, enum capture_stage stage, int err)
+{
+	s->stage = stage;
+	return err;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+void capture_pause_stats_json(cJSON *o, uint64_t *holds_ns, size_t n)
+{
+	cJSON_AddNumberToObject(o, "stops", (double)n);
+	if (n == 0)
+		return;
+	qsort(holds_ns, n, sizeof(*holds_ns), cmp_u64);
+	size_t p99 = (n * 99 + 99) / 100;
+	if (p99 >= n)
+		p99 = n - 1;
+	cJSON_AddNumberToObject(o, "p50_us", (double)holds_ns[n / 2] / 1000.0);
+	cJSON_AddNumberToObject(o, "p99_us", (double)holds_ns[p99] / 1000.0);
+	cJSON_AddNumberToObject(o, "max_us", (double)holds_ns[n - 1] / 1000.0);
+}
+
+int capture_consistent(struct capture_session *s, const struct attach_options *base,
+		       struct process_capture *pc)
+{
+	struct attach_options ao = *base;
+	ao.read_wait_details = true;
+	ao.skip_idle = false;
+	ao.release_each = false;
+	if (s->go)
+		go_session_arm(s->go, &ao);
+	int r = attach_capture(&s->target, &ao, pc);
+	if (s->go)
+		go_session_released(s->go);
+	/* Late threads must not sit stopped while we unwind and symbolize. */
+	attach_settle_late(ao.stop_timeout_ms);
+	capture_trace_phase("captured and released");
+	return r;
+}
+
+static int run_snapshot(struct capture_session *s)
+{
+	struct process_capture pc = {0};
+	int r = capture_consistent(s, &s->opt->attach, &pc);
+	if (r < 0) {
+		process_capture_release(&pc);
+		return capture_fail(s, CAPTURE_STAGE_ATTACH, r);
+	}
+
+	/* The target runs again from here on: unwinding and symbols cost it
+	 * nothing but the CPU we share with it. */
+	struct symtab *st = NULL;
+	r = snapshot_finish(s->bundle, "", &pc, NULL, s->interp, s->go,
+			    cJSON_GetObjectItem(s->manifest, "target"), &st);
+	if (r == 0 && s->opt->with_binaries_cap)
+		r = binaries_copy(s->bundle, s->target.pid, st, s->opt->with_binaries_cap,
+				  cJSON_AddObjectToObject(s->manifest, "binaries"));
+	symtab_free(st);
+	capture_trace_phase("snapshot members written");
+	if (r < 0) {
+		process_capture_release(&pc);
+		return capture_fail(s, CAPTURE_STAGE_WRITE, r);
+	}
+	cJSON_AddStringToObject(s->manifest, "mode", "snapshot");
+
+	uint64_t max = 0, total = 0;
+	size_t captured = 0;
+	for (size_t i = 0; i < pc.nthreads; i++) {
+		if (pc.threads[i].outcome != THREAD_CAPTURED)
+			continue;
+		captured++;
+		total += pc.threads[i].hold_ns;
+		if (pc.threads[i].hold_ns > max)
+			max = pc.threads[i].hold_ns;
+	}
+	cJSON *pause = cJSON_AddObjectToObject(s->manifest, "pause");
+	cJSON_AddNumberToObject(pause, "threads", (double)captured);
+	cJSON_AddNumberToObject(pause, "process_hold_us", (double)pc.hold_ns / 1000.0);
+	cJSON_AddNumberToObject(pause, "thread_hold_max_us", (double)max / 1000.0);
+	cJSON_AddNumberToObject(pause, "thread_hold_total_us", (double)total / 1000.0);
+	cJSON_AddNumberToObject(pause, "late_threads", (double)pc.nlate);
+	cJSON_AddNumberToObject(pause, "exited_threads", (double)pc.ngone);
+	process_capture_release(&pc);
+	return 0;
+}
+
+static cJSON *annotations_json(const struct capture_options *o)
+{
+	cJSON *a = cJSON_CreateObject();
+	for (size_t i = 0; a && i < o->nannotations; i++) {
+		const char *eq = strchr(o->annotations[i], '=');
+		if (!eq)
+			continue;
+		char key[256];
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - o->annotations[i]), o->annotations[i]);
+		cJSON_DeleteItemFromObject(a, key);
+		cJSON_AddStringToObject(a, key, eq + 1);
+	}
+	return a;
+}
+
+static cJSON *initial_manifest(struct capture_session *s)
+{
+	cJSON *m = cJSON_CreateObject();
+	if (!m)
+		return NULL;
+	char id[37];
+	make_uuid(id);
+	cJSON_AddStringToObject(m, "bundle_id", id);
+	cJSON *tool = cJSON_AddObjectToObject(m, "tool");
+	cJSON_AddStringToObject(tool, "name", "diag-attach");
+	cJSON_AddStringToObject(tool, "version", DIAG_ATTACH_VERSION);
+	cJSON *target = target_info_json(&s->target, s->opt->record_environ);
+	if (target && s->go)
+		go_session_describe(s->go, target);
+	if (target && s->opt->not_dumpable)
+		cJSON_AddFalseToObject(target, "dumpable");
+	cJSON_AddItemToObject(m, "target", target);
+	cJSON_AddItemToObject(m, "host", host_info_json());
+	char when[32];
+	format_rfc3339_ms(s->started_wall_ns, when);
+	cJSON_AddStringToObject(m, "started_at", when);
+	cJSON_AddItemToObject(m, "annotations", annotations_json(s->opt));
+	return m;
+}
+
+int capture_session_new(const struct capture_options *opt, const char *dir,
+			struct capture_session **ret, enum capture_stage *ret_stage)
+{
+	struct capture_session *s = calloc(1, sizeof(*s));
+	if (!s) {
+		*ret_stage = CAPTURE_STAGE_SETUP;
+		return -ENOMEM;
+	}
+	s->opt = opt;
+	s->started_wall_ns = realtime_ns();
+	s->symopt.allow_debuginfod = opt->debuginfod;
+	s->symopt.names_only = opt->names_only;
+	int r = attach_target_open(opt->pid, &s->target);
+	if (r < 0) {
+		free(s);
+		*ret_stage = CAPTURE_STAGE_TARGET;
+		return r;
+	}
+	/* A Go target gets its goroutines read too. Parsing its binary happens
+	 * here, before anything is stopped. */
+	capture_trace_phase("target opened");
+	s->go = go_session_open(opt->pid);
+	/* Unwinding and symbols run in a sandboxed worker, forked before we
+	 * hold anything. */
+	r = interp_new(opt->pid, &s->symopt, &s->interp);
+	capture_trace_phase("worker started");
+	if (r == 0) {
+		s->manifest = initial_manifest(s);
+		if (!s->manifest)
+			r = -ENOMEM;
+	}
+	if (r < 0) {
+		capture_session_free(s);
+		*ret_stage = CAPTURE_STAGE_SETUP;
+		return r;
+	}
+	/* Create the output before attaching: an unusable directory must fail
+	 * before we pause anything. */
+	r = bundle_create(dir, &s->bundle);
+	if (r < 0) {
+		capture_session_free(s);
+		*ret_stage = CAPTURE_STAGE_OUTPUT;
+		return r;
+	}
+	capture_trace_phase("bundle directory created");
+	*ret = s;
+	return 0;
+}
+
+int capture_session_run(struct capture_session *s)
+{
+	capture_trace_phase("ready to capture");
+	int r = s->opt->snapshot ? run_snapshot(s) : sampler_run(s);
+	if (r < 0)
+		return r;
+	interp_describe(s->interp, cJSON_AddObjectToObject(s->manifest, "interpretation"));
+	/* A second stop request while we wrote: abandon, as asked. */
+	if (*s->opt->stop_requests >= 2)
+		return capture_fail(s, CAPTURE_STAGE_WRITE, -EINTR);
+	return 0;
+}
+
+int capture_session_finish(struct capture_session *s)
+{
+	char when[32];
+	format_rfc3339_ms(realtime_ns(), when);
+	cJSON_AddStringToObject(s->manifest, "ended_at", when);
+	int r = bundle_finalize(s->bundle, s->manifest);
+	capture_trace_phase("bundle finalized");
+	/* bundle_finalize takes both, whatever it returns. */
+	s->manifest = NULL;
+	s->bundle = NULL;
+	return r < 0 ? capture_fail(s, CAPTURE_STAGE_FINALIZE, r) : 0;
+}
+
+enum capture_stage capture_session_stage(const struct capture_session *s)
+{
+	return s->stage;
+}
+
+bool capture_session_target_exited(const struct capture_session *s)
+{
+	return s->target_exited;
+}
+
+void capture_session_free(struct capture_session *s)
+{
+	if (!s)
+		return;
+	if (s->bundle)
+		bundle_abandon(s->bundle);
+	cJSON_Delete(s->manifest);
+	interp_free(s->interp);
+	capture_trace_phase("worker gone");
+	go_session_free(s->go);
+	attach_target_close(&s->target);
+	free(s);
+}

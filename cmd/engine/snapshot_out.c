@@ -1,0 +1,233 @@
+#include "cmd/engine/snapshot_out.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/engine/go_out.h"
+#include "cmd/engine/profile_out.h"
+#include "cmd/engine/stackagg.h"
+#include "bundle/text.h"
+#include "cmd/engine/internal.h"
+
+static const char *basename_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static void print_frame_line(FILE *f, unsigned *frame_no, uint64_t pc, uint64_t lookup,
+			     const struct sym_location *loc)
+{
+	const char *module = loc && loc->module ? basename_of(loc->module->path) : "??";
+	/* Module paths, function and file names come from the target's files:
+	 * escaped, so that none of them can break or forge a line. */
+	if (!loc || loc->nframes == 0) {
+		/* Never blank: module+offset is enough to symbolize later. */
+		fprintf(f, "#%-3u 0x%016llx  ", (*frame_no)++, (unsigned long long)pc);
+		if (loc && loc->module) {
+			escape_text_put(module, f);
+			fprintf(f, "+0x%llx\n", (unsigned long long)loc->module_offset);
+		} else {
+			fputs("??\n", f);
+		}
+		return;
+	}
+	for (size_t i = 0; i < loc->nframes; i++) {
+		const struct sym_frame *fr = &loc->frames[i];
+		fprintf(f, "#%-3u 0x%016llx  ", (*frame_no)++, (unsigned long long)pc);
+		if (fr->function) {
+			escape_text_put(fr->function, f);
+			if (!fr->inlined)
+				fprintf(f, "+0x%llx", (unsigned long long)(fr->function_offset + (pc - lookup)));
+		} else {
+			escape_text_put(module, f);
+			fprintf(f, "+0x%llx", (unsigned long long)loc->module_offset);
+		}
+		if (fr->file) {
+			fputs("  (", f);
+			escape_text_put(fr->file, f);
+			fprintf(f, ":%d)", fr->line);
+		}
+		if (fr->inlined)
+			fputs("  [inlined]", f);
+		fputs("  ", f);
+		escape_text_put(module, f);
+		fputc('\n', f);
+	}
+}
+
+static void print_thread_header(FILE *f, const struct thread_capture *tc)
+{
+	/* The name is the thread's own choice (prctl, /proc/.../comm): escaped,
+	 * one thread stays one line ("a\nThread 1 ..." would forge another). */
+	char comm[4 * sizeof(tc->comm) + 1];
+	fprintf(f, "Thread %d \"%s\" (state %c)", (int)tc->tid,
+		escape_text(tc->comm, comm, sizeof(comm)), tc->state ? tc->state : '?');
+	if (tc->group_stopped)
+		fputs(" [stopped by job control]", f);
+	if (tc->not_stopped)
+		fputs(" [blocked: sampled from /proc without stopping it]", f);
+	if (tc->delivered_signal)
+		fprintf(f, " [signal %d delivered during capture]", tc->delivered_signal);
+	fputc('\n', f);
+	if (tc->outcome == THREAD_CAPTURED && tc->syscall_nr >= 0 && tc->state != 'R') {
+		const char *name = attach_syscall_name(tc->syscall_nr);
+		if (name)
+			fprintf(f, "    in syscall: %s", name);
+		else
+			fprintf(f, "    in syscall: %ld", tc->syscall_nr);
+		if (tc->wchan[0])
+			fprintf(f, "  wchan: %s", tc->wchan);
+		fputc('\n', f);
+	} else if (tc->wchan[0]) {
+		fprintf(f, "    wchan: %s\n", tc->wchan);
+	}
+}
+
+int snapshot_collect(const struct process_capture *pc, const struct unwound_stack *stacks,
+		     struct addrset *set)
+{
+	for (size_t i = 0; i < pc->nthreads; i++)
+		for (size_t k = 0; k < stacks[i].n; k++)
+			if (addrset_add(set, frame_lookup_address(stacks[i].pcs, k)) < 0)
+				return -ENOMEM;
+	return 0;
+}
+
+int snapshot_write(struct bundle *b, const char *prefix, const struct process_capture *pc,
+		   const struct unwound_stack *stacks, const struct symtab *st,
+		   bool main_named_by_go)
+{
+	char *text = NULL;
+	size_t text_len = 0;
+	FILE *f = open_memstream(&text, &text_len);
+	struct stackagg *agg = stackagg_new(1);
+	int r = 0;
+	if (!f || !agg) {
+		r = -ENOMEM;
+		goto out;
+	}
+
+	size_t captured = 0;
+	for (size_t i = 0; i < pc->nthreads; i++)
+		captured += pc->threads[i].outcome == THREAD_CAPTURED;
+	char when[32];
+	format_rfc3339_ms(pc->wall_ns, when);
+	fprintf(f, "Process %d: %zu threads captured at %s, all held at once for %llu us\n",
+		(int)pc->pid, captured, when, (unsigned long long)(pc->hold_ns / 1000));
+	if (pc->nlate)
+		fprintf(f, "%zu thread(s) could not be stopped in time and are shown without a stack\n",
+			pc->nlate);
+	fputc('\n', f);
+
+	for (size_t i = 0; i < pc->nthreads; i++) {
+		const struct thread_capture *tc = &pc->threads[i];
+		print_thread_header(f, tc);
+		if (tc->outcome != THREAD_CAPTURED) {
+			fputs("    (not stopped before the deadline: no stack)\n\n", f);
+			continue;
+		}
+		const uint64_t *pcs = stacks[i].pcs;
+		size_t n = stacks[i].n;
+		bool truncated = stacks[i].truncated;
+		unsigned frame_no = 0;
+		for (size_t k = 0; k < n; k++) {
+			uint64_t lookup = frame_lookup_address(pcs, k);
+			const struct sym_location *loc = symtab_lookup(st, lookup);
+			print_frame_line(f, &frame_no, pcs[k], lookup, loc);
+		}
+		if (truncated)
+			fputs("    ... (stack truncated: unwinding stopped early)\n", f);
+		fputc('\n', f);
+
+		/* Escaped as in the header: a raw LABEL_SEP in a name would add a
+		 * label of the thread's choosing. */
+		char labels[160], comm[4 * sizeof(tc->comm) + 1];
+		snprintf(labels, sizeof(labels), "tid=%d" LABEL_SEP "thread_comm=%s" LABEL_SEP "state=%c",
+			 (int)tc->tid, escape_text(tc->comm, comm, sizeof(comm)),
+			 tc->state ? tc->state : '?');
+		int64_t one = 1;
+		if (n > 0 && stackagg_add(agg, pcs, n, labels, &one) < 0) {
+			r = -ENOMEM;
+			goto out;
+		}
+	}
+	if (fclose(f) != 0) {
+		f = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+	f = NULL;
+
+	char name[256];
+	snprintf(name, sizeof(name), "%sthreads.txt", prefix);
+	r = bundle_write_member(b, name, text, text_len);
+	if (r < 0)
+		goto out;
+
+	static const struct profile_value_type types[] = {{"threads", "count"}};
+	struct profile_spec spec = {
+		.sample_types = types,
+		.ntypes = 1,
+		.period_type = {"threads", "count"},
+		.period = 1,
+		.time_nanos = (int64_t)pc->wall_ns,
+		.duration_nanos = (int64_t)pc->hold_ns,
+		.main_named_by_go = main_named_by_go,
+	};
+	uint8_t *gz = NULL;
+	size_t gz_len = 0;
+	r = profile_out_encode(agg, st, &spec, &gz, &gz_len);
+	if (r == 0) {
+		snprintf(name, sizeof(name), "%sthreads.pprof", prefix);
+		r = bundle_write_member(b, name, gz, gz_len);
+	}
+	free(gz);
+out:
+	if (f)
+		fclose(f);
+	free(text);
+	stackagg_free(agg);
+	return r;
+}
+
+int snapshot_finish(struct bundle *b, const char *prefix, const struct process_capture *pc,
+		    const struct unwound_stack *stacks, struct interp *in, struct go_session *go,
+		    cJSON *target_json, struct symtab **ret_st)
+{
+	struct unwound_stack *own = NULL;
+	if (!stacks) {
+		own = calloc(pc->nthreads ? pc->nthreads : 1, sizeof(*own));
+		if (!own)
+			return -ENOMEM;
+		interp_unwind(in, pc, own);
+		stacks = own;
+	}
+	struct addrset *set = addrset_new();
+	struct symtab *st = NULL;
+	int r = set ? snapshot_collect(pc, stacks, set) : -ENOMEM;
+	if (r == 0) {
+		size_t n;
+		const uint64_t *addrs = addrset_items(set, &n);
+		r = interp_symbolize(in, pc->maps_text, pc->maps_len, addrs, n, &st);
+		if (r == 0)
+			r = go_session_name_unnamed(go, st);
+	}
+	if (r == 0)
+		r = snapshot_write(b, prefix, pc, stacks, st, go != NULL);
+	if (r == 0 && go)
+		r = go_session_write(go, b, prefix, st,
+				     target_json ? cJSON_GetObjectItem(target_json, "go") : NULL);
+	if (r == 0 && target_json && !cJSON_GetObjectItem(target_json, "build_id"))
+		cJSON_AddStringToObject(target_json, "build_id", symtab_main_build_id(st));
+	if (ret_st && r == 0) {
+		*ret_st = st;
+		st = NULL;
+	}
+	symtab_free(st);
+	addrset_free(set);
+	free(own);
+	return r;
+}

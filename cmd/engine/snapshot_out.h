@@ -1,0 +1,40 @@
+/*
+ * snapshot_out: write a thread snapshot (threads.txt + threads.pprof) from
+ * a process capture, after the target has been released.
+ */
+#ifndef DIAG_CMD_ENGINE_SNAPSHOT_OUT_H
+#define DIAG_CMD_ENGINE_SNAPSHOT_OUT_H
+
+#include <cjson/cJSON.h>
+
+#include "attach/attach.h"
+#include "bundle/bundle.h"
+#include "symbolize/worker/interp.h"
+#include "symbolize/worker/symtab.h"
+
+/* Write the stacks, named from st (a Go target's unnamed PCs already
+ * named in st by go_session_name_unnamed; main_named_by_go says so in the
+ * profile's mapping), as <prefix>threads.txt and
+ * <prefix>threads.pprof into b. prefix is "" or a subdirectory like
+ * "leak/open_fds-1/". Returns 0 or -errno (a write error from the bundle is
+ * passed through). */
+struct go_session;
+int snapshot_write(struct bundle *b, const char *prefix, const struct process_capture *pc,
+		   const struct unwound_stack *stacks, const struct symtab *st,
+		   bool main_named_by_go);
+
+/* Everything after a capture: unwind pc (in the worker) unless stacks is
+ * given (already unwound, e.g. while the target was alive), resolve the
+ * symbols, write threads.* (and goroutine.* when go is armed) under prefix.
+ * The main module's build-id goes into target_json when it is not NULL.
+ * With ret_st, the symbol table is handed to the caller (who frees it).
+ * Returns 0 or -errno (bundle write errors passed through). */
+int snapshot_finish(struct bundle *b, const char *prefix, const struct process_capture *pc,
+		    const struct unwound_stack *stacks, struct interp *in, struct go_session *go,
+		    cJSON *target_json, struct symtab **ret_st);
+
+/* Add every address snapshot_write will look up to set. 0 or -ENOMEM. */
+int snapshot_collect(const struct process_capture *pc, const struct unwound_stack *stacks,
+		     struct addrset *set);
+
+#endif

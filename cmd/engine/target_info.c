@@ -1,0 +1,281 @@
+#include "cmd/engine/target_info.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "bundle/bundle.h"
+#include "bundle/text.h"
+
+#define CMDLINE_MAX (64 * 1024)
+#define ARGV_MAX 4096
+
+static uint64_t boot_time_s(void)
+{
+	FILE *f = fopen("/proc/stat", "re");
+	if (!f)
+		return 0;
+	char line[256];
+	uint64_t btime = 0;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "btime ", 6) == 0) {
+			btime = strtoull(line + 6, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return btime;
+}
+
+/* Read a NUL-separated /proc file (cmdline, environ) of the target: up to
+ * CMDLINE_MAX bytes, split into at most ARGV_MAX strings pointing into
+ * *ret_buf (caller frees). Returns the count; 0 when unreadable. */
+static size_t read_nul_list(const struct attach_target *t, const char *name, char **ret_buf,
+			    char **list)
+{
+	*ret_buf = NULL;
+	int fd = openat(t->proc_dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char *buf = malloc(CMDLINE_MAX + 1);
+	ssize_t len = 0;
+	if (buf) {
+		ssize_t n;
+		while (len < CMDLINE_MAX && (n = read(fd, buf + len, (size_t)(CMDLINE_MAX - len))) > 0)
+			len += n;
+		buf[len] = '\0';
+	}
+	close(fd);
+	if (!buf)
+		return 0;
+	size_t count = 0;
+	for (ssize_t off = 0; off < len && count < ARGV_MAX;) {
+		list[count++] = buf + off;
+		off += (ssize_t)strlen(buf + off) + 1;
+	}
+	*ret_buf = buf;
+	return count;
+}
+
+/* A JSON string of s, which the target wrote: JSON must be UTF-8. */
+static void add_target_string(cJSON *arr_or_obj, const char *key, const char *s)
+{
+	char *clean = utf8_sanitize(s);
+	if (!clean)
+		return;
+	if (key)
+		cJSON_AddStringToObject(arr_or_obj, key, clean);
+	else
+		cJSON_AddItemToArray(arr_or_obj, cJSON_CreateString(clean));
+	free(clean);
+}
+
+static cJSON *argv_json(const struct attach_target *t)
+{
+	cJSON *arr = cJSON_CreateArray();
+	if (!arr)
+		return NULL;
+	char *buf = NULL, **args = malloc(ARGV_MAX * sizeof(*args));
+	size_t argc = args ? read_nul_list(t, "cmdline", &buf, args) : 0;
+	if (argc) {
+		/* argv often carries credentials: only the redacted form is kept. */
+		char **red = bundle_redact_argv(args, argc);
+		if (red) {
+			for (size_t i = 0; i < argc; i++)
+				add_target_string(arr, NULL, red[i]);
+			bundle_redacted_free(red, argc);
+		}
+	}
+	/* Also when empty (a zombie leader's cmdline): the buffer was read. */
+	free(buf);
+	free(args);
+	return arr;
+}
+
+/*
+ * One environment entry, redacted with the argv rules (bundle.h): a
+ * variable whose name says credential (AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN)
+ * keeps only its name; any other value is redacted word by word as if it
+ * were a command line, so JAVA_TOOL_OPTIONS="-Dx.password=..." and
+ * "--token x" inside a value go too, and so do URL passwords and
+ * recognizable tokens (JWTs, AKIA...) anywhere. NULL on ENOMEM.
+ */
+static char *redact_env_entry(const char *entry)
+{
+	char *whole_in[2] = {"", (char *)entry};
+	char **whole = bundle_redact_argv(whole_in, 2);
+	if (!whole)
+		return NULL;
+	const char *eq = strchr(entry, '=');
+	size_t klen = eq ? (size_t)(eq - entry) : 0;
+	/* A rule took the whole entry (a PEM private key): keep the name. */
+	if (eq && strcmp(whole[1], BUNDLE_REDACTED) == 0) {
+		char *r = malloc(klen + sizeof("=" BUNDLE_REDACTED));
+		if (r)
+			sprintf(r, "%.*s=%s", (int)klen, entry, BUNDLE_REDACTED);
+		bundle_redacted_free(whole, 2);
+		return r;
+	}
+	/* The name rule fired: "KEY=[REDACTED]" and nothing else. */
+	if (!eq || (strncmp(whole[1], entry, klen + 1) == 0 &&
+		    strcmp(whole[1] + klen + 1, BUNDLE_REDACTED) == 0)) {
+		char *r = whole[1];
+		whole[1] = NULL;
+		bundle_redacted_free(whole, 2);
+		return r;
+	}
+	bundle_redacted_free(whole, 2);
+
+	/* Words of the value, with "" as argv[0] (kept verbatim by the rules). */
+	const char *value = eq + 1;
+	size_t nwords = 1;
+	for (const char *p = value; *p;) {
+		p += strspn(p, " \t");
+		if (*p) {
+			nwords++;
+			p += strcspn(p, " \t");
+		}
+	}
+	char **words = calloc(nwords, sizeof(*words));
+	char *copy = strdup(value);
+	char **red = NULL;
+	char *out = NULL;
+	if (!words || !copy)
+		goto done;
+	words[0] = "";
+	size_t w = 1;
+	for (char *p = copy; *p;) {
+		p += strspn(p, " \t");
+		if (!*p)
+			break;
+		words[w++] = p;
+		p += strcspn(p, " \t");
+		if (*p)
+			*p++ = '\0';
+	}
+	red = bundle_redact_argv(words, nwords);
+	if (!red)
+		goto done;
+	/* Rebuild with the original separators between the redacted words. */
+	size_t len = klen + 2;
+	for (size_t i = 1; i < nwords; i++)
+		len += strlen(red[i]);
+	len += strlen(value);
+	out = malloc(len);
+	if (!out)
+		goto done;
+	memcpy(out, entry, klen + 1);
+	char *o = out + klen + 1;
+	w = 1;
+	for (const char *p = value; *p;) {
+		size_t sep = strspn(p, " \t");
+		memcpy(o, p, sep);
+		o += sep;
+		p += sep;
+		if (!*p)
+			break;
+		size_t rl = strlen(red[w]);
+		memcpy(o, red[w], rl);
+		o += rl;
+		w++;
+		p += strcspn(p, " \t");
+	}
+	*o = '\0';
+done:
+	bundle_redacted_free(red, nwords);
+	free(copy);
+	free(words);
+	return out;
+}
+
+/* environ, only on request (--record-environ): each entry redacted. */
+static cJSON *environ_json(const struct attach_target *t)
+{
+	cJSON *arr = cJSON_CreateArray();
+	if (!arr)
+		return NULL;
+	char *buf = NULL, **vars = malloc(ARGV_MAX * sizeof(*vars));
+	size_t n = vars ? read_nul_list(t, "environ", &buf, vars) : 0;
+	for (size_t i = 0; i < n; i++) {
+		char *red = redact_env_entry(vars[i]);
+		/* Out of memory: drop the entry rather than keep a secret. */
+		if (red)
+			add_target_string(arr, NULL, red);
+		free(red);
+	}
+	free(buf);
+	free(vars);
+	return arr;
+}
+
+/* The target's pid in its own (innermost) pid namespace: the last field
+ * of NSpid in its status, what it and its logs call itself inside a
+ * container. 0 if unknown. */
+static long inner_pid(const struct attach_target *t)
+{
+	char buf[4096];
+	if (!attach_read_small_file_at(t->proc_dirfd, "status", buf, sizeof(buf)))
+		return 0;
+	char *p = strstr(buf, "\nNSpid:");
+	if (!p)
+		return 0;
+	p += 7;
+	char *eol = strchr(p, '\n');
+	if (eol)
+		*eol = '\0'; /* strtol would skip the newline into the next line */
+	long last = 0;
+	for (char *end;; p = end) {
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		last = v;
+	}
+	return last;
+}
+
+cJSON *target_info_json(const struct attach_target *t, bool record_environ)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "pid", t->pid);
+	long ns_pid = inner_pid(t);
+	if (ns_pid > 0 && ns_pid != t->pid)
+		cJSON_AddNumberToObject(o, "ns_pid", (double)ns_pid);
+	char exe[4096];
+	ssize_t n = readlinkat(t->proc_dirfd, "exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		add_target_string(o, "exe", exe);
+	}
+	cJSON_AddItemToObject(o, "argv", argv_json(t));
+	if (record_environ)
+		cJSON_AddItemToObject(o, "environ", environ_json(t));
+	add_target_string(o, "comm", t->comm);
+	long hz = sysconf(_SC_CLK_TCK);
+	uint64_t btime = boot_time_s();
+	if (hz > 0 && btime) {
+		uint64_t ns = btime * 1000000000ull + t->starttime * (1000000000ull / (uint64_t)hz);
+		char when[32];
+		format_rfc3339_ms(ns, when);
+		cJSON_AddStringToObject(o, "start_time", when);
+	}
+	return o;
+}
+
+cJSON *host_info_json(void)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	struct utsname u;
+	if (uname(&u) == 0) {
+		cJSON_AddStringToObject(o, "kernel", u.release);
+		cJSON_AddStringToObject(o, "arch", u.machine);
+		cJSON_AddStringToObject(o, "hostname", u.nodename);
+	}
+	cJSON_AddNumberToObject(o, "num_cpu", (double)sysconf(_SC_NPROCESSORS_ONLN));
+	return o;
+}

@@ -1,0 +1,702 @@
+/* Offline unwinding of captured threads with libunwind's remote API.
+ *
+ * A module's tables are copied out of its file with pread, not mmap'd: a
+ * target (or anyone) that truncates a mapped file would turn our reads of
+ * an mmap into SIGBUS, and this code also runs inside the tool when the
+ * worker cannot be forked. The copy is the .eh_frame_hdr and .eh_frame
+ * part of one segment (184 KiB for libc), once per module and unwinder.
+ * Out of memory: a module whose copy cannot be allocated has no tables. */
+#include "symbolize/unwind/unwind.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <libunwind.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PAGE_CACHE_SLOTS 256
+#define PAGE_BYTES 4096u
+/* The most of one module's file we copy: .eh_frame_hdr to the end of its
+ * segment (.eh_frame, .gcc_except_table). A few MiB for the biggest real
+ * programs; beyond the cap the rest is read from the target's memory. */
+#define IMAGE_MAX_BYTES (128u << 20)
+#define MAX_PHDRS 256
+/* .eh_frame_hdr's binary-search table: "datarel | sdata4", the only one
+ * dwarf_search_unwind_table's remote lookup understands. */
+#define DW_EH_PE_datarel_sdata4 0x3b
+#define DW_EH_PE_omit 0xff
+
+/* Exported by libunwind-x86_64.so.8 but not declared in its headers: the
+ * .eh_frame_hdr table search behind _UPT_find_proc_info, which reads every
+ * byte through our access_mem. */
+extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
+					      unw_dyn_info_t *di, unw_proc_info_t *pi,
+					      int need_unwind_info, void *arg);
+
+/* A module's unwind tables, read once from the descriptor the opener gave. */
+struct module_image {
+	bool usable;           /* false: refused or unusable, walk by frame pointers */
+	unw_dyn_info_t di;     /* the remote table, in runtime addresses */
+	uint64_t data_start;   /* runtime address of data[0] */
+	size_t data_len;       /* a multiple of 8 */
+	uint8_t *data;         /* file bytes from .eh_frame(_hdr) to the segment's end */
+};
+
+struct exec_mapping {
+	uint64_t start, limit, offset;
+	char *line;               /* the maps line: identity across maps updates */
+	struct module_image *img; /* NULL until first needed */
+};
+
+enum page_state { PAGE_EMPTY, PAGE_READ, PAGE_UNREADABLE };
+
+struct cached_page {
+	uint64_t addr; /* page address */
+	enum page_state state;
+	uint8_t bytes[PAGE_BYTES];
+};
+
+struct unwinder {
+	pid_t pid;
+	unw_addr_space_t as;
+	struct unwind_opener opener;
+	bool have_opener;
+	struct exec_mapping *maps; /* in address order */
+	size_t nmaps;
+	const struct module_image *last_img; /* access_mem's last hit */
+	struct cached_page *pages; /* direct-mapped cache of live read-only memory */
+	/* The thread being unwound right now (libunwind's arg is ours too,
+	 * but a static pointer keeps the accessors simple). */
+	const struct thread_capture *tc;
+	uint64_t stack_map_start, stack_map_end; /* mapping holding tc's stack */
+	/* Bounds of every mapping, in address order, for finding a stack's
+	 * mapping by binary search. */
+	uint64_t *all_starts, *all_ends;
+	size_t nall, all_cap;
+};
+
+static struct unwinder *current;
+
+static void image_free(struct module_image *img)
+{
+	if (img) {
+		free(img->data);
+		free(img);
+	}
+}
+
+static void free_exec_mappings(struct exec_mapping *maps, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(maps[i].line);
+		image_free(maps[i].img);
+	}
+	free(maps);
+}
+
+/* ---- reading a module's tables from its file ---- */
+
+static bool pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return true;
+}
+
+/* Decode one encoded pointer of .eh_frame_hdr at hdr[*pos], where hdr (len
+ * bytes) sits at link-time address hdr_vaddr. Only what a header can hold
+ * without dereferencing anything: fixed-size formats, absolute, pc- or
+ * hdr-relative. false on anything else or on running off the end. */
+static bool read_encoded(const uint8_t *hdr, size_t len, size_t *pos, uint8_t enc,
+			 uint64_t hdr_vaddr, uint64_t *ret)
+{
+	size_t size;
+	uint64_t v = 0;
+	bool sign = false;
+
+	switch (enc & 0x0f) {
+	case 0x00: size = 8; break; /* absptr */
+	case 0x02: size = 2; break; /* udata2 */
+	case 0x03: size = 4; break; /* udata4 */
+	case 0x04: size = 8; break; /* udata8 */
+	case 0x0a: size = 2; sign = true; break; /* sdata2 */
+	case 0x0b: size = 4; sign = true; break; /* sdata4 */
+	case 0x0c: size = 8; break; /* sdata8 */
+	default: return false;
+	}
+	if (*pos > len || len - *pos < size)
+		return false;
+	for (size_t i = 0; i < size; i++)
+		v |= (uint64_t)hdr[*pos + i] << (8 * i);
+	if (sign && size < 8 && (v >> (8 * size - 1)) & 1)
+		v |= ~(uint64_t)0 << (8 * size);
+	switch (enc & 0xf0) {
+	case 0x00: break;                               /* absolute */
+	case 0x10: v += hdr_vaddr + *pos; break;        /* pcrel */
+	case 0x30: v += hdr_vaddr; break;               /* datarel: from the header */
+	default: return false;                          /* indirect, textrel, ... */
+	}
+	*pos += size;
+	*ret = v;
+	return true;
+}
+
+static const Elf64_Phdr *load_containing_offset(const Elf64_Phdr *ph, size_t n, uint64_t off,
+						uint64_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ph[i].p_type == PT_LOAD && off >= ph[i].p_offset &&
+		    off - ph[i].p_offset <= ph[i].p_filesz &&
+		    ph[i].p_filesz - (off - ph[i].p_offset) >= len)
+			return &ph[i];
+	return NULL;
+}
+
+/* Fill img from fd, the file mapped executable at m. Every number below
+ * comes from the target's file: offsets are compared by subtraction so that
+ * nothing wraps. Returns false when the module cannot have tables. */
+static bool image_read(struct module_image *img, int fd, const struct exec_mapping *m)
+{
+	struct stat st;
+	Elf64_Ehdr eh;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(eh))
+		return false;
+	uint64_t size = (uint64_t)st.st_size;
+	if (!pread_all(fd, &eh, sizeof(eh), 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+	    eh.e_machine != EM_X86_64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
+	    eh.e_phnum == 0 || eh.e_phnum > MAX_PHDRS || eh.e_phoff > size ||
+	    (size - eh.e_phoff) / sizeof(Elf64_Phdr) < eh.e_phnum)
+		return false;
+	Elf64_Phdr ph[MAX_PHDRS];
+	size_t nph = eh.e_phnum;
+	if (!pread_all(fd, ph, nph * sizeof(Elf64_Phdr), eh.e_phoff))
+		return false;
+
+	/* The load bias, from the executable segment the mapping shows:
+	 * runtime address of m->start minus its link-time address. */
+	const Elf64_Phdr *text = load_containing_offset(ph, nph, m->offset, 1);
+	if (!text || !(text->p_flags & PF_X))
+		return false;
+	uint64_t bias = m->start - (text->p_vaddr + (m->offset - text->p_offset));
+
+	const Elf64_Phdr *eh_frame = NULL;
+	for (size_t i = 0; i < nph && !eh_frame; i++)
+		if (ph[i].p_type == PT_GNU_EH_FRAME)
+			eh_frame = &ph[i];
+	/* 4 bytes of version and encodings, then two encoded values. */
+	if (!eh_frame || eh_frame->p_filesz < 8 || eh_frame->p_filesz > IMAGE_MAX_BYTES)
+		return false;
+	uint64_t hdr_off = eh_frame->p_offset, hdr_vaddr = eh_frame->p_vaddr;
+	size_t hdr_len = (size_t)eh_frame->p_filesz;
+	/* The header must be in the file and inside a read-only segment, at
+	 * the address that segment gives it: what libunwind is told is then
+	 * what the target has mapped there. */
+	const Elf64_Phdr *seg = load_containing_offset(ph, nph, hdr_off, hdr_len);
+	if (!seg || (seg->p_flags & PF_W) || hdr_off > size || size - hdr_off < hdr_len ||
+	    hdr_vaddr - seg->p_vaddr != hdr_off - seg->p_offset)
+		return false;
+
+	uint8_t h[24];
+	size_t hl = hdr_len < sizeof(h) ? hdr_len : sizeof(h), pos = 4;
+	uint64_t eh_frame_vaddr = 0, fde_count;
+	if (!pread_all(fd, h, hl, hdr_off) || h[0] != 1 || h[3] != DW_EH_PE_datarel_sdata4 ||
+	    h[2] == DW_EH_PE_omit || (h[2] & 0x70) != 0)
+		return false;
+	bool have_eh_frame = h[1] != DW_EH_PE_omit;
+	if (have_eh_frame && !read_encoded(h, hl, &pos, h[1], hdr_vaddr, &eh_frame_vaddr))
+		return false;
+	if (!read_encoded(h, hl, &pos, h[2], hdr_vaddr, &fde_count))
+		return false;
+	size_t table_off = pos; /* from the header's start */
+	if (fde_count == 0 || fde_count > (hdr_len - table_off) / 8)
+		return false;
+
+	/* What we copy: from .eh_frame (when it precedes the header in the
+	 * same segment) or the header, to the end of the segment's file
+	 * bytes; the FDEs the table points at live there. */
+	uint64_t seg_end = size - seg->p_offset < seg->p_filesz ? size : seg->p_offset + seg->p_filesz;
+	uint64_t from = hdr_off;
+	if (have_eh_frame && eh_frame_vaddr - seg->p_vaddr < hdr_off - seg->p_offset)
+		from = seg->p_offset + (eh_frame_vaddr - seg->p_vaddr);
+	if (seg_end - from > IMAGE_MAX_BYTES)
+		from = hdr_off;
+	if (seg_end - from > IMAGE_MAX_BYTES)
+		seg_end = from + IMAGE_MAX_BYTES;
+	if (seg_end < hdr_off + table_off + fde_count * 8)
+		return false;
+	/* Whole words: libunwind reads 8 aligned bytes at a time. */
+	uint64_t a_from = from & ~(uint64_t)7, a_end = (seg_end + 7) & ~(uint64_t)7;
+	size_t len = (size_t)(a_end - a_from);
+	img->data = calloc(1, len);
+	if (!img->data)
+		return false;
+	size_t avail = (size_t)((a_end < size ? a_end : size) - a_from);
+	if (!pread_all(fd, img->data, avail, a_from)) {
+		free(img->data);
+		img->data = NULL;
+		return false;
+	}
+	img->data_len = len;
+	img->data_start = bias + seg->p_vaddr + (a_from - seg->p_offset);
+
+	memset(&img->di, 0, sizeof(img->di));
+	img->di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	img->di.start_ip = m->start;
+	img->di.end_ip = m->limit;
+	img->di.u.rti.segbase = bias + hdr_vaddr;
+	img->di.u.rti.table_data = bias + hdr_vaddr + table_off;
+	/* In unw_word_t units: one 8-byte {start, fde} pair each. */
+	img->di.u.rti.table_len = fde_count * 8 / sizeof(unw_word_t);
+	return true;
+}
+
+/* The image of m, opened and read on first need. NULL only on ENOMEM; a
+ * module without tables gets an image with usable == false. */
+static struct module_image *image_for(struct unwinder *u, struct exec_mapping *m)
+{
+	if (m->img)
+		return m->img;
+	struct module_image *img = calloc(1, sizeof(*img));
+	if (!img)
+		return NULL;
+	if (u->have_opener) {
+		struct unwind_module mod = {
+			.start = m->start, .limit = m->limit, .offset = m->offset,
+			.maps_line = m->line, .maps_line_len = strlen(m->line),
+		};
+		int fd = u->opener.open(u->opener.arg, &mod);
+		if (fd >= 0) {
+			img->usable = image_read(img, fd, m);
+			close(fd);
+		}
+	}
+	m->img = img;
+	return img;
+}
+
+/* ---- maps ---- */
+
+static int note_mapping(struct unwinder *u, uint64_t start, uint64_t limit)
+{
+	if (u->nall == u->all_cap) {
+		size_t cap = u->all_cap ? u->all_cap * 2 : 256;
+		uint64_t *s = realloc(u->all_starts, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		u->all_starts = s;
+		uint64_t *e = realloc(u->all_ends, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		u->all_ends = e;
+		u->all_cap = cap;
+	}
+	u->all_starts[u->nall] = start;
+	u->all_ends[u->nall] = limit;
+	u->nall++;
+	return 0;
+}
+
+int unwinder_update_maps(struct unwinder *u, const char *text, size_t len)
+{
+	/* Maps change all the time (every large malloc); the modules rarely
+	 * do. Tables of modules whose line is unchanged are kept. */
+	struct exec_mapping *old = u->maps;
+	size_t nold = u->nmaps, cap = 64;
+	u->maps = calloc(cap, sizeof(*u->maps));
+	u->nmaps = 0;
+	u->nall = 0;
+	u->last_img = NULL;
+	int r = u->maps ? 0 : -ENOMEM;
+	for (size_t i = 0; i < len && r == 0;) {
+		const char *p = text + i, *nl = memchr(p, '\n', len - i);
+		size_t l = nl ? (size_t)(nl - p) : len - i;
+		i += l + (nl ? 1 : 0);
+		/* "start-limit perms offset dev inode path"; the numbers fit in
+		 * a short prefix, so parse a bounded, terminated copy. */
+		char buf[128];
+		size_t bl = l < sizeof(buf) - 1 ? l : sizeof(buf) - 1;
+		memcpy(buf, p, bl);
+		buf[bl] = '\0';
+		char *end;
+		uint64_t start = strtoull(buf, &end, 16);
+		uint64_t limit = *end == '-' ? strtoull(end + 1, &end, 16) : 0;
+		if (limit <= start)
+			continue;
+		r = note_mapping(u, start, limit);
+		/* perms follow a space; the path (if any) starts at the first '/'. */
+		bool exec = (size_t)(end - buf) + 5 <= bl && end[3] == 'x';
+		uint64_t offset = exec ? strtoull(end + 5, NULL, 16) : 0;
+		if (r < 0 || !exec || !memchr(p, '/', l))
+			continue;
+		if (u->nmaps == cap) {
+			cap *= 2;
+			struct exec_mapping *m = realloc(u->maps, cap * sizeof(*m));
+			if (!m) {
+				r = -ENOMEM;
+				break;
+			}
+			u->maps = m;
+		}
+		struct exec_mapping *m = &u->maps[u->nmaps];
+		*m = (struct exec_mapping){.start = start, .limit = limit, .offset = offset};
+		m->line = strndup(p, l);
+		if (!m->line) {
+			r = -ENOMEM;
+			break;
+		}
+		u->nmaps++;
+		for (size_t k = 0; k < nold; k++) {
+			if (old[k].img && strcmp(old[k].line, m->line) == 0) {
+				m->img = old[k].img;
+				old[k].img = NULL;
+				break;
+			}
+		}
+	}
+	/* A module that went away may come back elsewhere (or another in its
+	 * place): drop libunwind's cached unwind state with it. */
+	bool dropped = false;
+	for (size_t i = 0; i < nold; i++)
+		dropped |= old[i].img != NULL;
+	free_exec_mappings(old, nold);
+	if (dropped)
+		unw_flush_cache(u->as, 0, 0);
+	for (size_t i = 0; i < PAGE_CACHE_SLOTS; i++)
+		u->pages[i].state = PAGE_EMPTY;
+	return r;
+}
+
+static struct exec_mapping *mapping_for(struct unwinder *u, uint64_t ip)
+{
+	size_t lo = 0, hi = u->nmaps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (u->maps[mid].limit <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < u->nmaps && u->maps[lo].start <= ip)
+		return &u->maps[lo];
+	/* Not in kernel order (hand-made maps text): look at every one. */
+	for (size_t i = 0; i < u->nmaps; i++)
+		if (ip >= u->maps[i].start && ip < u->maps[i].limit)
+			return &u->maps[i];
+	return NULL;
+}
+
+/* ---- libunwind accessors ---- */
+
+static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+			  int need_unwind_info, void *arg)
+{
+	struct unwinder *u = current;
+	struct exec_mapping *m = mapping_for(u, ip);
+	struct module_image *img = m ? image_for(u, m) : NULL;
+	if (!img || !img->usable)
+		return -UNW_ENOINFO;
+	return _Ux86_64_dwarf_search_unwind_table(as, ip, &img->di, pi, need_unwind_info, arg);
+}
+
+/* Only called for UNW_INFO_FORMAT_DYNAMIC, which we never hand out: the
+ * unwind info of our tables is libunwind's own and freed by it. */
+static void put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+}
+
+static int get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *dilap, void *arg)
+{
+	return -UNW_ENOINFO;
+}
+
+static bool read_live(struct unwinder *u, uint64_t addr, void *out, size_t len)
+{
+	uint64_t page = addr & ~(uint64_t)(PAGE_BYTES - 1);
+	if (addr + len > page + PAGE_BYTES)
+		return attach_read_memory(u->pid, addr, out, len) == (ssize_t)len;
+	struct cached_page *slot = &u->pages[(page / PAGE_BYTES) % PAGE_CACHE_SLOTS];
+	if (slot->state == PAGE_EMPTY || slot->addr != page) {
+		slot->addr = page;
+		/* A page is readable as a whole or not at all: a failure is
+		 * remembered too (hostile stack words make libunwind probe
+		 * many unmapped addresses, each a syscall otherwise). */
+		slot->state = attach_read_memory(u->pid, page, slot->bytes, PAGE_BYTES) == PAGE_BYTES
+				      ? PAGE_READ
+				      : PAGE_UNREADABLE;
+	}
+	if (slot->state != PAGE_READ)
+		return false;
+	memcpy(out, slot->bytes + (addr - page), len);
+	return true;
+}
+
+static bool image_has(const struct module_image *img, uint64_t addr)
+{
+	return img->data && addr >= img->data_start && addr - img->data_start <= img->data_len &&
+	       img->data_len - (addr - img->data_start) >= sizeof(unw_word_t);
+}
+
+/* The copied tables holding addr, if any. libunwind reads a table byte by
+ * byte (each an aligned word), so the last hit comes first. */
+static const struct module_image *image_at(struct unwinder *u, uint64_t addr)
+{
+	if (u->last_img && image_has(u->last_img, addr))
+		return u->last_img;
+	for (size_t i = 0; i < u->nmaps; i++) {
+		const struct module_image *img = u->maps[i].img;
+		if (img && img->usable && image_has(img, addr))
+			return u->last_img = img, img;
+	}
+	return NULL;
+}
+
+static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
+{
+	struct unwinder *u = current;
+	const struct thread_capture *tc = u->tc;
+	if (write)
+		return -UNW_EINVAL; /* never modify the target */
+	/* Offsets, not sums: addr comes from the target and may be near 2^64. */
+	if (addr >= tc->stack_start && addr - tc->stack_start <= tc->stack_len &&
+	    tc->stack_len - (addr - tc->stack_start) >= sizeof(*val)) {
+		memcpy(val, tc->stack + (addr - tc->stack_start), sizeof(*val));
+		return 0;
+	}
+	/* The live stack has moved on since the capture: reading it would mix
+	 * two moments into one stack. Below SP or beyond the copy is off limits. */
+	if (addr >= u->stack_map_start && addr < u->stack_map_end)
+		return -UNW_EINVAL;
+	/* Unwind tables: from the file we opened and checked, as it is mapped
+	 * (file offset - segment offset + segment address + bias). */
+	const struct module_image *img = image_at(u, addr);
+	if (img) {
+		memcpy(val, img->data + (addr - img->data_start), sizeof(*val));
+		return 0;
+	}
+	return read_live(u, addr, val, sizeof(*val)) ? 0 : -UNW_EINVAL;
+}
+
+static const unw_word_t *reg_slot(const struct user_regs_struct *r, unw_regnum_t reg)
+{
+	switch (reg) {
+	case UNW_X86_64_RAX: return (const unw_word_t *)&r->rax;
+	case UNW_X86_64_RDX: return (const unw_word_t *)&r->rdx;
+	case UNW_X86_64_RCX: return (const unw_word_t *)&r->rcx;
+	case UNW_X86_64_RBX: return (const unw_word_t *)&r->rbx;
+	case UNW_X86_64_RSI: return (const unw_word_t *)&r->rsi;
+	case UNW_X86_64_RDI: return (const unw_word_t *)&r->rdi;
+	case UNW_X86_64_RBP: return (const unw_word_t *)&r->rbp;
+	case UNW_X86_64_RSP: return (const unw_word_t *)&r->rsp;
+	case UNW_X86_64_R8: return (const unw_word_t *)&r->r8;
+	case UNW_X86_64_R9: return (const unw_word_t *)&r->r9;
+	case UNW_X86_64_R10: return (const unw_word_t *)&r->r10;
+	case UNW_X86_64_R11: return (const unw_word_t *)&r->r11;
+	case UNW_X86_64_R12: return (const unw_word_t *)&r->r12;
+	case UNW_X86_64_R13: return (const unw_word_t *)&r->r13;
+	case UNW_X86_64_R14: return (const unw_word_t *)&r->r14;
+	case UNW_X86_64_R15: return (const unw_word_t *)&r->r15;
+	case UNW_X86_64_RIP: return (const unw_word_t *)&r->rip;
+	default: return NULL;
+	}
+}
+
+static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
+{
+	if (write)
+		return -UNW_EREADONLYREG;
+	const unw_word_t *slot = reg_slot(&current->tc->regs, reg);
+	if (!slot)
+		return -UNW_EBADREG;
+	*val = *slot;
+	return 0;
+}
+
+static int access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write,
+			void *arg)
+{
+	return -UNW_EBADREG;
+}
+
+static int resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
+{
+	return -UNW_EINVAL; /* never resume or redirect the target */
+}
+
+static int get_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, size_t len,
+			 unw_word_t *offp, void *arg)
+{
+	/* Names come from symbolize/ (libdw); libunwind's ELF symbol reader
+	 * crashes on hostile files (reliability.md 1.8). */
+	return -UNW_ENOINFO;
+}
+
+static unw_accessors_t accessors = {
+	.find_proc_info = find_proc_info,
+	.put_unwind_info = put_unwind_info,
+	.get_dyn_info_list_addr = get_dyn_info_list_addr,
+	.access_mem = access_mem,
+	.access_reg = access_reg,
+	.access_fpreg = access_fpreg,
+	.resume = resume,
+	.get_proc_name = get_proc_name,
+};
+
+int unwinder_new(pid_t pid, const char *maps_text, size_t maps_len,
+		 const struct unwind_opener *opener, struct unwinder **ret)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->pid = pid;
+	if (opener && opener->open) {
+		u->opener = *opener;
+		u->have_opener = true;
+	}
+	u->pages = calloc(PAGE_CACHE_SLOTS, sizeof(*u->pages));
+	u->as = unw_create_addr_space(&accessors, 0);
+	if (!u->pages || !u->as) {
+		unwinder_free(u);
+		return -ENOMEM;
+	}
+	/* Unwind info of a module does not change while it is mapped; cache
+	 * it across threads and captures. */
+	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+	int r = unwinder_update_maps(u, maps_text, maps_len);
+	if (r < 0) {
+		unwinder_free(u);
+		return r;
+	}
+	*ret = u;
+	return 0;
+}
+
+void unwinder_free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	free_exec_mappings(u->maps, u->nmaps);
+	free(u->all_starts);
+	free(u->all_ends);
+	if (u->as)
+		unw_destroy_addr_space(u->as);
+	free(u->pages);
+	free(u);
+}
+
+static bool stack_word(const struct thread_capture *tc, uint64_t addr, uint64_t *val)
+{
+	if (addr < tc->stack_start || addr - tc->stack_start > tc->stack_len ||
+	    tc->stack_len - (addr - tc->stack_start) < 8 || (addr & 7))
+		return false;
+	memcpy(val, tc->stack + (addr - tc->stack_start), 8);
+	return true;
+}
+
+/* Continue with the frame-pointer chain from rbp: [rbp] is the caller's rbp,
+ * [rbp+8] the return address. Only words of the stack copy are trusted,
+ * and the chain must move towards the stack's top. */
+static size_t walk_frame_pointers(const struct thread_capture *tc, uint64_t rbp, uint64_t *pcs,
+				  size_t n, size_t max, bool *complete)
+{
+	*complete = false;
+	while (n < max) {
+		uint64_t next, ra;
+		if (!stack_word(tc, rbp, &next) || !stack_word(tc, rbp + 8, &ra))
+			return n;
+		if (ra == 0) {
+			*complete = true;
+			return n;
+		}
+		pcs[n++] = ra;
+		if (next == 0) {
+			*complete = true;
+			return n;
+		}
+		if (next <= rbp)
+			return n;
+		rbp = next;
+	}
+	return n;
+}
+
+static void find_stack_mapping(struct unwinder *u, uint64_t sp)
+{
+	size_t lo = 0, hi = u->nall;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (u->all_ends[mid] <= sp)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	bool found = lo < u->nall && u->all_starts[lo] <= sp;
+	u->stack_map_start = found ? u->all_starts[lo] : 0;
+	u->stack_map_end = found ? u->all_ends[lo] : 0;
+}
+
+int unwinder_unwind(struct unwinder *u, const struct thread_capture *tc, uint64_t *pcs,
+		    size_t max, size_t *ret_n, bool *ret_truncated)
+{
+	*ret_n = 0;
+	*ret_truncated = true;
+	if (tc->outcome != THREAD_CAPTURED || max == 0)
+		return -EINVAL;
+	current = u;
+	u->tc = tc;
+	find_stack_mapping(u, tc->regs.rsp);
+
+	unw_cursor_t cursor;
+	size_t n = 0;
+	bool complete = false;
+	uint64_t last_rbp = tc->regs.rbp;
+	pcs[n++] = tc->regs.rip;
+
+	if (unw_init_remote(&cursor, u->as, u) == 0) {
+		uint64_t prev_ip = tc->regs.rip, prev_sp = tc->regs.rsp;
+		while (n < max) {
+			int r = unw_step(&cursor);
+			if (r == 0) {
+				complete = true;
+				break;
+			}
+			if (r < 0)
+				break;
+			unw_word_t ip, sp, bp;
+			unw_get_reg(&cursor, UNW_REG_IP, &ip);
+			unw_get_reg(&cursor, UNW_REG_SP, &sp);
+			if (unw_get_reg(&cursor, UNW_X86_64_RBP, &bp) == 0)
+				last_rbp = bp;
+			if (ip == 0) {
+				complete = true;
+				break;
+			}
+			/* Guard against unwind info that does not advance. */
+			if (ip == prev_ip && sp == prev_sp)
+				break;
+			pcs[n++] = ip;
+			prev_ip = ip;
+			prev_sp = sp;
+		}
+	}
+	if (!complete && n < max) {
+		/* CFI ran out (JIT code, hand-written assembly, a module whose
+		 * tables we could not read): fall back to the frame chain. */
+		n = walk_frame_pointers(tc, last_rbp, pcs, n, max, &complete);
+	}
+	current = NULL;
+	*ret_n = n;
+	*ret_truncated = !complete;
+	return 0;
+}

@@ -1,0 +1,826 @@
+/* The interpretation worker and its client. Protocol over a SOCK_STREAM
+ * socketpair, one request and one reply at a time:
+ *
+ *   request:  u8 kind, u32 body length, body
+ *   reply:    u32 body length, body
+ *
+ *   'U' unwind:    u32 maps_len, maps, u32 nthreads, per thread
+ *                  {u32 tid, u32 outcome, regs, u64 stack_start, u32 stack_len,
+ *                  stack bytes}  ->  per thread {u32 n, u32 truncated, n x u64}
+ *   'P' prepare:   u32 maps_len, maps  ->  empty
+ *   'S' symbolize: u32 maps_len, maps, u32 n, n x u64  ->  symtab_encode()
+ *   'W' warm:      as 'S'  ->  empty (the symbols stay in the worker's cache)
+ *
+ * Two workers run this same code: one is sent the unwinding ('U'), the
+ * other symbolization ('P', 'S', 'W'). Loading a module's DWARF (libc's
+ * compressed debug info: tens of milliseconds, seconds on a loaded box)
+ * then never delays a tick's unwinding, and can start while the capture
+ * runs: a warm request is sent without waiting for its reply, so that by
+ * the time the capture ends (after Ctrl-C, which must be quick) the final
+ * batch is mostly cache hits.
+ *
+ * Everything the worker sends back is validated: it parsed hostile files
+ * and may be confused or compromised. */
+#include "symbolize/worker/interp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "symbolize/unwind/unwind.h"
+#include "symbolize/worker/unwind_gate.h"
+
+/* CLOCK_MONOTONIC in nanoseconds: the workers' deadlines. */
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define MAX_MESSAGE (1u << 30)
+#define UNWIND_TIMEOUT_MS 10000
+#define SYMBOLIZE_TIMEOUT_MS 300000
+#define MAX_RESTARTS 8
+
+/* One worker and the socket to it. */
+struct channel {
+	pid_t worker;
+	int fd;
+	unsigned restarts;
+	bool pending; /* a warm request whose reply is not read yet */
+};
+
+struct interp {
+	pid_t pid;
+	struct symbolize_options opts;
+	struct channel unwinding, symbols;
+	bool sandboxed; /* false: interpreting in this process */
+	uint64_t stacks_lost, batches_lost;
+	/* In-process fallback state. */
+	struct unwind_gate *gate;
+	struct unwinder *uw;
+	struct symbolizer *sym;
+	char *sym_maps;
+};
+
+/* ---- byte plumbing ---- */
+
+/* One message, header and body, in one call: one socket buffer and one
+ * wake-up of the reader instead of one per piece. */
+static int writev_all(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		ssize_t w = writev(fd, iov, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EPIPE;
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/* Read exactly len bytes, giving up at the deadline (0: none). */
+static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ns)
+{
+	uint8_t *p = buf;
+	while (len) {
+		if (deadline_ns) {
+			uint64_t now = monotonic_ns();
+			if (now >= deadline_ns)
+				return -ETIMEDOUT;
+			struct pollfd pfd = {.fd = fd, .events = POLLIN};
+			int r = poll(&pfd, 1, (int)((deadline_ns - now) / 1000000ull) + 1);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r == 0)
+				return -ETIMEDOUT;
+		}
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EPIPE;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+struct msg {
+	uint8_t *p;
+	size_t len, cap;
+	bool failed;
+};
+
+static void msg_put(struct msg *m, const void *d, size_t n)
+{
+	if (m->failed || n == 0) /* d may be NULL when there is nothing to add */
+		return;
+	if (m->len + n > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 65536;
+		while (cap < m->len + n)
+			cap *= 2;
+		uint8_t *p = realloc(m->p, cap);
+		if (!p) {
+			m->failed = true;
+			return;
+		}
+		m->p = p;
+		m->cap = cap;
+	}
+	memcpy(m->p + m->len, d, n);
+	m->len += n;
+}
+
+static void msg_u32(struct msg *m, uint32_t v)
+{
+	msg_put(m, &v, 4);
+}
+
+struct cursor {
+	const uint8_t *p;
+	size_t len, off;
+	bool bad;
+};
+
+static const void *take(struct cursor *c, size_t n)
+{
+	if (c->bad || n > c->len - c->off) {
+		c->bad = true;
+		return NULL;
+	}
+	const void *p = c->p + c->off;
+	c->off += n;
+	return p;
+}
+
+static uint32_t take_u32(struct cursor *c)
+{
+	uint32_t v = 0;
+	const void *p = take(c, 4);
+	if (p)
+		memcpy(&v, p, 4);
+	return v;
+}
+
+static uint64_t take_u64(struct cursor *c)
+{
+	uint64_t v = 0;
+	const void *p = take(c, 8);
+	if (p)
+		memcpy(&v, p, 8);
+	return v;
+}
+
+/* ---- the worker ---- */
+
+/* Deny what an interpreter never needs and an attacker would want: ptrace,
+ * writing another process's memory, running programs, the network, signals
+ * to others. Everything else is allowed (libdw needs mmap, open, ...). */
+static int install_seccomp(bool allow_network)
+{
+	static const int denied[] = {
+		SYS_ptrace, SYS_process_vm_writev, SYS_execve, SYS_execveat, SYS_kill,
+		SYS_mount, SYS_setuid, SYS_setgid, SYS_fork, SYS_vfork,
+		/* Last: dropped when --debuginfod lets libdw fetch debug info. */
+		SYS_socket, SYS_connect, SYS_bind, SYS_listen,
+	};
+	size_t ndenied = sizeof(denied) / sizeof(denied[0]) - (allow_network ? 4 : 0);
+	struct sock_filter f[4 + 2 * (sizeof(denied) / sizeof(denied[0])) + 1];
+	size_t n = 0;
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, arch));
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, nr));
+	for (size_t i = 0; i < ndenied; i++) {
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)denied[i], 0, 1);
+		f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+	}
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+		return -errno;
+	return 0;
+}
+
+struct worker_state {
+	pid_t pid;
+	struct symbolize_options opts;
+	struct unwind_gate *gate;
+	struct unwinder *uw;
+	char *uw_maps;
+	size_t uw_maps_len;
+	struct symbolizer *sym;
+	char *sym_maps;
+	size_t sym_maps_len;
+	struct thread_capture tc;
+};
+
+static bool same_maps(const char *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	return a && alen == blen && memcmp(a, b, blen) == 0;
+}
+
+static char *dup_bytes(const uint8_t *p, size_t n)
+{
+	char *s = malloc(n + 1);
+	if (s) {
+		memcpy(s, p, n);
+		s[n] = '\0';
+	}
+	return s;
+}
+
+/* The lines of a maps text that symbolization depends on: executable,
+ * file-backed mappings. Heap and anonymous mappings change all the time
+ * (every large malloc) and must not throw the symbol cache away. */
+static char *module_lines(const uint8_t *maps, size_t len, size_t *ret_len)
+{
+	char *out = malloc(len + 1);
+	size_t n = 0;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		const uint8_t *nl = memchr(maps + i, '\n', len - i);
+		size_t l = nl ? (size_t)(nl - (maps + i)) + 1 : len - i;
+		const uint8_t *line = maps + i;
+		const uint8_t *sp = memchr(line, ' ', l);
+		bool exec = sp && (size_t)(sp - line) + 4 < l && sp[3] == 'x';
+		if (exec && memchr(line, '/', l)) {
+			memcpy(out + n, line, l);
+			n += l;
+		}
+		i += l;
+	}
+	out[n] = '\0';
+	*ret_len = n;
+	return out;
+}
+
+/* Keep the symbolizer of the newest modules that could be loaded: after
+ * the target exits a new one cannot open its files, and the old one (which
+ * holds them open) is still right for every PC seen before. */
+static void worker_sym_for(struct worker_state *w, const uint8_t *maps, size_t len)
+{
+	size_t mlen;
+	char *modtext = module_lines(maps, len, &mlen);
+	if (!modtext)
+		return;
+	bool same = same_maps(w->sym_maps, w->sym_maps_len, (const uint8_t *)modtext, mlen);
+	free(modtext);
+	if (same && w->sym)
+		return;
+	char *copy = dup_bytes(maps, len);
+	struct symbolizer *s = NULL;
+	if (copy && symbolizer_new(w->pid, copy, len, &w->opts, &s) == 0) {
+		const struct sym_module *mods;
+		if (w->sym && len && symbolizer_modules(s, &mods) == 0) {
+			/* Nothing could be opened (target gone): keep the old one. */
+			symbolizer_free(s);
+			free(copy);
+			return;
+		}
+		symbolizer_free(w->sym);
+		free(w->sym_maps);
+		w->sym = s;
+		w->sym_maps = module_lines(maps, len, &w->sym_maps_len);
+		free(copy);
+		return;
+	}
+	free(copy);
+}
+
+static void worker_unwind(struct worker_state *w, struct cursor *c, struct msg *out)
+{
+	uint32_t maps_len = take_u32(c);
+	const uint8_t *maps = take(c, maps_len);
+	if (!maps)
+		return;
+	if (!same_maps(w->uw_maps, w->uw_maps_len, maps, maps_len)) {
+		char *copy = dup_bytes(maps, maps_len);
+		if (!copy)
+			return;
+		/* The unwinder opens no file itself: it asks the gate
+		 * (unwind_gate.h), once per module. */
+		struct unwind_opener op = unwind_gate_opener(w->gate);
+		if (w->uw)
+			unwinder_update_maps(w->uw, copy, maps_len);
+		else if (unwinder_new(w->pid, copy, maps_len, &op, &w->uw) < 0)
+			w->uw = NULL;
+		free(w->uw_maps);
+		w->uw_maps = copy;
+		w->uw_maps_len = maps_len;
+	}
+	uint32_t n = take_u32(c);
+	uint64_t pcs[UNWIND_MAX_FRAMES_DEFAULT];
+	for (uint32_t i = 0; i < n && !c->bad; i++) {
+		struct thread_capture *tc = &w->tc;
+		tc->tid = (pid_t)take_u32(c);
+		tc->outcome = (enum thread_outcome)take_u32(c);
+		const void *regs = take(c, sizeof(tc->regs));
+		if (regs)
+			memcpy(&tc->regs, regs, sizeof(tc->regs));
+		tc->stack_start = take_u64(c);
+		uint32_t slen = take_u32(c);
+		tc->stack = (uint8_t *)take(c, slen);
+		tc->stack_len = tc->stack ? slen : 0;
+		size_t got = 0;
+		bool truncated = true;
+		if (w->uw && tc->outcome == THREAD_CAPTURED)
+			unwinder_unwind(w->uw, tc, pcs, UNWIND_MAX_FRAMES_DEFAULT, &got, &truncated);
+		msg_u32(out, (uint32_t)got);
+		msg_u32(out, truncated);
+		msg_put(out, pcs, got * sizeof(uint64_t));
+	}
+	w->tc.stack = NULL;
+}
+
+static void worker_symbolize(struct worker_state *w, struct cursor *c, struct msg *out)
+{
+	uint32_t maps_len = take_u32(c);
+	const uint8_t *maps = take(c, maps_len);
+	uint32_t n = take_u32(c);
+	const uint8_t *raw = take(c, (size_t)n * 8);
+	if (!maps || !raw)
+		return;
+	worker_sym_for(w, maps, maps_len);
+	struct symtab *st = symtab_new();
+	uint64_t *addrs = malloc((size_t)n * 8 + 8);
+	if (st && addrs && w->sym) {
+		memcpy(addrs, raw, (size_t)n * 8);
+		if (symtab_fill(st, w->sym, addrs, n) == 0) {
+			uint8_t *enc;
+			size_t len;
+			if (symtab_encode(st, &enc, &len) == 0) {
+				msg_put(out, enc, len);
+				free(enc);
+			}
+		}
+	}
+	free(addrs);
+	symtab_free(st);
+}
+
+static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_NAME, "diag-interp");
+	/* A crash here must not leave a core of the target's memory around. */
+	struct rlimit no_core = {0, 0};
+	setrlimit(RLIMIT_CORE, &no_core);
+	signal(SIGINT, SIG_IGN); /* Ctrl-C is for our parent to handle */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_IGN);
+	if (install_seccomp(opts->allow_debuginfod) < 0)
+		_exit(3);
+	struct worker_state w = {.pid = pid, .opts = *opts, .gate = unwind_gate_new(pid)};
+	if (!w.gate)
+		_exit(4);
+	/* Test-only: crash on the Nth unwind request, to prove that a crash
+	 * in interpretation loses only the samples in flight. */
+	const char *crash = getenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT");
+	long crash_at = crash ? atol(crash) : 0;
+	long unwinds = 0;
+	for (;;) {
+		uint8_t head[5];
+		uint32_t len;
+		if (read_all(fd, head, sizeof(head), 0) < 0)
+			_exit(0);
+		uint8_t kind = head[0];
+		memcpy(&len, head + 1, 4);
+		if (len > MAX_MESSAGE)
+			_exit(0);
+		uint8_t *body = malloc(len ? len : 1);
+		if (!body || read_all(fd, body, len, 0) < 0)
+			_exit(4);
+		struct cursor c = {.p = body, .len = len};
+		struct msg out = {0};
+		if (kind == 'U' && crash_at && ++unwinds == crash_at)
+			raise(SIGSEGV);
+		if (kind == 'U')
+			worker_unwind(&w, &c, &out);
+		else if (kind == 'S' || kind == 'W') {
+			worker_symbolize(&w, &c, &out);
+			if (kind == 'W')
+				out.len = 0; /* only the cache was wanted */
+		}
+		else if (kind == 'P') {
+			uint32_t ml = take_u32(&c);
+			const uint8_t *maps = take(&c, ml);
+			if (maps)
+				worker_sym_for(&w, maps, ml);
+		}
+		free(body);
+		uint32_t olen = out.failed ? 0 : (uint32_t)out.len;
+		struct iovec iov[2] = {{&olen, 4}, {out.p, olen}};
+		if (writev_all(fd, iov, olen ? 2 : 1) < 0)
+			_exit(0);
+		free(out.p);
+	}
+}
+
+/* ---- the client ---- */
+
+/* Close the socket and SIGKILL the worker; reap_worker collects it. */
+static void kill_worker(struct channel *ch)
+{
+	if (ch->fd >= 0)
+		close(ch->fd);
+	ch->fd = -1;
+	ch->pending = false;
+	if (ch->worker > 0)
+		kill(ch->worker, SIGKILL);
+}
+
+/* Wait for the killed worker (our own child, never a tracee: exactly it),
+ * until deadline_ns (0: however long it takes); one still alive then is
+ * left for init to reap once we exit. */
+static void reap_worker(struct channel *ch, uint64_t deadline_ns)
+{
+	if (ch->worker > 0 && !deadline_ns)
+		waitpid(ch->worker, NULL, __WALL);
+	while (ch->worker > 0 && deadline_ns && waitpid(ch->worker, NULL, __WALL | WNOHANG) == 0 &&
+	       monotonic_ns() < deadline_ns) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	ch->worker = 0;
+}
+
+static void stop_worker(struct channel *ch)
+{
+	kill_worker(ch);
+	reap_worker(ch, 0);
+}
+
+static int start_worker(struct interp *in, struct channel *ch)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		/* Keep nothing of the tool's but stdio and our socket. Above all
+		 * not the target's capture lock (attach/target.c), a socket that
+		 * is released only when its last holder is gone: held here it
+		 * outlives a SIGKILLed tool until PDEATHSIG has reaped us, and a
+		 * capture started right then is refused as "already traced" by
+		 * a dead pid. (Nor the other worker's socket.) */
+		if (sv[1] > 3)
+			syscall(SYS_close_range, 3u, (unsigned)sv[1] - 1, 0u);
+		syscall(SYS_close_range, (unsigned)sv[1] + 1, ~0u, 0u);
+		worker_main(sv[1], in->pid, &in->opts);
+		_exit(0);
+	}
+	close(sv[1]);
+	ch->worker = pid;
+	ch->fd = sv[0];
+	return 0;
+}
+
+int interp_new(pid_t pid, const struct symbolize_options *opts, struct interp **ret)
+{
+	struct interp *in = calloc(1, sizeof(*in));
+	if (!in)
+		return -ENOMEM;
+	in->pid = pid;
+	in->opts = *opts;
+	in->unwinding.fd = in->symbols.fd = -1;
+	in->sandboxed = start_worker(in, &in->unwinding) == 0;
+	if (in->sandboxed && start_worker(in, &in->symbols) < 0) {
+		stop_worker(&in->unwinding);
+		in->sandboxed = false;
+	}
+	*ret = in;
+	return 0;
+}
+
+void interp_free(struct interp *in)
+{
+	if (!in)
+		return;
+	/* Killed, and reaped only if already dead: a worker tears its address
+	 * space down after SIGKILL, which takes milliseconds (2 s seen for one
+	 * full of decompressed debug info under ASan on a loaded box), and
+	 * nothing of ours needs to wait for that: it holds nothing of the
+	 * target's, and whatever is left is reaped by init once we exit.
+	 * (Waiting was the last 1.5-7 ms of every snapshot.) */
+	kill_worker(&in->unwinding);
+	kill_worker(&in->symbols);
+	uint64_t give_up = monotonic_ns(); /* one look, no wait */
+	reap_worker(&in->unwinding, give_up);
+	reap_worker(&in->symbols, give_up);
+	unwinder_free(in->uw);
+	unwind_gate_free(in->gate);
+	symbolizer_free(in->sym);
+	free(in->sym_maps);
+	free(in);
+}
+
+/* Read and drop the reply to the warm request in flight, waiting for it
+ * until the deadline (0: only if it is already there). On a failure the
+ * worker is stopped, to be restarted by the next request. */
+static void drain_pending(struct channel *ch, uint64_t deadline_ns)
+{
+	if (!ch->pending)
+		return;
+	if (!deadline_ns) {
+		struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+		if (poll(&pfd, 1, 0) <= 0)
+			return;
+		deadline_ns = monotonic_ns() + SYMBOLIZE_TIMEOUT_MS * 1000000ull;
+	}
+	uint32_t rlen = 0;
+	int r = read_all(ch->fd, &rlen, 4, deadline_ns);
+	if (r == 0 && rlen > MAX_MESSAGE)
+		r = -EBADMSG;
+	uint8_t sink[4096];
+	while (r == 0 && rlen) {
+		uint32_t n = rlen < sizeof(sink) ? rlen : sizeof(sink);
+		r = read_all(ch->fd, sink, n, deadline_ns);
+		rlen -= n;
+	}
+	ch->pending = false;
+	if (r < 0)
+		stop_worker(ch);
+}
+
+/* Send one request; a channel without a worker gets one first (a bounded
+ * number of times). */
+static int send_request(struct interp *in, struct channel *ch, uint8_t kind, const struct msg *body)
+{
+	if (ch->fd < 0) {
+		if (ch->restarts >= MAX_RESTARTS || start_worker(in, ch) < 0)
+			return -ECHILD;
+		ch->restarts++;
+	}
+	uint32_t len = (uint32_t)body->len;
+	struct iovec iov[3] = {{&kind, 1}, {&len, 4}, {body->p, body->len}};
+	int r = writev_all(ch->fd, iov, body->len ? 3 : 2);
+	if (r < 0)
+		stop_worker(ch);
+	return r;
+}
+
+/* One round trip. *reply is malloc'd (may be empty). On any failure the
+ * worker is killed (it is confused, crashed or hung) and restarted for the
+ * next request. */
+static int round_trip(struct interp *in, struct channel *ch, uint8_t kind, const struct msg *body,
+		      uint8_t **reply, size_t *reply_len, unsigned timeout_ms)
+{
+	*reply = NULL;
+	*reply_len = 0;
+	uint64_t deadline = monotonic_ns() + (uint64_t)timeout_ms * 1000000ull;
+	/* A warm request still being worked on: its reply comes first. */
+	drain_pending(ch, deadline);
+	int r = send_request(in, ch, kind, body);
+	if (r < 0)
+		return r;
+	uint32_t rlen = 0;
+	r = read_all(ch->fd, &rlen, 4, deadline);
+	if (r == 0 && rlen > MAX_MESSAGE)
+		r = -EBADMSG;
+	uint8_t *buf = NULL;
+	if (r == 0) {
+		buf = malloc(rlen ? rlen : 1);
+		r = buf ? read_all(ch->fd, buf, rlen, deadline) : -ENOMEM;
+	}
+	if (r < 0) {
+		free(buf);
+		stop_worker(ch);
+		return r;
+	}
+	*reply = buf;
+	*reply_len = rlen;
+	return 0;
+}
+
+static void maps_body(struct msg *m, const char *maps, size_t len)
+{
+	msg_u32(m, (uint32_t)len);
+	msg_put(m, maps, len);
+}
+
+static void leaf_only(const struct process_capture *pc, struct unwound_stack *stacks)
+{
+	for (size_t i = 0; i < pc->nthreads; i++) {
+		stacks[i].n = pc->threads[i].outcome == THREAD_CAPTURED ? 1 : 0;
+		stacks[i].pcs[0] = pc->threads[i].regs.rip;
+		stacks[i].truncated = true;
+	}
+}
+
+void interp_unwind(struct interp *in, const struct process_capture *pc,
+		   struct unwound_stack *stacks)
+{
+	if (!in->sandboxed) {
+		if (!in->gate)
+			in->gate = unwind_gate_new(pc->pid);
+		struct unwind_opener op = unwind_gate_opener(in->gate);
+		if (!in->gate ||
+		    (!in->uw && unwinder_new(pc->pid, pc->maps_text, pc->maps_len, &op, &in->uw) < 0)) {
+			leaf_only(pc, stacks);
+			return;
+		}
+		unwinder_update_maps(in->uw, pc->maps_text, pc->maps_len);
+		for (size_t i = 0; i < pc->nthreads; i++) {
+			stacks[i].n = 0;
+			stacks[i].truncated = true;
+			if (pc->threads[i].outcome == THREAD_CAPTURED)
+				unwinder_unwind(in->uw, &pc->threads[i], stacks[i].pcs,
+						UNWIND_MAX_FRAMES_DEFAULT, &stacks[i].n,
+						&stacks[i].truncated);
+		}
+		return;
+	}
+	struct msg m = {0};
+	maps_body(&m, pc->maps_text, pc->maps_len);
+	msg_u32(&m, (uint32_t)pc->nthreads);
+	for (size_t i = 0; i < pc->nthreads; i++) {
+		const struct thread_capture *tc = &pc->threads[i];
+		uint32_t slen = tc->outcome == THREAD_CAPTURED ? (uint32_t)tc->stack_len : 0;
+		msg_u32(&m, (uint32_t)tc->tid);
+		msg_u32(&m, (uint32_t)tc->outcome);
+		msg_put(&m, &tc->regs, sizeof(tc->regs));
+		msg_put(&m, &tc->stack_start, 8);
+		msg_u32(&m, slen);
+		msg_put(&m, tc->stack, slen);
+	}
+	uint8_t *reply = NULL;
+	size_t rlen = 0;
+	int r = m.failed ? -ENOMEM : round_trip(in, &in->unwinding, 'U', &m, &reply, &rlen, UNWIND_TIMEOUT_MS);
+	free(m.p);
+	struct cursor c = {.p = reply, .len = rlen};
+	for (size_t i = 0; i < pc->nthreads; i++) {
+		uint32_t n = r == 0 ? take_u32(&c) : 0;
+		uint32_t truncated = r == 0 ? take_u32(&c) : 1;
+		const void *pcs = n <= UNWIND_MAX_FRAMES_DEFAULT ? take(&c, (size_t)n * 8) : NULL;
+		if (r < 0 || c.bad || !pcs) {
+			/* Lost with the worker: keep the leaf so the sample counts. */
+			stacks[i].n = pc->threads[i].outcome == THREAD_CAPTURED ? 1 : 0;
+			stacks[i].pcs[0] = pc->threads[i].regs.rip;
+			stacks[i].truncated = true;
+			if (stacks[i].n)
+				in->stacks_lost++;
+			continue;
+		}
+		memcpy(stacks[i].pcs, pcs, (size_t)n * 8);
+		stacks[i].n = n;
+		stacks[i].truncated = truncated != 0;
+	}
+	free(reply);
+}
+
+void interp_prepare(struct interp *in, const char *maps_text, size_t maps_len)
+{
+	if (!in->sandboxed) {
+		if (in->sym_maps && strcmp(in->sym_maps, maps_text) == 0)
+			return;
+		struct symbolizer *s = NULL;
+		char *copy = strndup(maps_text, maps_len);
+		if (copy && symbolizer_new(in->pid, maps_text, maps_len, &in->opts, &s) == 0) {
+			symbolizer_free(in->sym);
+			free(in->sym_maps);
+			in->sym = s;
+			in->sym_maps = copy;
+		} else {
+			free(copy);
+		}
+		return;
+	}
+	struct msg m = {0};
+	maps_body(&m, maps_text, maps_len);
+	uint8_t *reply = NULL;
+	size_t rlen = 0;
+	if (!m.failed)
+		round_trip(in, &in->symbols, 'P', &m, &reply, &rlen, SYMBOLIZE_TIMEOUT_MS);
+	free(m.p);
+	free(reply);
+}
+
+int interp_symbolize(struct interp *in, const char *maps_text, size_t maps_len,
+		     const uint64_t *addrs, size_t n, struct symtab **ret)
+{
+	if (!in->sandboxed) {
+		interp_prepare(in, maps_text, maps_len);
+		struct symtab *st = symtab_new();
+		if (!st)
+			return -ENOMEM;
+		if (in->sym && symtab_fill(st, in->sym, addrs, n) < 0) {
+			symtab_free(st);
+			return -ENOMEM;
+		}
+		*ret = st;
+		return 0;
+	}
+	struct msg m = {0};
+	maps_body(&m, maps_text, maps_len);
+	msg_u32(&m, (uint32_t)n);
+	msg_put(&m, addrs, n * 8);
+	uint8_t *reply = NULL;
+	size_t rlen = 0;
+	int r = m.failed ? -ENOMEM : round_trip(in, &in->symbols, 'S', &m, &reply, &rlen, SYMBOLIZE_TIMEOUT_MS);
+	free(m.p);
+	struct symtab *st = NULL;
+	if (r == 0 && rlen > 0 && symtab_decode(reply, rlen, &st) == 0) {
+		free(reply);
+		*ret = st;
+		return 0;
+	}
+	free(reply);
+	/* Lost or garbled: an empty table still yields valid output, with
+	 * module+offset frames. */
+	in->batches_lost++;
+	st = symtab_new();
+	if (!st)
+		return -ENOMEM;
+	*ret = st;
+	return 0;
+}
+
+bool interp_warm(struct interp *in, const char *maps_text, size_t maps_len, const uint64_t *addrs,
+		 size_t n)
+{
+	if (!in->sandboxed)
+		return true; /* the final batch does it all, in this process */
+	struct channel *ch = &in->symbols;
+	drain_pending(ch, 0);
+	if (ch->pending)
+		return false;
+	struct msg m = {0};
+	maps_body(&m, maps_text, maps_len);
+	msg_u32(&m, (uint32_t)n);
+	msg_put(&m, addrs, n * 8);
+	bool sent = !m.failed && send_request(in, ch, 'W', &m) == 0;
+	free(m.p);
+	ch->pending = sent;
+	return sent;
+}
+
+bool interp_warm_busy(struct interp *in)
+{
+	drain_pending(&in->symbols, 0);
+	return in->symbols.pending;
+}
+
+/* A live worker's on-CPU time so far, in ns (0 if unknown). The workers are
+ * not waited for at the end (interp_free), so their CPU never reaches the
+ * tool's rusage: the manifest says it instead. (A worker that crashed and
+ * was restarted was waited for: its CPU is in the tool's rusage.) */
+static uint64_t worker_cpu_ns(const struct channel *ch)
+{
+	char path[64], buf[128];
+	if (ch->worker <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)ch->worker);
+	return attach_read_small_file_at(AT_FDCWD, path, buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : 0;
+}
+
+void interp_describe(const struct interp *in, cJSON *o)
+{
+	double cpu_ns = (double)(worker_cpu_ns(&in->unwinding) + worker_cpu_ns(&in->symbols));
+	cJSON_AddNumberToObject(o, "worker_cpu_ms", cpu_ns / 1e6);
+	cJSON_AddBoolToObject(o, "sandboxed", in->sandboxed);
+	cJSON_AddNumberToObject(o, "worker_restarts", in->unwinding.restarts + in->symbols.restarts);
+	cJSON_AddNumberToObject(o, "stacks_lost", (double)in->stacks_lost);
+	cJSON_AddNumberToObject(o, "symbol_batches_lost", (double)in->batches_lost);
+	/* "names": no file:line or inline frames were looked for. */
+	cJSON_AddStringToObject(o, "symbols", in->opts.names_only ? "names" : "full");
+}

@@ -1,0 +1,75 @@
+/*
+ * interp: interpretation of captures (unwinding and symbolization) in a
+ * separate, sandboxed worker process.
+ *
+ * libunwind and ELF/DWARF parsers have crashed on hostile files mapped by a
+ * target (../shared/research/reliability.md 1.8). The process that holds
+ * the target's threads must survive that, so all parsing of the target's
+ * binaries happens in a forked worker that has no ptrace rights (seccomp),
+ * no new privileges, no core dumps, and dies with us. It is fed the
+ * captured registers and stack bytes over a socket and answers with program
+ * counters and symbols (two such workers: one unwinds, one symbolizes, so
+ * that loading debug info never holds up a tick). If it crashes or hangs, the samples in flight are
+ * lost (counted), it is restarted, and the capture goes on; a stack it
+ * could not unwind keeps its leaf PC so the sample still counts.
+ *
+ * When the worker cannot be started at all (fork refused), interpretation
+ * runs in this process, which the manifest records.
+ */
+#ifndef DIAG_CMD_INTERP_H
+#define DIAG_CMD_INTERP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "attach/attach.h"
+#include "symbolize/unwind/unwind.h"
+#include "symbolize/worker/symtab.h"
+
+/* The unwound stack of one captured thread (parallel to pc->threads):
+ * pcs[0] is the exact PC, later entries return addresses. */
+struct unwound_stack {
+	uint64_t pcs[UNWIND_MAX_FRAMES_DEFAULT];
+	size_t n;
+	bool truncated;
+};
+
+struct interp;
+
+/* Start interpretation for pid. 0 or -ENOMEM. */
+int interp_new(pid_t pid, const struct symbolize_options *opts, struct interp **ret);
+void interp_free(struct interp *in);
+
+/* Unwind every captured thread of pc into stacks[0..pc->nthreads). Never
+ * fails: a lost worker leaves leaf-only, truncated stacks (counted). Must
+ * run while the target is alive (unwind tables are read from it). */
+void interp_unwind(struct interp *in, const struct process_capture *pc,
+		   struct unwound_stack *stacks);
+
+/* Load the target's modules for maps_text now, while the target is alive,
+ * so that symbolization still works after it exits. */
+void interp_prepare(struct interp *in, const char *maps_text, size_t maps_len);
+
+/* Resolve addrs (already adjusted: return address - 1 for callers) against
+ * maps_text. *ret always receives a table (possibly without frames when
+ * the worker was lost). 0 or -ENOMEM. */
+int interp_symbolize(struct interp *in, const char *maps_text, size_t maps_len,
+		     const uint64_t *addrs, size_t n, struct symtab **ret);
+
+/* Start resolving addrs in the background (the symbolization worker keeps
+ * what it finds), without waiting: the capture goes on, and a later
+ * interp_symbolize of the same addresses is mostly cache hits. Returns
+ * false, sending nothing, while an earlier warm-up is still running. */
+bool interp_warm(struct interp *in, const char *maps_text, size_t maps_len, const uint64_t *addrs,
+		 size_t n);
+/* Is a warm-up still running? */
+bool interp_warm_busy(struct interp *in);
+
+/* {worker_cpu_ms, sandboxed, worker_restarts, stacks_lost, symbol_batches_lost,
+ * symbols}: worker_cpu_ms is the live workers' CPU so far, which the tool's own
+ * rusage lacks (they are not waited for at the end). */
+void interp_describe(const struct interp *in, cJSON *o);
+
+#endif
