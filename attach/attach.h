@@ -3,7 +3,8 @@
  * as short a time as possible, copy out what interpretation needs
  * (registers, the live part of each stack, a snapshot of the maps), and
  * release it. Nothing here parses the target's binaries: that happens later,
- * from the copies, in unwind.h and in symbolize/.
+ * from the copies, in symbolize/unwind/ and symbolize/ (inside the
+ * sandboxed workers of symbolize/worker/).
  *
  * Design (see ../shared/research/reliability.md):
  *  - PTRACE_SEIZE + PTRACE_INTERRUPT, never PTRACE_ATTACH (whose queued

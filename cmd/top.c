@@ -18,6 +18,7 @@
 #include "cmd/cli/exit_codes.h"
 #include "symbolize/worker/interp.h"
 #include "cmd/cli/util.h"
+#include "symbolize/arrays.h"
 
 static uint64_t monotonic_ns(void)
 {
@@ -92,28 +93,16 @@ static void raw_tty(void)
 
 static int push_addr(struct top *t, uint64_t a)
 {
-	if (t->naddrs == t->addrs_cap) {
-		size_t cap = t->addrs_cap ? t->addrs_cap * 2 : 4096;
-		uint64_t *p = realloc(t->addrs, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		t->addrs = p;
-		t->addrs_cap = cap;
-	}
+	if (array_reserve(&t->addrs, &t->addrs_cap, t->naddrs + 1, sizeof(uint64_t), 4096) < 0)
+		return -ENOMEM;
 	t->addrs[t->naddrs++] = a;
 	return 0;
 }
 
 static int end_stack(struct top *t)
 {
-	if (t->nstacks == t->stacks_n_cap) {
-		size_t cap = t->stacks_n_cap ? t->stacks_n_cap * 2 : 1024;
-		size_t *p = realloc(t->ends, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		t->ends = p;
-		t->stacks_n_cap = cap;
-	}
+	if (array_reserve(&t->ends, &t->stacks_n_cap, t->nstacks + 1, sizeof(size_t), 1024) < 0)
+		return -ENOMEM;
 	t->ends[t->nstacks++] = t->naddrs;
 	return 0;
 }
@@ -140,13 +129,8 @@ static int tick(struct top *t)
 	t->hold_sum_ns += t->pc.hold_ns;
 	if (t->pc.hold_ns > t->hold_max_ns)
 		t->hold_max_ns = t->pc.hold_ns;
-	if (t->stacks_cap < t->pc.nthreads) {
-		struct unwound_stack *s = realloc(t->stacks, t->pc.nthreads * sizeof(*s));
-		if (!s)
-			return -ENOMEM;
-		t->stacks = s;
-		t->stacks_cap = t->pc.nthreads;
-	}
+	if (array_reserve(&t->stacks, &t->stacks_cap, t->pc.nthreads, sizeof(*t->stacks), 16) < 0)
+		return -ENOMEM;
 	interp_unwind(t->interp, &t->pc, t->stacks);
 	for (size_t i = 0; i < t->pc.nthreads; i++) {
 		const struct thread_capture *tc = &t->pc.threads[i];

@@ -10,11 +10,13 @@
  * unlinked. A backslash is not escaped, so a literal "\012" in a file name is
  * indistinguishable from an escaped newline; we decode it as the kernel meant.
  */
+#include <stddef.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "symbolize/symbolize.h"
+#include "symbolize/arrays.h"
 
 static const char deleted_suffix[] = " (deleted)";
 
@@ -210,17 +212,9 @@ void maps_release(struct maps *m)
 
 const struct maps_entry *maps_find(const struct maps *m, uint64_t addr)
 {
-	size_t lo = 0, hi = m->count;
-
 	/* maps_parse() guarantees address order. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->entries[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = addr_first_above(m->entries, m->count, sizeof(m->entries[0]),
+				     offsetof(struct maps_entry, start), addr);
 	if (lo == 0)
 		return NULL;
 	if (addr < m->entries[lo - 1].limit)

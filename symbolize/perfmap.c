@@ -8,6 +8,7 @@
  * following symlinks and must be a regular file (anyone can create files in
  * /tmp, so it is not trusted beyond giving names).
  */
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "symbolize/internal.h"
+#include "symbolize/arrays.h"
 
 #define PERFMAP_MAX_SIZE (256u << 20)
 
@@ -162,18 +164,10 @@ int perfmap_load(pid_t pid, struct perfmap **ret)
 const char *perfmap_find(const struct perfmap *pm, uint64_t pc, uint64_t *ret_start)
 {
 	const struct perfmap_entry *best = NULL;
-	size_t lo = 0, hi = pm->n;
-
 	/* First entry with start > pc; then look back at every entry that
 	 * could still cover pc, keeping the most recently written. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (pm->e[mid].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = addr_first_above(pm->e, pm->n, sizeof(pm->e[0]),
+				     offsetof(struct perfmap_entry, start), pc);
 	for (size_t i = lo; i-- > 0;) {
 		const struct perfmap_entry *e = &pm->e[i];
 

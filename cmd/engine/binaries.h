@@ -8,8 +8,8 @@
  * `PPROF_BINARY_PATH=DIR/binaries go tool pprof` symbolizes on another host.
  * Files are copied as bytes; nothing here parses them.
  */
-#ifndef DIAG_CMD_BINARIES_H
-#define DIAG_CMD_BINARIES_H
+#ifndef DIAG_CMD_ENGINE_BINARIES_H
+#define DIAG_CMD_ENGINE_BINARIES_H
 
 #include <stdint.h>
 #include <sys/types.h>

@@ -12,6 +12,7 @@
 #include "symbolize/go/goheap.h"
 #include "symbolize/go/goroutines.h"
 #include "cmd/engine/internal.h"
+#include "symbolize/arrays.h"
 
 #define MAX_GO_FRAMES 64
 #define MAX_GO_LABELS 64
@@ -184,14 +185,8 @@ static const char *intern(struct go_session *g, const char *s)
 	for (size_t i = g->nstrings; i-- > 0;)
 		if (strcmp(g->strings[i], s) == 0)
 			return g->strings[i];
-	if (g->nstrings == g->strings_cap) {
-		size_t cap = g->strings_cap ? g->strings_cap * 2 : 64;
-		char **p = realloc(g->strings, cap * sizeof(*p));
-		if (!p)
-			return NULL;
-		g->strings = p;
-		g->strings_cap = cap;
-	}
+	if (array_reserve(&g->strings, &g->strings_cap, g->nstrings + 1, sizeof(char *), 64) < 0)
+		return NULL;
 	char *copy = strdup(s);
 	if (!copy)
 		return NULL;

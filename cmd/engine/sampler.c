@@ -20,6 +20,7 @@
 #include "cmd/engine/timeline_run.h"
 #include "symbolize/unwind/unwind.h"
 #include "symbolize/worker/interp.h"
+#include "symbolize/arrays.h"
 
 /* Pause statistics over hours of sampling in bounded memory: exact max and
  * count, percentiles from a uniform reservoir of this many stops. */
@@ -181,15 +182,7 @@ struct sampler {
 
 static int grow_stacks(struct unwound_stack **s, size_t *cap, size_t n)
 {
-	if (*cap >= n)
-		return 0;
-	size_t c = n < 16 ? 16 : n * 2;
-	struct unwound_stack *p = realloc(*s, c * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	*s = p;
-	*cap = c;
-	return 0;
+	return array_reserve(s, cap, n, sizeof(**s), 16);
 }
 
 static int collect_new(void *ctx, const uint64_t *pcs, size_t npcs, const char *labels,

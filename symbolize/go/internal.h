@@ -96,7 +96,8 @@ struct go_target {
 	bool have_heap_layout;
 };
 
-/* File image bytes at a link-time address, or NULL if not backed by the file. */
+/* image.c: file image bytes at a link-time address, or NULL if not
+ * backed by the file (every length bounds-checked against the mapping). */
 const uint8_t *go_file_at(const struct go_target *t, uint64_t addr, size_t len);
 
 /* pclntab.c */

@@ -22,20 +22,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const uint8_t *go_file_at(const struct go_target *t, uint64_t addr, size_t len)
-{
-	for (size_t i = 0; i < t->nloads; i++) {
-		const struct go_load *l = &t->loads[i];
-		if (addr >= l->vaddr && addr - l->vaddr <= l->filesz && len <= l->filesz - (addr - l->vaddr)) {
-			uint64_t off = l->offset + (addr - l->vaddr);
-			if (off > t->map_len || len > t->map_len - off)
-				return NULL;
-			return t->map + off;
-		}
-	}
-	return NULL;
-}
-
 /* A Go string header {ptr, len} at a link address, copied out of the file. */
 static char *file_gostring(const struct go_target *t, uint64_t hdr_addr)
 {

@@ -7,7 +7,9 @@
  * part of one segment (184 KiB for libc), once per module and unwinder.
  * Out of memory: a module whose copy cannot be allocated has no tables. */
 #include "symbolize/unwind/unwind.h"
+#include "symbolize/arrays.h"
 
+#include <stddef.h>
 #include <elf.h>
 #include <errno.h>
 #include <libunwind.h>
@@ -380,14 +382,9 @@ int unwinder_update_maps(struct unwinder *u, const char *text, size_t len)
 
 static struct exec_mapping *mapping_for(struct unwinder *u, uint64_t ip)
 {
-	size_t lo = 0, hi = u->nmaps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (u->maps[mid].limit <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* The first mapping that ends above ip is the only one that can hold it. */
+	size_t lo = addr_first_above(u->maps, u->nmaps, sizeof(u->maps[0]),
+				     offsetof(struct exec_mapping, limit), ip);
 	if (lo < u->nmaps && u->maps[lo].start <= ip)
 		return &u->maps[lo];
 	/* Not in kernel order (hand-made maps text): look at every one. */

@@ -45,6 +45,7 @@
 
 #include "symbolize/unwind/unwind.h"
 #include "symbolize/worker/unwind_gate.h"
+#include "symbolize/arrays.h"
 
 /* CLOCK_MONOTONIC in nanoseconds: the workers' deadlines. */
 static uint64_t monotonic_ns(void)
@@ -142,17 +143,9 @@ static void msg_put(struct msg *m, const void *d, size_t n)
 {
 	if (m->failed || n == 0) /* d may be NULL when there is nothing to add */
 		return;
-	if (m->len + n > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 65536;
-		while (cap < m->len + n)
-			cap *= 2;
-		uint8_t *p = realloc(m->p, cap);
-		if (!p) {
-			m->failed = true;
-			return;
-		}
-		m->p = p;
-		m->cap = cap;
+	if (array_reserve(&m->p, &m->cap, m->len + n, 1, 65536) < 0) {
+		m->failed = true;
+		return;
 	}
 	memcpy(m->p + m->len, d, n);
 	m->len += n;

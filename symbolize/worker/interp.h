@@ -16,8 +16,8 @@
  * When the worker cannot be started at all (fork refused), interpretation
  * runs in this process, which the manifest records.
  */
-#ifndef DIAG_CMD_INTERP_H
-#define DIAG_CMD_INTERP_H
+#ifndef DIAG_SYMBOLIZE_WORKER_INTERP_H
+#define DIAG_SYMBOLIZE_WORKER_INTERP_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,5 @@
 #include "symbolize/worker/symtab.h"
+#include "symbolize/arrays.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -107,14 +108,8 @@ static const char *intern(struct symtab *st, const char *s)
 			return have;
 		h = (h + 1) % st->nstring_slots;
 	}
-	if (st->nstrings == st->strings_cap) {
-		size_t cap = st->strings_cap ? st->strings_cap * 2 : 128;
-		char **p = realloc(st->strings, cap * sizeof(*p));
-		if (!p)
-			return NULL;
-		st->strings = p;
-		st->strings_cap = cap;
-	}
+	if (array_reserve(&st->strings, &st->strings_cap, st->nstrings + 1, sizeof(char *), 128) < 0)
+		return NULL;
 	char *copy = strdup(s);
 	if (!copy)
 		return NULL;
@@ -165,14 +160,8 @@ static int add(struct symtab *st, uint64_t pc, long module_index, uint64_t modul
 		return 0;
 	if (grow_slots(st) < 0)
 		return -ENOMEM;
-	if (st->nnodes == st->nodes_cap) {
-		size_t cap = st->nodes_cap ? st->nodes_cap * 2 : 256;
-		struct node **p = realloc(st->nodes, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		st->nodes = p;
-		st->nodes_cap = cap;
-	}
+	if (array_reserve(&st->nodes, &st->nodes_cap, st->nnodes + 1, sizeof(struct node *), 256) < 0)
+		return -ENOMEM;
 	struct node *n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
@@ -320,17 +309,9 @@ static void put(struct out_buf *o, const void *d, size_t n)
 {
 	if (o->failed)
 		return;
-	if (o->len + n > o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 4096;
-		while (cap < o->len + n)
-			cap *= 2;
-		uint8_t *p = realloc(o->p, cap);
-		if (!p) {
-			o->failed = true;
-			return;
-		}
-		o->p = p;
-		o->cap = cap;
+	if (array_reserve(&o->p, &o->cap, o->len + n, 1, 4096) < 0) {
+		o->failed = true;
+		return;
 	}
 	memcpy(o->p + o->len, d, n);
 	o->len += n;
@@ -576,14 +557,8 @@ int addrset_add(struct addrset *s, uint64_t addr)
 			return 0;
 		h = (h + 1) % s->nslots;
 	}
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 512;
-		uint64_t *p = realloc(s->items, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		s->items = p;
-		s->cap = cap;
-	}
+	if (array_reserve(&s->items, &s->cap, s->n + 1, sizeof(uint64_t), 512) < 0)
+		return -ENOMEM;
 	s->items[s->n++] = addr;
 	s->slots[h] = addr + 1;
 	return 0;

@@ -22,8 +22,8 @@
  * is what is mapped, and a refused file costs only CFI: its frames are
  * walked by frame pointers.
  */
-#ifndef DIAG_CMD_UNWIND_GATE_H
-#define DIAG_CMD_UNWIND_GATE_H
+#ifndef DIAG_SYMBOLIZE_WORKER_UNWIND_GATE_H
+#define DIAG_SYMBOLIZE_WORKER_UNWIND_GATE_H
 
 #include <sys/types.h>
 
