@@ -260,9 +260,9 @@ bool attach_watchdog_running(void);
  * NULL when it is not one a stuck thread is usually found in. */
 const char *attach_syscall_name(long nr);
 
-/* Read a small file (relative to dirfd, or AT_FDCWD) into buf, NUL-terminated,
- * in one read: for /proc files, which the kernel hands over whole. Returns
- * the bytes read (> 0), or 0 if it could not be opened, read, or was empty. */
+/* Read a small file (relative to dirfd, or AT_FDCWD) into buf,
+ * NUL-terminated (at most size - 1 bytes): for /proc files. Returns the
+ * bytes read (> 0), or 0 if it could not be opened, read, or was empty. */
 size_t attach_read_small_file_at(int dirfd, const char *path, char *buf, size_t size);
 
 #endif

@@ -1,5 +1,6 @@
 /* Small /proc helpers that attach/ exports to its users. */
 #include "attach/attach.h"
+#include "attach/procfs.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -39,15 +40,6 @@ const char *attach_syscall_name(long nr)
 
 size_t attach_read_small_file_at(int dirfd, const char *path, char *buf, size_t size)
 {
-	if (size == 0)
-		return 0;
-	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, size - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	return (size_t)n;
+	ssize_t n = procfs_read_at(dirfd, path, buf, size);
+	return n > 0 ? (size_t)n : 0;
 }
