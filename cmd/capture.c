@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "cmd/cli/exit_codes.h"
-#include "cmd/cli/refuse.h"
+#include "cmd/cli/capture_errors.h"
 #include "cmd/cli/util.h"
 #include "cmd/engine/engine.h"
 #include "timeline/leakwatch.h"
@@ -374,44 +374,6 @@ static void default_output(pid_t pid, char *buf, size_t size)
 	snprintf(buf, size, "diag-%d-%s", (int)pid, stamp);
 }
 
-static int output_error(const char *dir, bool existed, int err)
-{
-	switch (-err) {
-	case EEXIST:
-	case ENOTEMPTY:
-		die_message("output directory '%s' exists and is not empty", dir);
-		hint_message("give a new or empty directory with -o");
-		break;
-	case ELOOP:
-		die_message("output path '%s' is a symbolic link; refusing to follow it", dir);
-		break;
-	case ENOTDIR:
-		die_message("output path '%s' exists and is not a directory", dir);
-		break;
-	case EROFS:
-	case EACCES:
-	case EPERM:
-		if (existed) {
-			die_message("output directory '%s' is not writable: %s", dir, strerror(-err));
-			break;
-		}
-		/* mkdir failed: the general message says it as it is */
-		/* fall through */
-	default:
-		die_message("cannot create output directory '%s': %s", dir, strerror(-err));
-		break;
-	}
-	return EXIT_OUTPUT_DIR;
-}
-
-static int write_error_exit(const char *dir, int err)
-{
-	die_message("cannot write bundle '%s': %s", dir, strerror(-err));
-	if (err == -ENOSPC || err == -EDQUOT || err == -EFBIG)
-		hint_message("free some space or choose another -o; the directory has no manifest, so it is not a bundle");
-	return EXIT_WRITE_FAILED;
-}
-
 /* The finished bundle's path is the one thing on stdout (for scripts:
  * dir=$(diag-attach ...)). If it cannot be written (/dev/full, a closed
  * pipe: SIGPIPE is ignored) the caller never learns where the bundle is,
@@ -426,69 +388,6 @@ static int print_bundle_path(const char *dir)
 	die_message("bundle '%s' is complete, but writing its path to standard output failed: %s",
 		    dir, strerror(e));
 	return EXIT_WRITE_FAILED;
-}
-
-/* Why the capture failed, as a message and an exit status. */
-static int capture_error_exit(const struct capture_options *o, const char *dir, enum capture_stage stage,
-			      int r)
-{
-	pid_t pid = o->pid;
-	if (r == -ENOMEM) {
-		die_message(stage == CAPTURE_STAGE_WRITE ? "out of memory while writing the bundle"
-			    : stage == CAPTURE_STAGE_ATTACH ? "out of memory during the capture"
-							    : "out of memory");
-		return EXIT_INTERNAL;
-	}
-	switch (stage) {
-	case CAPTURE_STAGE_TARGET:
-		if (r == -ESRCH) {
-			die_message("cannot attach to pid %d: no such process", (int)pid);
-			return EXIT_NO_PROCESS;
-		}
-		if (r == -EBUSY) {
-			/* Another diag-attach won the race for this target. */
-			struct attach_probe pr;
-			if (attach_target_probe(pid, &pr) == 0 && pr.refusal != ATTACH_OK)
-				return capture_refuse(pid, &pr);
-			die_message("cannot attach to pid %d: another diag-attach is capturing it",
-				    (int)pid);
-			return EXIT_ALREADY_TRACED;
-		}
-		die_message("cannot open pid %d: %s", (int)pid, strerror(-r));
-		return EXIT_INTERNAL;
-	case CAPTURE_STAGE_ATTACH:
-		if (r == -ESRCH) {
-			die_message("cannot capture pid %d: the process exited", (int)pid);
-			return EXIT_NO_PROCESS;
-		}
-		if (r == -EPERM || r == -EACCES) {
-			struct attach_probe pr;
-			attach_target_probe(pid, &pr);
-			if (pr.refusal != ATTACH_OK)
-				return capture_refuse(pid, &pr);
-			die_message("cannot attach to pid %d: Operation not permitted", (int)pid);
-			if (pr.yama_scope >= 1)
-				hint_message("kernel.yama.ptrace_scope=%d; run as root or with CAP_SYS_PTRACE",
-					     pr.yama_scope);
-			else
-				hint_message("the kernel refused ptrace: the process may belong to another user "
-					     "namespace or be protected (e.g. a container's init)");
-			return EXIT_NOT_PERMITTED;
-		}
-		die_message("cannot capture pid %d: %s", (int)pid, strerror(-r));
-		return EXIT_INTERNAL;
-	case CAPTURE_STAGE_WRITE:
-		if (r == -EINTR) {
-			die_message("interrupted while writing; bundle '%s' abandoned (no manifest)", dir);
-			return EXIT_INTERRUPTED;
-		}
-		return write_error_exit(dir, r);
-	case CAPTURE_STAGE_FINALIZE:
-		return write_error_exit(dir, r);
-	default:
-		die_message("cannot capture pid %d: %s", (int)pid, strerror(-r));
-		return EXIT_INTERNAL;
-	}
 }
 
 /* The progress line, on a terminal only: \r-rewritten in place. */
@@ -563,8 +462,8 @@ int cmd_capture(int argc, char **argv)
 	enum capture_stage stage;
 	int r = capture_session_new(&opt, dir, &s, &stage);
 	if (r < 0)
-		return stage == CAPTURE_STAGE_OUTPUT ? output_error(dir, existed, r)
-						     : capture_error_exit(&opt, dir, stage, r);
+		return stage == CAPTURE_STAGE_OUTPUT ? capture_output_error(dir, existed, r)
+						     : capture_error_exit(opt.pid, dir, stage, r);
 	/* If we are ever stopped or hung while holding the target, a separate
 	 * process kills us, which releases it (the kernel detaches a dead
 	 * tracer's tracees). */
@@ -579,7 +478,7 @@ int cmd_capture(int argc, char **argv)
 	if (r == 0)
 		r = capture_session_finish(s);
 	if (r < 0) {
-		exit_code = capture_error_exit(&opt, dir, capture_session_stage(s), r);
+		exit_code = capture_error_exit(opt.pid, dir, capture_session_stage(s), r);
 		/* Nothing finished: leave no directory behind that we made. */
 		capture_session_free(s);
 		s = NULL;

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd/cli/refuse.h"
+#include "cmd/cli/capture_errors.h"
 #include "cmd/cli/exit_codes.h"
 #include "symbolize/worker/interp.h"
 #include "cmd/cli/util.h"

@@ -25,7 +25,7 @@ MAY_INCLUDE = {
     # Reading and rendering finished bundles.
     'bundle/read': {'bundle', 'timeline'},
     # The subcommands' shared helpers, and the capture engine.
-    'cmd/cli': {'attach', 'bundle', 'bundle/read'},
+    'cmd/cli': {'attach', 'bundle', 'bundle/read', 'cmd/engine'},
     'cmd/engine': {'attach', 'symbolize', 'symbolize/go', 'symbolize/unwind',
                    'symbolize/worker', 'timeline', 'bundle'},
     # The subcommands: anything.
