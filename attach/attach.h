@@ -256,6 +256,15 @@ int attach_watchdog_start(unsigned limit_ms);
 void attach_watchdog_stop(void);
 bool attach_watchdog_running(void);
 
+/* Re-read /proc/PID/maps into pc->maps_text (reusing its buffer), without
+ * touching the threads. 0, -ESRCH, -ENOMEM or -errno. */
+int attach_read_maps(const struct attach_target *t, struct process_capture *pc);
+
+/* The process's CPU time so far (utime + stime of /proc/PID/stat, every
+ * thread's, the exited ones' included), in nanoseconds at clock-tick
+ * resolution. 0 or -errno. */
+int attach_target_cpu_ns(const struct attach_target *t, uint64_t *ret);
+
 /* Name of an x86_64 syscall number (as /proc/TID/syscall gives it), or
  * NULL when it is not one a stuck thread is usually found in. */
 const char *attach_syscall_name(long nr);

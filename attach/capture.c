@@ -215,7 +215,7 @@ static bool is_late(pid_t tid)
 	return false;
 }
 
-static int read_maps(const struct attach_target *t, struct process_capture *pc)
+int attach_read_maps(const struct attach_target *t, struct process_capture *pc)
 {
 	int fd = openat(t->proc_dirfd, "maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -349,7 +349,7 @@ static bool maps_cached_for(const struct attach_target *t)
 static int refresh_maps(const struct attach_target *t, struct process_capture *pc,
 			uint64_t vsize)
 {
-	int r = read_maps(t, pc);
+	int r = attach_read_maps(t, pc);
 	if (r < 0) {
 		if (maps_cached_for(t))
 			(void)copy_cached_maps(pc);

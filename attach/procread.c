@@ -2,6 +2,7 @@
 #include "attach/attach.h"
 #include "attach/procfs.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/syscall.h>
@@ -42,4 +43,19 @@ size_t attach_read_small_file_at(int dirfd, const char *path, char *buf, size_t 
 {
 	ssize_t n = procfs_read_at(dirfd, path, buf, size);
 	return n > 0 ? (size_t)n : 0;
+}
+
+int attach_target_cpu_ns(const struct attach_target *t, uint64_t *ret)
+{
+	char buf[1024];
+	ssize_t n = procfs_read_at(t->proc_dirfd, "stat", buf, sizeof(buf));
+	if (n <= 0)
+		return n < 0 ? (int)n : -EIO;
+	struct procfs_stat st;
+	int r = procfs_parse_stat(buf, &st);
+	if (r < 0)
+		return r;
+	long hz = sysconf(_SC_CLK_TCK);
+	*ret = (st.utime + st.stime) * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
+	return 0;
 }

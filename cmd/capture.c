@@ -74,6 +74,13 @@ static void usage(FILE *f)
 	      " -d, --duration TIME      capture length (10, 500ms, 30s, 2m); default until\n"
 	      "                          Ctrl-C, SIGTERM or target exit\n"
 	      " -F, --frequency HZ       stack samples per second (default 99; 0: none)\n"
+	      "     --cpu-engine auto|perf|ptrace  where CPU samples come from: perf events\n"
+	      "                          (a cpu-clock event per thread: every HZ-th of its CPU\n"
+	      "                          time, kernel time included, no stop), or ptrace stops\n"
+	      "                          weighted by each thread's CPU time since its last\n"
+	      "                          sample; auto (default): perf, ptrace where refused\n"
+	      "     --no-kernel-frames   leave the kernel call chain out of CPU samples (kernel\n"
+	      "                          time is still sampled, at the syscall that spent it)\n"
 	      " -i, --interval TIME      timeline interval (default 1s)\n"
 	      "     --leak-watch         fit growth slopes and dump evidence when a leak starts\n"
 	      "     --leak-threshold NAME=SLOPE_PER_S:MIN_DELTA  override a leak floor (repeatable)\n"
@@ -118,6 +125,7 @@ static void usage(FILE *f)
 	      " 12  interrupted while writing; bundle abandoned (no manifest)\n"
 	      " 13  the process is not dumpable; --force captures it anyway\n"
 	      " 14  /proc belongs to another pid namespace (mount one for this namespace)\n"
+	      " 15  perf events refused and --cpu-engine perf asked for them\n"
 	      "\n"
 	      "See diag-attach(1).\n",
 	      f);
@@ -139,6 +147,8 @@ enum {
 	OPT_WATCHDOG,
 	OPT_RECORD_ENVIRON,
 	OPT_FORCE,
+	OPT_CPU_ENGINE,
+	OPT_NO_KERNEL_FRAMES,
 };
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
@@ -201,6 +211,8 @@ static int parse_options(int argc, char **argv, struct capture_options *o, const
 		{"watchdog", required_argument, NULL, OPT_WATCHDOG},
 		{"record-environ", no_argument, NULL, OPT_RECORD_ENVIRON},
 		{"force", no_argument, NULL, OPT_FORCE},
+		{"cpu-engine", required_argument, NULL, OPT_CPU_ENGINE},
+		{"no-kernel-frames", no_argument, NULL, OPT_NO_KERNEL_FRAMES},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -323,6 +335,21 @@ static int parse_options(int argc, char **argv, struct capture_options *o, const
 		case OPT_RECORD_ENVIRON:
 			o->record_environ = true;
 			break;
+		case OPT_CPU_ENGINE:
+			if (strcmp(optarg, "auto") == 0)
+				o->cpu_engine = CAPTURE_CPU_AUTO;
+			else if (strcmp(optarg, "perf") == 0)
+				o->cpu_engine = CAPTURE_CPU_PERF;
+			else if (strcmp(optarg, "ptrace") == 0)
+				o->cpu_engine = CAPTURE_CPU_PTRACE;
+			else {
+				die_message("--cpu-engine: '%s' is not auto, perf or ptrace", optarg);
+				return -1;
+			}
+			break;
+		case OPT_NO_KERNEL_FRAMES:
+			o->no_kernel_frames = true;
+			break;
 		case OPT_FORCE:
 			o->force = true;
 			break;
@@ -415,6 +442,34 @@ static void show_leak(const struct capture_leak *l, void *arg)
 		l->last, l->n_samples, l->bundle_dir, l->evidence);
 }
 
+/* One line at the end of a sampled capture: which engine gave the CPU
+ * samples, how many against what the target's CPU time asks for (its CPU
+ * seconds from /proc times the rate), what was lost; a warning when fewer
+ * than 90 % were taken, so a thin profile never passes for a full one. */
+static void print_summary(const struct capture_summary *sum)
+{
+	if (!sum->sampled || sum->hz == 0)
+		return;
+	if (sum->perf_refused)
+		fprintf(stderr, "diag-attach: perf events refused (%s): CPU samples from ptrace stops\n",
+			strerror(-sum->perf_refused));
+	double share = sum->cpu_samples_expected > 0
+			       ? 100.0 * (double)sum->cpu_samples / sum->cpu_samples_expected
+			       : 100.0;
+	fprintf(stderr,
+		"diag-attach: cpu engine %s: %llu CPU samples for %.2f s of target CPU (%.0f%% of the "
+		"%.0f it asks for at %.0f Hz), %llu lost, %llu throttled; %llu stops\n",
+		sum->cpu_engine, (unsigned long long)sum->cpu_samples, sum->target_cpu_s, share,
+		sum->cpu_samples_expected, sum->hz, (unsigned long long)sum->lost,
+		(unsigned long long)sum->throttled, (unsigned long long)sum->stops);
+	/* Below a second of samples the ratio is noise of /proc's 10 ms ticks. */
+	if (share < 90.0 && sum->cpu_samples_expected >= sum->hz)
+		fprintf(stderr,
+			"diag-attach: warning: the CPU profile holds only %.0f%% of the samples the target's "
+			"CPU time asks for; read its shares, not its totals\n",
+			share);
+}
+
 int cmd_capture(int argc, char **argv)
 {
 	/* First of all: a stop signal must never kill us once we may hold
@@ -475,6 +530,11 @@ int cmd_capture(int argc, char **argv)
 	r = capture_session_run(s);
 	if (r == 0 && !quiet && capture_session_target_exited(s))
 		fprintf(stderr, "diag-attach: target pid %d exited during the capture\n", (int)opt.pid);
+	if (r == 0 && !quiet) {
+		struct capture_summary sum;
+		capture_session_summary(s, &sum);
+		print_summary(&sum);
+	}
 	if (r == 0)
 		r = capture_session_finish(s);
 	if (r < 0) {

@@ -167,6 +167,11 @@ int capture_error_exit(pid_t pid, const char *dir, enum capture_stage stage, int
 		}
 		die_message("cannot capture pid %d: %s", (int)pid, strerror(-r));
 		return EXIT_INTERNAL;
+	case CAPTURE_STAGE_PERF:
+		die_message("cannot sample pid %d with perf events: %s", (int)pid, strerror(-r));
+		hint_message("kernel.perf_event_paranoid, a container's seccomp profile or a user namespace "
+			     "may forbid them; --cpu-engine ptrace (or auto) samples with ptrace stops instead");
+		return EXIT_PERF_REFUSED;
 	case CAPTURE_STAGE_WRITE:
 		if (r == -EINTR) {
 			die_message("interrupted while writing; bundle '%s' abandoned (no manifest)", dir);

@@ -22,6 +22,7 @@ enum exit_code {
 	EXIT_INTERRUPTED = 12,   /* interrupted while writing; the bundle was abandoned */
 	EXIT_NOT_DUMPABLE = 13,  /* the process is not dumpable (asked not to be inspected); see --force */
 	EXIT_FOREIGN_PROCFS = 14,/* /proc belongs to another pid namespace than ours */
+	EXIT_PERF_REFUSED = 15,  /* --cpu-engine perf, and perf events were refused */
 };
 
 #endif

@@ -54,6 +54,27 @@ struct capture_leak {
 	const char *evidence;     /* "leak/open_fds-1/" */
 };
 
+/* Where CPU samples come from (the wall-clock profile and snapshots are
+ * ptrace captures either way). */
+enum capture_cpu_engine {
+	CAPTURE_CPU_AUTO,   /* perf events, or ptrace when they are refused */
+	CAPTURE_CPU_PERF,   /* perf events or fail */
+	CAPTURE_CPU_PTRACE, /* stops, each sample weighted by the thread's CPU time since its last */
+};
+
+/* What a sampled capture measured, for its summary line. */
+struct capture_summary {
+	bool sampled;            /* false: a snapshot (nothing below is set) */
+	const char *cpu_engine;  /* "perf" or "ptrace" */
+	int perf_refused;        /* why perf events were not used (-errno), 0 if they were */
+	double target_cpu_s;     /* the target's CPU time over the capture, from /proc */
+	double hz;
+	uint64_t cpu_samples;
+	double cpu_samples_expected; /* target_cpu_s x hz: what its CPU time asks for */
+	uint64_t lost, throttled;
+	uint64_t stops;          /* ptrace stops (wall-clock samples and the final snapshot) */
+};
+
 struct capture_options {
 	pid_t pid;
 	bool snapshot;
@@ -75,6 +96,9 @@ struct capture_options {
 	const char *leak_thresholds[MAX_LEAK_THRESHOLDS];
 	size_t nleak_thresholds;
 	struct attach_options attach;
+	enum capture_cpu_engine cpu_engine;
+	bool no_kernel_frames;      /* leave the kernel call chain out of CPU samples */
+	size_t perf_stack_bytes;    /* user stack per perf sample; 0: 32 KiB */
 	volatile sig_atomic_t *stop_requests; /* required */
 	/* Told as things happen (NULL: not told); both get callback_arg. */
 	void (*progress)(const struct capture_progress *p, void *arg);
@@ -88,6 +112,7 @@ enum capture_stage {
 	CAPTURE_STAGE_SETUP,    /* starting the workers, the manifest (-ENOMEM) */
 	CAPTURE_STAGE_OUTPUT,   /* creating the output directory */
 	CAPTURE_STAGE_ATTACH,   /* attaching, stopping, sampling (-ESRCH, -EPERM, -ENOMEM) */
+	CAPTURE_STAGE_PERF,     /* perf events refused with --cpu-engine perf */
 	CAPTURE_STAGE_WRITE,    /* writing members (-ENOSPC, ..., -EINTR: abandoned on request) */
 	CAPTURE_STAGE_FINALIZE, /* the manifest and the final fsyncs */
 };
@@ -111,6 +136,8 @@ int capture_session_run(struct capture_session *s);
 int capture_session_finish(struct capture_session *s);
 
 enum capture_stage capture_session_stage(const struct capture_session *s);
+/* After a successful run. */
+void capture_session_summary(const struct capture_session *s, struct capture_summary *ret);
 /* Did the target exit while we captured it? */
 bool capture_session_target_exited(const struct capture_session *s);
 

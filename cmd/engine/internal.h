@@ -28,6 +28,7 @@ struct capture_session {
 	struct go_session *go;     /* NULL unless the target is a Go program */
 	struct interp *interp;     /* unwinding and symbols (sandboxed worker) */
 	enum capture_stage stage;  /* where the last failure happened */
+	struct capture_summary summary;
 	bool target_exited;
 };
 

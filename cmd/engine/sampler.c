@@ -13,6 +13,7 @@
 #include "cmd/engine/internal.h"
 #include "bundle/text.h"
 #include "cmd/engine/binaries.h"
+#include "cmd/engine/cpu_perf.h"
 #include "cmd/engine/go_out.h"
 #include "cmd/engine/profile_out.h"
 #include "cmd/engine/snapshot_out.h"
@@ -28,6 +29,11 @@
 #define PROGRESS_EVERY_NS 250000000ull
 #define WARM_EVERY_NS 500000000ull
 #define LATE_POLL_NS 2000000ull
+/* Perf rings are drained this often (a CPU fills at most 99 samples a
+ * second into a ring that holds a dozen or more), and /proc/PID/task
+ * re-listed for threads without an event this often. */
+#define PERF_DRAIN_EVERY_NS 40000000ull
+#define PERF_SCAN_EVERY_NS 1000000000ull
 
 struct pause_stats {
 	uint64_t *reservoir;
@@ -177,6 +183,11 @@ struct sampler {
 	struct addrset *warmed;
 	size_t last_threads;
 	bool have_last, target_exited, prepared_once;
+	/* CPU samples from perf events (NULL: from the stops above, weighted
+	 * by schedstat); perf_refused: why not (-errno), 0 if used. */
+	struct cpu_perf *perf;
+	int perf_refused;
+	uint64_t cpu_ns_start, cpu_ns_last; /* the target's utime+stime, /proc */
 	int exit_signal_seen;
 };
 
@@ -456,16 +467,24 @@ static int sample_tick(struct sampler *sp)
 		if (stackagg_add(sp->wall, st->pcs, st->n, labels, wall_values) < 0)
 			return -ENOMEM;
 
-		/* On-CPU: the kernel says runnable, and its CPU clock moved since
-		 * we last looked (runnable-but-waiting threads do not count). */
+		/* On-CPU, when perf events are refused: each sample weighs the
+		 * CPU time the thread used since its previous sample (schedstat),
+		 * so the profile's total is the CPU time the kernel measured,
+		 * whatever the rate and however late a stop landed (a whole period
+		 * per runnable thread overstated it 2-3x on a busy machine). A
+		 * thread seen for the first time starts its count. Without
+		 * schedstat, a runnable thread weighs a period, as before. */
 		struct cpu_seen *seen = cpu_lookup(&sp->cpu_seen, tc->tid);
-		bool advanced = !seen || seen->cpu_ns == UINT64_MAX || tc->cpu_ns == 0 ||
-				tc->cpu_ns > seen->cpu_ns;
-		if (seen)
+		uint64_t used = 0;
+		if (tc->cpu_ns == 0)
+			used = state == 'R' ? sp->period_ns : 0;
+		else if (seen && seen->cpu_ns != UINT64_MAX && tc->cpu_ns > seen->cpu_ns)
+			used = tc->cpu_ns - seen->cpu_ns;
+		if (seen && tc->cpu_ns)
 			seen->cpu_ns = tc->cpu_ns;
-		if (state == 'R' && advanced) {
+		if (!sp->perf && used) {
 			snprintf(labels, sizeof(labels), "%sthread_comm=%s", tid, comm);
-			int64_t cpu_values[2] = {1, period};
+			int64_t cpu_values[2] = {1, (int64_t)used};
 			if (stackagg_add(sp->cpu, st->pcs, st->n, labels, cpu_values) < 0)
 				return -ENOMEM;
 			sp->cpu_samples++;
@@ -492,6 +511,98 @@ static int sample_tick(struct sampler *sp)
 	sp->stacks_cap = tcap;
 	sp->have_last = true;
 	return 0;
+}
+
+/* Labels of a perf sample: as the stops label a CPU sample (tid, comm),
+ * the comm from the last capture, or from /proc for a thread it missed. */
+static void perf_labels(void *arg, pid_t tid, char *buf, size_t size)
+{
+	struct sampler *sp = arg;
+	size_t j = sp->have_last ? find_thread_index(&sp->last, tid) : SIZE_MAX;
+	char raw[64] = "", comm[4 * 64 + 1];
+	if (j != SIZE_MAX) {
+		snprintf(raw, sizeof(raw), "%s", sp->last.threads[j].comm);
+	} else {
+		char path[32];
+		snprintf(path, sizeof(path), "%d/comm", (int)tid);
+		attach_read_small_file_at(sp->s->target.task_dirfd, path, raw, sizeof(raw));
+		raw[strcspn(raw, "\n")] = '\0';
+	}
+	escape_text(raw, comm, sizeof(comm));
+	char tidl[32] = "";
+	if (tid_labelled(sp, tid))
+		snprintf(tidl, sizeof(tidl), "tid=%d" LABEL_SEP, (int)tid);
+	else
+		sp->unlabelled_samples++;
+	snprintf(buf, size, "%sthread_comm=%s", tidl, comm);
+}
+
+/* The target's CPU time as /proc has it now (kept when it is gone). */
+static void note_target_cpu(struct sampler *sp)
+{
+	uint64_t cpu;
+	if (attach_target_cpu_ns(&sp->s->target, &cpu) == 0)
+		sp->cpu_ns_last = cpu;
+}
+
+/* Drain the perf rings into the CPU profile. 0 or -ENOMEM. */
+static int perf_drain(struct sampler *sp, bool rescan)
+{
+	long n = cpu_perf_collect(sp->perf, sp->s->interp, sp->cpu, perf_labels, sp, rescan);
+	if (n < 0)
+		return (int)n;
+	sp->cpu_samples += (uint64_t)n;
+	note_target_cpu(sp);
+	return 0;
+}
+
+/* Perf events for the CPU profile, unless refused or not asked for. */
+static int start_cpu_engine(struct sampler *sp)
+{
+	const struct capture_options *o = sp->s->opt;
+	if (attach_target_cpu_ns(&sp->s->target, &sp->cpu_ns_start) == 0)
+		sp->cpu_ns_last = sp->cpu_ns_start;
+	if (!o->frequency_hz || o->cpu_engine == CAPTURE_CPU_PTRACE)
+		return 0;
+	int r = cpu_perf_new(&sp->s->target, sp->period_ns,
+			     o->perf_stack_bytes ? o->perf_stack_bytes : 32768, !o->no_kernel_frames,
+			     &sp->perf);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		sp->perf_refused = r;
+		if (o->cpu_engine == CAPTURE_CPU_PERF)
+			return capture_fail(sp->s, CAPTURE_STAGE_PERF, r);
+	}
+	return 0;
+}
+
+/* The manifest's account of the CPU profile and the summary line's. */
+static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
+{
+	const struct capture_options *o = sp->s->opt;
+	struct capture_summary *sum = &sp->s->summary;
+	sum->sampled = true;
+	sum->cpu_engine = sp->perf ? "perf" : "ptrace";
+	sum->perf_refused = sp->perf_refused;
+	sum->hz = o->frequency_hz;
+	sum->target_cpu_s = (double)(sp->cpu_ns_last - sp->cpu_ns_start) / 1e9;
+	sum->cpu_samples = sp->cpu_samples;
+	sum->cpu_samples_expected = sum->target_cpu_s * sum->hz;
+	sum->lost = sp->perf ? cpu_perf_lost(sp->perf) : 0;
+	sum->throttled = sp->perf ? cpu_perf_throttled(sp->perf) : 0;
+	sum->stops = stops;
+	cJSON_AddStringToObject(cap, "cpu_engine", sum->cpu_engine);
+	if (sp->perf_refused)
+		cJSON_AddStringToObject(cap, "cpu_engine_fallback", strerror(-sp->perf_refused));
+	cJSON *cpu = cJSON_AddObjectToObject(cap, "cpu");
+	cJSON_AddNumberToObject(cpu, "target_cpu_s", sum->target_cpu_s);
+	cJSON_AddNumberToObject(cpu, "samples", (double)sum->cpu_samples);
+	cJSON_AddNumberToObject(cpu, "samples_expected", sum->cpu_samples_expected);
+	if (sp->perf)
+		cpu_perf_describe(sp->perf, cJSON_AddObjectToObject(cpu, "perf"));
+	else
+		cJSON_AddStringToObject(cpu, "weighting", "schedstat_delta");
 }
 
 static void progress(struct sampler *sp, uint64_t elapsed_ns, bool final)
@@ -583,6 +694,8 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 		const struct process_capture *maps = final ? final : &sp->last;
 		r = interp_symbolize(s->interp, maps->maps_text ? maps->maps_text : "",
 				     maps->maps_text ? maps->maps_len : 0, addrs, n, &st);
+		if (r == 0)
+			r = cpu_perf_name_kernel(sp->perf, st);
 		if (r == 0 && s->go)
 			r = go_session_name_unnamed(s->go, st);
 		capture_trace_phase("symbolized");
@@ -646,6 +759,7 @@ static void sampler_release(struct sampler *sp)
 	free(sp->pause.reservoir);
 	free(sp->thread_pause.reservoir);
 	timeline_run_free(sp->timeline);
+	cpu_perf_free(sp->perf);
 	cJSON_Delete(sp->adaptations);
 	addrset_free(sp->warmed);
 }
@@ -678,6 +792,11 @@ int sampler_run(struct capture_session *s)
 		sampler_release(&sp);
 		return capture_fail(s, r == -ESRCH ? CAPTURE_STAGE_ATTACH : CAPTURE_STAGE_WRITE, r);
 	}
+	r = start_cpu_engine(&sp);
+	if (r < 0) {
+		sampler_release(&sp);
+		return r == -ENOMEM ? capture_fail(s, CAPTURE_STAGE_ATTACH, r) : r;
+	}
 
 	uint64_t start = monotonic_ns();
 	uint64_t start_wall = realtime_ns();
@@ -685,6 +804,7 @@ int sampler_run(struct capture_session *s)
 	uint64_t next_tick = start;
 	uint64_t next_timeline = start;
 	uint64_t next_progress = start + PROGRESS_EVERY_NS;
+	uint64_t next_drain = start + PERF_DRAIN_EVERY_NS, next_scan = start + PERF_SCAN_EVERY_NS;
 	/* The first round right after the first tick: loading debug info is
 	 * the slow part of the end, and it can run while we sample. */
 	uint64_t next_warm = start;
@@ -712,6 +832,8 @@ int sampler_run(struct capture_session *s)
 			uint64_t tick_start = monotonic_ns();
 			uint64_t period_before = sp.period_ns;
 			r = sample_tick(&sp);
+			if (!sp.perf)
+				note_target_cpu(&sp);
 			adapt_rate(&sp, monotonic_ns() - tick_start - sp.one_time_ns, sp.tick_hold_ns,
 				   tick_start - start);
 			/* A longer period applies from this tick on, not after
@@ -753,6 +875,17 @@ int sampler_run(struct capture_session *s)
 			}
 		}
 		now = monotonic_ns();
+		if (sp.perf && now >= next_drain) {
+			bool rescan = now >= next_scan;
+			if (perf_drain(&sp, rescan) < 0) {
+				fatal = -ENOMEM;
+				fatal_stage = CAPTURE_STAGE_ATTACH;
+				break;
+			}
+			next_drain = monotonic_ns() + PERF_DRAIN_EVERY_NS;
+			if (rescan)
+				next_scan = now + PERF_SCAN_EVERY_NS;
+		}
 		if (now >= next_warm && sp.have_last) {
 			attach_service_late();
 			warm_symbols(&sp);
@@ -779,6 +912,8 @@ int sampler_run(struct capture_session *s)
 			wake = next_timeline;
 		if (next_progress < wake)
 			wake = next_progress;
+		if (sp.perf && next_drain < wake)
+			wake = next_drain;
 		/* A late thread stands still in a ptrace-stop from the moment it
 		 * traps until we detach it: while there are any, look often. */
 		if (attach_service_late() && monotonic_ns() + LATE_POLL_NS < wake)
@@ -803,8 +938,16 @@ int sampler_run(struct capture_session *s)
 	}
 
 	attach_service_late();
+	/* The last samples the kernel holds, then the events stop counting
+	 * (the final snapshot's stops are not the target's CPU time). */
+	r = sp.perf ? perf_drain(&sp, false) : 0;
+	if (sp.perf)
+		cpu_perf_stop(sp.perf);
+	if (r < 0) {
+		sampler_release(&sp);
+		return capture_fail(s, CAPTURE_STAGE_ATTACH, r);
+	}
 	/* The target is released: from here on only our own work remains. */
-	r = 0;
 	if (o->frequency_hz)
 		r = write_outputs(&sp, start_wall, duration);
 	if (r == 0 && sp.timeline)
@@ -826,6 +969,7 @@ int sampler_run(struct capture_session *s)
 					duration ? (double)sp.ticks / ((double)duration / 1e9) : 0);
 		cJSON_AddNumberToObject(cap, "thread_samples", (double)sp.samples);
 		cJSON_AddNumberToObject(cap, "cpu_samples", (double)sp.cpu_samples);
+		describe_cpu(&sp, cap, sp.pause.seen);
 		cJSON_AddNumberToObject(cap, "failed_ticks", (double)sp.errors);
 		/* Threads that could not be stopped by the deadline (in D, or not
 		 * scheduled), counted once per tick that found them so. */

@@ -226,6 +226,11 @@ enum capture_stage capture_session_stage(const struct capture_session *s)
 	return s->stage;
 }
 
+void capture_session_summary(const struct capture_session *s, struct capture_summary *ret)
+{
+	*ret = s->summary;
+}
+
 bool capture_session_target_exited(const struct capture_session *s)
 {
 	return s->target_exited;

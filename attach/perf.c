@@ -1,0 +1,525 @@
+/* On-CPU samples from cpu-clock perf events, one ring buffer per CPU
+ * (perf.h says why that layout). */
+#include "attach/perf.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+/* 2^order pages of data per CPU: at 99 Hz a CPU yields at most 99 samples
+ * a second of about stack_bytes + 1.5 KiB each, and we drain every few
+ * tens of milliseconds, but a drain can wait while the first batch loads
+ * the target's modules (hundreds of ms): 2 MiB is 0.6 s at 32 KiB stacks.
+ * All rings together stay under RINGS_BYTES_MAX; smaller ones are tried
+ * when the locked-memory limit refuses (an unprivileged user). */
+#define RING_ORDER_MAX 9
+#define RING_ORDER_MIN 3
+#define RINGS_BYTES_MAX (64u << 20)
+
+/* The user registers we ask for, in perf's x86 numbering: every general
+ * register, ip, flags, cs and ss. DS, ES, FS and GS are refused for a
+ * 64-bit process (perf_reg_validate), so bits 12-15 stay clear. */
+#define REGS_MASK (((1ull << 24) - 1) & ~(0xfull << 12))
+#define NREGS 20
+
+struct ring {
+	int fd;                 /* the event whose buffer this is; -1: none yet */
+	void *base;
+	size_t size;            /* whole mapping: one header page + data */
+	size_t data_size;
+	uint8_t *scratch;       /* a record that wraps the end, made contiguous */
+	size_t scratch_cap;
+};
+
+struct perf_sampler {
+	pid_t pid;
+	struct perf_sampler_options opt;
+	struct perf_event_attr attr;
+	int ncpus;
+	struct ring *rings;
+	int *fds;
+	size_t nfds, fds_cap, peak_fds;
+	/* Threads that have events (opened by us or inherited): an open
+	 * addressing set of tids, 0 = empty. */
+	pid_t *tids;
+	size_t ntids, tids_slots;
+	size_t page_size;
+	int ring_order;
+	struct perf_sampler_stats stats;
+	uint64_t mmaps_pending;
+};
+
+static int perf_event_open(struct perf_event_attr *a, pid_t tid, int cpu)
+{
+	return (int)syscall(SYS_perf_event_open, a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static size_t tid_slot(const struct perf_sampler *ps, pid_t tid)
+{
+	return ((size_t)tid * 2654435761u) & (ps->tids_slots - 1);
+}
+
+static bool tid_known(const struct perf_sampler *ps, pid_t tid)
+{
+	if (!ps->tids_slots)
+		return false;
+	for (size_t h = tid_slot(ps, tid); ps->tids[h]; h = (h + 1) & (ps->tids_slots - 1))
+		if (ps->tids[h] == tid)
+			return true;
+	return false;
+}
+
+static int tid_add(struct perf_sampler *ps, pid_t tid)
+{
+	if (tid_known(ps, tid))
+		return 0;
+	if ((ps->ntids + 1) * 2 > ps->tids_slots) {
+		size_t n = ps->tids_slots ? ps->tids_slots * 2 : 64;
+		pid_t *t = calloc(n, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		pid_t *old = ps->tids;
+		size_t old_n = ps->tids_slots;
+		ps->tids = t;
+		ps->tids_slots = n;
+		for (size_t i = 0; i < old_n; i++)
+			if (old[i]) {
+				size_t h = tid_slot(ps, old[i]);
+				while (t[h])
+					h = (h + 1) & (n - 1);
+				t[h] = old[i];
+			}
+		free(old);
+	}
+	size_t h = tid_slot(ps, tid);
+	while (ps->tids[h])
+		h = (h + 1) & (ps->tids_slots - 1);
+	ps->tids[h] = tid;
+	ps->ntids++;
+	return 0;
+}
+
+static int keep_fd(struct perf_sampler *ps, int fd)
+{
+	if (ps->nfds == ps->fds_cap) {
+		size_t cap = ps->fds_cap ? ps->fds_cap * 2 : 64;
+		int *p = realloc(ps->fds, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		ps->fds = p;
+		ps->fds_cap = cap;
+	}
+	ps->fds[ps->nfds++] = fd;
+	if (ps->nfds > ps->peak_fds)
+		ps->peak_fds = ps->nfds;
+	return 0;
+}
+
+/* Give cpu's first event a ring; the locked-memory limit may want a
+ * smaller one (the first ring fixes the order for the others). */
+static int map_ring(struct perf_sampler *ps, struct ring *r, int fd)
+{
+	for (int order = ps->ring_order; order >= RING_ORDER_MIN; order--) {
+		size_t size = ps->page_size * (1 + ((size_t)1 << order));
+		void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p != MAP_FAILED) {
+			r->fd = fd;
+			r->base = p;
+			r->size = size;
+			r->data_size = size - ps->page_size;
+			ps->ring_order = order;
+			return 0;
+		}
+		if (errno != EPERM && errno != ENOMEM)
+			return -errno;
+	}
+	return -EPERM;
+}
+
+/* Events on every CPU for tid. -ESRCH when it is gone; other errors are
+ * the kernel's refusal. */
+static int open_thread(struct perf_sampler *ps, pid_t tid)
+{
+	int opened = 0, err = 0;
+	for (int cpu = 0; cpu < ps->ncpus; cpu++) {
+		int fd = perf_event_open(&ps->attr, tid, cpu);
+		if (fd < 0) {
+			if (errno == ENODEV) /* an offline CPU */
+				continue;
+			err = -errno;
+			break;
+		}
+		struct ring *r = &ps->rings[cpu];
+		int rr = r->fd < 0 ? map_ring(ps, r, fd)
+				   : (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0 ? -errno : 0);
+		if (rr == 0)
+			rr = keep_fd(ps, fd);
+		if (rr < 0) {
+			if (r->fd != fd)
+				close(fd);
+			err = rr;
+			break;
+		}
+		opened++;
+	}
+	if (opened == 0)
+		return err ? err : -ENODEV;
+	/* Followed even if some CPU refused: opening it again would double
+	 * the CPUs that did not. The refusal is still reported. */
+	int a = tid_add(ps, tid);
+	return a < 0 ? a : err;
+}
+
+/* Raise the soft descriptor limit to the hard one: one event per thread
+ * and CPU adds up (512 threads on 2 CPUs: 1024). */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int perf_sampler_scan(struct perf_sampler *ps)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)ps->pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	int r = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long tid = strtol(e->d_name, &end, 10);
+		if (*end || tid <= 0 || tid_known(ps, (pid_t)tid))
+			continue;
+		int o = open_thread(ps, (pid_t)tid);
+		if (o == -ENOMEM) {
+			r = o;
+			break;
+		}
+		if (o < 0 && o != -ESRCH)
+			ps->stats.threads_without_event++;
+	}
+	closedir(d);
+	return r;
+}
+
+int perf_sampler_open(pid_t pid, const struct perf_sampler_options *o, struct perf_sampler **ret)
+{
+	struct perf_sampler *ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		return -ENOMEM;
+	ps->pid = pid;
+	ps->opt = *o;
+	ps->opt.stack_bytes &= ~(size_t)7; /* the kernel wants a multiple of 8 */
+	if (ps->opt.stack_bytes > PERF_STACK_BYTES_MAX)
+		ps->opt.stack_bytes = PERF_STACK_BYTES_MAX;
+	ps->page_size = (size_t)sysconf(_SC_PAGESIZE);
+	ps->ncpus = get_nprocs_conf();
+	ps->ring_order = RING_ORDER_MAX;
+	while (ps->ring_order > RING_ORDER_MIN &&
+	       ((size_t)ps->ncpus << ps->ring_order) * ps->page_size > RINGS_BYTES_MAX)
+		ps->ring_order--;
+	ps->rings = calloc((size_t)ps->ncpus, sizeof(*ps->rings));
+	if (!ps->rings) {
+		free(ps);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < ps->ncpus; i++)
+		ps->rings[i].fd = -1;
+
+	struct perf_event_attr *a = &ps->attr;
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_CPU_CLOCK;
+	a->sample_period = o->period_ns ? o->period_ns : 10101010;
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD |
+			 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER |
+			 (o->kernel_frames ? PERF_SAMPLE_CALLCHAIN : 0);
+	a->sample_regs_user = REGS_MASK;
+	a->sample_stack_user = (uint32_t)ps->opt.stack_bytes;
+	/* Kernel time is sampled (exclude_kernel stays 0); the user part of
+	 * the chain we unwind ourselves, with CFI, from regs and stack. */
+	a->exclude_callchain_user = 1;
+	/* 0: the kernel's own cap (kernel.perf_event_max_stack, 127 by
+	 * default; asking for more is refused with EOVERFLOW). */
+	a->sample_max_stack = 0;
+	a->exclude_hv = 1;
+	a->inherit = 1;
+	a->inherit_thread = 1;
+	a->task = 1;
+	a->mmap = 1;
+	a->mmap2 = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+
+	raise_nofile();
+	int r = open_thread(ps, pid);
+	if (r == -EINVAL) {
+		/* A kernel before 5.13 has no inherit_thread: follow threads
+		 * without it and drop the samples of forked children. */
+		a->inherit_thread = 0;
+		r = open_thread(ps, pid);
+	}
+	/* A leader that exited (pthread_exit) leaves its threads running. */
+	if (r == 0 || r == -ESRCH)
+		r = perf_sampler_scan(ps);
+	if (r == 0 && ps->ntids == 0)
+		r = -ESRCH;
+	if (r < 0) {
+		perf_sampler_free(ps);
+		return r;
+	}
+	*ret = ps;
+	return 0;
+}
+
+static uint64_t take_u64(const uint8_t **p, const uint8_t *end, bool *bad)
+{
+	uint64_t v = 0;
+	if ((size_t)(end - *p) < 8) {
+		*bad = true;
+		return 0;
+	}
+	memcpy(&v, *p, 8);
+	*p += 8;
+	return v;
+}
+
+static void regs_from_perf(const uint64_t *v, struct user_regs_struct *r)
+{
+	/* perf's order with bits 12-15 left out: ax bx cx dx si di bp sp ip
+	 * flags cs ss r8 ... r15. */
+	memset(r, 0, sizeof(*r));
+	r->rax = v[0];
+	r->rbx = v[1];
+	r->rcx = v[2];
+	r->rdx = v[3];
+	r->rsi = v[4];
+	r->rdi = v[5];
+	r->rbp = v[6];
+	r->rsp = v[7];
+	r->rip = v[8];
+	r->eflags = v[9];
+	r->cs = v[10];
+	r->ss = v[11];
+	r->r8 = v[12];
+	r->r9 = v[13];
+	r->r10 = v[14];
+	r->r11 = v[15];
+	r->r12 = v[16];
+	r->r13 = v[17];
+	r->r14 = v[18];
+	r->r15 = v[19];
+}
+
+/* One PERF_RECORD_SAMPLE, laid out as attr.sample_type says. false when
+ * it does not parse (then it is counted as lost). */
+static bool parse_sample(const struct perf_sampler *ps, const struct perf_event_header *h,
+			 struct perf_sample *s, uint64_t *kpcs)
+{
+	const uint8_t *p = (const uint8_t *)(h + 1), *end = (const uint8_t *)h + h->size;
+	bool bad = false;
+	memset(s, 0, sizeof(*s));
+	uint16_t mode = h->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+	s->in_kernel = mode == PERF_RECORD_MISC_KERNEL;
+	take_u64(&p, end, &bad); /* ip */
+	uint64_t pidtid = take_u64(&p, end, &bad);
+	s->tid = (pid_t)(uint32_t)(pidtid >> 32);
+	pid_t pid = (pid_t)(uint32_t)pidtid;
+	s->time_ns = take_u64(&p, end, &bad);
+	s->period_ns = take_u64(&p, end, &bad);
+	if (ps->attr.sample_type & PERF_SAMPLE_CALLCHAIN) {
+		uint64_t nr = take_u64(&p, end, &bad);
+		if (nr > (uint64_t)(end - p) / 8)
+			return false;
+		bool kernel = false;
+		for (uint64_t i = 0; i < nr; i++) {
+			uint64_t ip = take_u64(&p, end, &bad);
+			if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+				kernel = ip == (uint64_t)PERF_CONTEXT_KERNEL;
+				continue;
+			}
+			if (kernel && s->nkernel < PERF_KERNEL_FRAMES_MAX)
+				kpcs[s->nkernel++] = ip;
+		}
+		s->kernel_pcs = kpcs;
+	}
+	uint64_t abi = take_u64(&p, end, &bad);
+	if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
+		if ((size_t)(end - p) < NREGS * 8)
+			return false;
+		uint64_t v[NREGS];
+		memcpy(v, p, sizeof(v));
+		p += sizeof(v);
+		regs_from_perf(v, &s->regs);
+		s->have_user_regs = true;
+	}
+	uint64_t size = take_u64(&p, end, &bad);
+	if (size) {
+		if (size > (uint64_t)(end - p))
+			return false;
+		const uint8_t *data = p;
+		p += size;
+		uint64_t dyn = take_u64(&p, end, &bad);
+		if (dyn > size)
+			dyn = size;
+		s->stack = data;
+		s->stack_len = (size_t)dyn;
+		s->stack_maybe_truncated = dyn == size;
+	}
+	/* Forked children inherit our events where inherit_thread is missing. */
+	return !bad && pid == ps->pid;
+}
+
+static void on_record(struct perf_sampler *ps, const struct perf_event_header *h, perf_sample_fn fn,
+		      void *arg, size_t *nsamples)
+{
+	const uint8_t *p = (const uint8_t *)(h + 1), *end = (const uint8_t *)h + h->size;
+	bool bad = false;
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE: {
+		struct perf_sample s;
+		uint64_t kpcs[PERF_KERNEL_FRAMES_MAX];
+		if (!parse_sample(ps, h, &s, kpcs))
+			break;
+		ps->stats.samples++;
+		if (s.stack_maybe_truncated)
+			ps->stats.stacks_truncated++;
+		(*nsamples)++;
+		fn(arg, &s);
+		break;
+	}
+	case PERF_RECORD_LOST:
+		take_u64(&p, end, &bad); /* id */
+		ps->stats.lost += take_u64(&p, end, &bad);
+		break;
+	case PERF_RECORD_THROTTLE:
+		ps->stats.throttled++;
+		break;
+	case PERF_RECORD_FORK: {
+		/* {pid, ppid, tid, ptid}: a new thread got inherited events. */
+		uint64_t pp = take_u64(&p, end, &bad), tt = take_u64(&p, end, &bad);
+		if (!bad && (pid_t)(uint32_t)pp == ps->pid)
+			tid_add(ps, (pid_t)(uint32_t)tt);
+		break;
+	}
+	case PERF_RECORD_MMAP2: {
+		uint64_t pt = take_u64(&p, end, &bad);
+		if (!bad && (pid_t)(uint32_t)pt == ps->pid)
+			ps->mmaps_pending++, ps->stats.mmap_records++;
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+size_t perf_sampler_drain(struct perf_sampler *ps, perf_sample_fn fn, void *arg)
+{
+	size_t n = 0;
+	for (int c = 0; c < ps->ncpus; c++) {
+		struct ring *r = &ps->rings[c];
+		if (r->fd < 0)
+			continue;
+		struct perf_event_mmap_page *meta = r->base;
+		uint8_t *data = (uint8_t *)r->base + ps->page_size;
+		/* data_head is written by the kernel: read it before the data
+		 * (acquire), free the space after (release on data_tail). */
+		uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+		uint64_t tail = meta->data_tail;
+		while (tail + sizeof(struct perf_event_header) <= head) {
+			size_t off = (size_t)(tail % r->data_size);
+			struct perf_event_header hdr;
+			if (off + sizeof(hdr) <= r->data_size) {
+				memcpy(&hdr, data + off, sizeof(hdr));
+			} else {
+				size_t first = r->data_size - off;
+				memcpy(&hdr, data + off, first);
+				memcpy((uint8_t *)&hdr + first, data, sizeof(hdr) - first);
+			}
+			if (hdr.size < sizeof(hdr) || tail + hdr.size > head)
+				break;
+			const struct perf_event_header *h;
+			if (off + hdr.size <= r->data_size) {
+				h = (const void *)(data + off);
+			} else {
+				if (r->scratch_cap < hdr.size) {
+					uint8_t *s = realloc(r->scratch, hdr.size);
+					if (!s) {
+						tail += hdr.size;
+						ps->stats.lost++;
+						continue;
+					}
+					r->scratch = s;
+					r->scratch_cap = hdr.size;
+				}
+				size_t first = r->data_size - off;
+				memcpy(r->scratch, data + off, first);
+				memcpy(r->scratch + first, data, hdr.size - first);
+				h = (const void *)r->scratch;
+			}
+			on_record(ps, h, fn, arg, &n);
+			tail += hdr.size;
+		}
+		__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+	}
+	return n;
+}
+
+uint64_t perf_sampler_take_mmaps(struct perf_sampler *ps)
+{
+	uint64_t n = ps->mmaps_pending;
+	ps->mmaps_pending = 0;
+	return n;
+}
+
+void perf_sampler_stats(const struct perf_sampler *ps, struct perf_sampler_stats *ret)
+{
+	*ret = ps->stats;
+	ret->threads_followed = ps->ntids;
+	ret->events = ps->nfds ? ps->nfds : ps->peak_fds;
+}
+
+void perf_sampler_stop(struct perf_sampler *ps)
+{
+	for (size_t i = 0; i < ps->nfds; i++)
+		close(ps->fds[i]);
+	ps->nfds = 0;
+	for (int c = 0; c < ps->ncpus; c++) {
+		if (ps->rings[c].base)
+			munmap(ps->rings[c].base, ps->rings[c].size);
+		ps->rings[c].base = NULL;
+		ps->rings[c].fd = -1;
+	}
+}
+
+void perf_sampler_free(struct perf_sampler *ps)
+{
+	if (!ps)
+		return;
+	if (ps->rings) {
+		perf_sampler_stop(ps);
+		for (int c = 0; c < ps->ncpus; c++)
+			free(ps->rings[c].scratch);
+	}
+	free(ps->rings);
+	free(ps->fds);
+	free(ps->tids);
+	free(ps);
+}

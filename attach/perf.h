@@ -1,0 +1,104 @@
+/*
+ * perf: on-CPU samples of a target from the kernel's perf events, without
+ * stopping it. A software cpu-clock event (these machines have no PMU, and
+ * perf itself uses the same event here) fires after every `period` of a
+ * thread's own CPU time and hands us, from the kernel, the thread's user
+ * registers, the top of its user stack and the kernel part of its call
+ * chain at that moment. Nothing waits for a thread, so a busy machine
+ * does not thin the samples out: a thread gets as many samples as its CPU
+ * time asks for, wherever that time went (user code or the kernel).
+ *
+ * Layout, as perf record does it: one event per (thread, CPU), all the
+ * events of one CPU writing into that CPU's one ring buffer
+ * (PERF_EVENT_IOC_SET_OUTPUT needs the same CPU; an event opened with
+ * cpu = -1 could not share a buffer). `inherit` + `inherit_thread` give
+ * threads the target creates later their own events (not forked
+ * children); threads that appeared between our scan of /proc/PID/task and
+ * their creator's event are caught by perf_sampler_scan. Each event costs
+ * a descriptor per CPU: the soft RLIMIT_NOFILE is raised to the hard one,
+ * and a thread that still gets none is counted (threads_without_event).
+ *
+ * Stacks: the kernel copies at most stack_bytes (at most 65528, perf's
+ * own cap) from the user SP; a copy that filled the whole size may have
+ * been cut short and is counted (stacks_truncated). What the kernel could
+ * not write because the ring was full arrives as PERF_RECORD_LOST and is
+ * counted, as are THROTTLE records (perf_event_max_sample_rate): nothing
+ * is dropped silently.
+ */
+#ifndef DIAG_ATTACH_PERF_H
+#define DIAG_ATTACH_PERF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#define PERF_STACK_BYTES_MAX 65528
+#define PERF_KERNEL_FRAMES_MAX 128
+
+struct perf_sampler;
+
+struct perf_sampler_options {
+	uint64_t period_ns;   /* CPU time between two samples of a thread */
+	size_t stack_bytes;   /* user stack copied per sample (<= PERF_STACK_BYTES_MAX) */
+	bool kernel_frames;   /* also the kernel call chain (sampling kernel time does not depend on it) */
+};
+
+/* One sample, valid during the callback only. */
+struct perf_sample {
+	pid_t tid;
+	uint64_t time_ns;       /* CLOCK_MONOTONIC (perf clock) */
+	uint64_t period_ns;     /* the CPU time this sample stands for */
+	bool in_kernel;         /* the timer fired while the thread ran kernel code */
+	bool have_user_regs;    /* false: no user context (a kernel-only moment) */
+	struct user_regs_struct regs; /* user registers (rip, rsp, rbp, ...) */
+	const uint8_t *stack;   /* user stack bytes from regs.rsp */
+	size_t stack_len;
+	bool stack_maybe_truncated;
+	const uint64_t *kernel_pcs; /* innermost first; [0] is where it was */
+	size_t nkernel;
+};
+
+struct perf_sampler_stats {
+	uint64_t samples;
+	uint64_t lost;               /* samples the kernel could not write (ring full) */
+	uint64_t throttled;          /* THROTTLE records */
+	uint64_t stacks_truncated;
+	uint64_t threads_without_event; /* threads we found but could not open an event for */
+	uint64_t threads_followed;   /* threads with events (opened or inherited) */
+	uint64_t mmap_records;       /* executable mappings created while sampling */
+	size_t events;               /* descriptors open */
+};
+
+/* Open events on every thread of pid. Returns 0, or -errno when perf
+ * events cannot be used at all: -EACCES/-EPERM (perf_event_paranoid, a
+ * seccomp profile, a user namespace), -ENOSYS, -ENOENT/-EOPNOTSUPP (no
+ * such event), -ESRCH (the process is gone), -ENOMEM. The caller falls
+ * back to another way of sampling then. */
+int perf_sampler_open(pid_t pid, const struct perf_sampler_options *o, struct perf_sampler **ret);
+
+/* Look for threads that have no event yet (created in a gap of
+ * `inherit`) and open theirs. 0 or -ENOMEM. */
+int perf_sampler_scan(struct perf_sampler *ps);
+
+/* Hand every sample the rings hold to fn, oldest first per CPU, and free
+ * their space. Also counts LOST, THROTTLE and MMAP2 records, and follows
+ * FORK/EXIT. fn returns 0 to go on. Returns the number of samples read. */
+typedef int (*perf_sample_fn)(void *arg, const struct perf_sample *s);
+size_t perf_sampler_drain(struct perf_sampler *ps, perf_sample_fn fn, void *arg);
+
+/* The number of executable mappings created since the last call (MMAP2
+ * records): a reason to re-read /proc/PID/maps before unwinding. */
+uint64_t perf_sampler_take_mmaps(struct perf_sampler *ps);
+
+void perf_sampler_stats(const struct perf_sampler *ps, struct perf_sampler_stats *ret);
+
+/* Stop sampling: close the events and unmap the rings (what was not
+ * drained is dropped); the statistics stay readable. */
+void perf_sampler_stop(struct perf_sampler *ps);
+
+/* Stop the events and release everything. NULL is a no-op. */
+void perf_sampler_free(struct perf_sampler *ps);
+
+#endif

@@ -1,0 +1,229 @@
+/* The CPU profile from perf events: drain, unwind in batches, aggregate. */
+#include "cmd/engine/cpu_perf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attach/perf.h"
+#include "symbolize/arrays.h"
+#include "symbolize/kallsyms.h"
+
+/* Samples unwound in one round trip to the worker: bounded so that one
+ * message stays a few MiB at the largest stack copies. */
+#define BATCH_MAX 64
+#define LABELS_MAX 160
+
+struct cpu_perf {
+	const struct attach_target *target;
+	struct perf_sampler *ps;
+	bool kernel_frames;
+	struct kallsyms *ksyms;    /* NULL: kernel addresses unreadable */
+	int ksyms_error;
+	/* The batch being filled: threads[i] is sample i (registers and a
+	 * copy of its stack); maps_text is the target's maps, re-read when an
+	 * executable mapping appeared. */
+	struct process_capture batch;
+	bool maps_read;
+	uint64_t kpcs[BATCH_MAX][PERF_KERNEL_FRAMES_MAX];
+	size_t nkpcs[BATCH_MAX];
+	uint64_t period_ns[BATCH_MAX];
+	bool user[BATCH_MAX];
+	struct unwound_stack *stacks;
+	/* Where the current drain goes. */
+	struct interp *in;
+	struct stackagg *cpu;
+	cpu_perf_label_fn label;
+	void *label_arg;
+	long added;
+	int error;
+};
+
+int cpu_perf_new(const struct attach_target *t, uint64_t period_ns, size_t stack_bytes,
+		 bool kernel_frames, struct cpu_perf **ret)
+{
+	struct cpu_perf *cp = calloc(1, sizeof(*cp));
+	if (!cp)
+		return -ENOMEM;
+	cp->target = t;
+	cp->kernel_frames = kernel_frames;
+	cp->batch.pid = t->pid;
+	cp->batch.threads = calloc(BATCH_MAX, sizeof(*cp->batch.threads));
+	cp->batch.threads_cap = BATCH_MAX;
+	cp->stacks = calloc(BATCH_MAX, sizeof(*cp->stacks));
+	if (!cp->batch.threads || !cp->stacks) {
+		cpu_perf_free(cp);
+		return -ENOMEM;
+	}
+	struct perf_sampler_options o = {
+		.period_ns = period_ns,
+		.stack_bytes = stack_bytes,
+		.kernel_frames = kernel_frames,
+	};
+	int r = perf_sampler_open(t->pid, &o, &cp->ps);
+	if (r < 0) {
+		cpu_perf_free(cp);
+		return r;
+	}
+	if (kernel_frames)
+		cp->ksyms_error = kallsyms_load("/proc/kallsyms", &cp->ksyms);
+	*ret = cp;
+	return 0;
+}
+
+/* Unwind the batch and add each sample, kernel frames on top. */
+static void flush(struct cpu_perf *cp)
+{
+	struct process_capture *b = &cp->batch;
+	if (b->nthreads == 0 || cp->error)
+		return;
+	if (perf_sampler_take_mmaps(cp->ps) || !cp->maps_read) {
+		/* A sample that ran in a new mapping needs it in the maps. */
+		if (attach_read_maps(cp->target, b) == 0)
+			cp->maps_read = true;
+	}
+	interp_unwind(cp->in, b, cp->stacks);
+	for (size_t i = 0; i < b->nthreads && !cp->error; i++) {
+		uint64_t pcs[PERF_KERNEL_FRAMES_MAX + UNWIND_MAX_FRAMES_DEFAULT];
+		size_t n = 0;
+		for (size_t k = 0; k < cp->nkpcs[i]; k++)
+			pcs[n++] = cp->kpcs[i][k];
+		if (cp->user[i])
+			for (size_t k = 0; k < cp->stacks[i].n; k++)
+				pcs[n++] = cp->stacks[i].pcs[k];
+		if (n == 0)
+			continue;
+		char labels[LABELS_MAX] = "";
+		if (cp->label)
+			cp->label(cp->label_arg, b->threads[i].tid, labels, sizeof(labels));
+		int64_t values[2] = {1, (int64_t)cp->period_ns[i]};
+		if (stackagg_add(cp->cpu, pcs, n, labels[0] ? labels : NULL, values) < 0)
+			cp->error = -ENOMEM;
+		else
+			cp->added++;
+	}
+	b->nthreads = 0;
+}
+
+static int on_sample(void *arg, const struct perf_sample *s)
+{
+	struct cpu_perf *cp = arg;
+	if (cp->error)
+		return 1;
+	struct process_capture *b = &cp->batch;
+	size_t i = b->nthreads;
+	struct thread_capture *tc = &b->threads[i];
+	tc->tid = s->tid;
+	tc->outcome = THREAD_CAPTURED;
+	tc->state = 'R';
+	tc->regs = s->regs;
+	tc->stack_start = s->regs.rsp;
+	tc->stack_len = 0;
+	if (s->have_user_regs && s->stack_len) {
+		if (array_reserve(&tc->stack, &tc->stack_cap, s->stack_len, 1, 4096) < 0) {
+			cp->error = -ENOMEM;
+			return 1;
+		}
+		memcpy(tc->stack, s->stack, s->stack_len);
+		tc->stack_len = s->stack_len;
+	}
+	cp->user[i] = s->have_user_regs;
+	cp->nkpcs[i] = cp->kernel_frames ? s->nkernel : 0;
+	memcpy(cp->kpcs[i], s->kernel_pcs, cp->nkpcs[i] * sizeof(uint64_t));
+	cp->period_ns[i] = s->period_ns;
+	b->nthreads++;
+	if (b->nthreads == BATCH_MAX)
+		flush(cp);
+	return 0;
+}
+
+long cpu_perf_collect(struct cpu_perf *cp, struct interp *in, struct stackagg *cpu,
+		      cpu_perf_label_fn label, void *arg, bool rescan)
+{
+	if (rescan && perf_sampler_scan(cp->ps) == -ENOMEM)
+		return -ENOMEM;
+	cp->in = in;
+	cp->cpu = cpu;
+	cp->label = label;
+	cp->label_arg = arg;
+	cp->added = 0;
+	perf_sampler_drain(cp->ps, on_sample, cp);
+	flush(cp);
+	return cp->error ? cp->error : cp->added;
+}
+
+static size_t name_kernel(void *arg, uint64_t addr, struct sym_frame *out, size_t max)
+{
+	struct cpu_perf *cp = arg;
+	if (max == 0 || !kallsyms_is_kernel_address(addr))
+		return 0;
+	memset(out, 0, sizeof(*out));
+	out->file = "[kernel.kallsyms]";
+	const char *module = NULL;
+	uint64_t off = 0;
+	const char *name = cp->ksyms ? kallsyms_lookup(cp->ksyms, addr, &off, &module) : NULL;
+	out->function = name ? name : "[kernel]";
+	out->function_offset = off;
+	if (module && module[0])
+		out->file = module;
+	return 1;
+}
+
+int cpu_perf_name_kernel(struct cpu_perf *cp, struct symtab *st)
+{
+	return cp && cp->kernel_frames ? symtab_name_unnamed(st, name_kernel, cp) : 0;
+}
+
+void cpu_perf_stop(struct cpu_perf *cp)
+{
+	perf_sampler_stop(cp->ps);
+}
+
+void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
+{
+	struct perf_sampler_stats st;
+	perf_sampler_stats(cp->ps, &st);
+	cJSON_AddNumberToObject(o, "samples", (double)st.samples);
+	cJSON_AddNumberToObject(o, "lost", (double)st.lost);
+	cJSON_AddNumberToObject(o, "throttled", (double)st.throttled);
+	cJSON_AddNumberToObject(o, "stacks_truncated", (double)st.stacks_truncated);
+	cJSON_AddNumberToObject(o, "threads_followed", (double)st.threads_followed);
+	cJSON_AddNumberToObject(o, "threads_without_event", (double)st.threads_without_event);
+	cJSON_AddNumberToObject(o, "events", (double)st.events);
+	cJSON_AddNumberToObject(o, "mmap_records", (double)st.mmap_records);
+	cJSON_AddBoolToObject(o, "kernel_frames", cp->kernel_frames);
+	if (cp->kernel_frames)
+		cJSON_AddBoolToObject(o, "kernel_symbols", cp->ksyms != NULL);
+}
+
+uint64_t cpu_perf_samples(const struct cpu_perf *cp)
+{
+	struct perf_sampler_stats st;
+	perf_sampler_stats(cp->ps, &st);
+	return st.samples;
+}
+
+uint64_t cpu_perf_lost(const struct cpu_perf *cp)
+{
+	struct perf_sampler_stats st;
+	perf_sampler_stats(cp->ps, &st);
+	return st.lost;
+}
+
+uint64_t cpu_perf_throttled(const struct cpu_perf *cp)
+{
+	struct perf_sampler_stats st;
+	perf_sampler_stats(cp->ps, &st);
+	return st.throttled;
+}
+
+void cpu_perf_free(struct cpu_perf *cp)
+{
+	if (!cp)
+		return;
+	perf_sampler_free(cp->ps);
+	kallsyms_free(cp->ksyms);
+	process_capture_release(&cp->batch);
+	free(cp->stacks);
+	free(cp);
+}

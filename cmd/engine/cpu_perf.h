@@ -1,0 +1,57 @@
+/*
+ * cpu_perf: the CPU profile from perf events (attach/perf.h). Samples are
+ * drained from the kernel's rings, their user stacks unwound in the
+ * sandboxed worker like any capture, the kernel part of their call chain
+ * put on top, and each added to the CPU profile with the CPU time it
+ * stands for (its period). Kernel frames are named from /proc/kallsyms.
+ */
+#ifndef DIAG_CMD_ENGINE_CPU_PERF_H
+#define DIAG_CMD_ENGINE_CPU_PERF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "attach/attach.h"
+#include "cmd/engine/stackagg.h"
+#include "symbolize/worker/interp.h"
+#include "symbolize/worker/symtab.h"
+
+struct cpu_perf;
+
+/* Writes the profile labels of a sample of tid into buf ("" for none). */
+typedef void (*cpu_perf_label_fn)(void *arg, pid_t tid, char *buf, size_t size);
+
+/* Start perf events on every thread of t, one sample per period_ns of
+ * each thread's CPU time. kernel_frames: put the kernel call chain on
+ * top of each stack. 0 or -errno from perf_sampler_open (the caller falls
+ * back to ptrace sampling). */
+int cpu_perf_new(const struct attach_target *t, uint64_t period_ns, size_t stack_bytes,
+		 bool kernel_frames, struct cpu_perf **ret);
+
+/* Drain the rings into cpu (values {1, period}), unwinding in `in`.
+ * rescan: also look for threads that have no event yet. Returns the
+ * samples added, or -ENOMEM. */
+long cpu_perf_collect(struct cpu_perf *cp, struct interp *in, struct stackagg *cpu,
+		      cpu_perf_label_fn label, void *arg, bool rescan);
+
+/* Name the kernel addresses of st (/proc/kallsyms; "[kernel]" when it
+ * cannot be read). 0 or -ENOMEM. */
+int cpu_perf_name_kernel(struct cpu_perf *cp, struct symtab *st);
+
+/* {samples, lost, throttled, stacks_truncated, threads_followed,
+ * threads_without_event, kernel_symbols} into o. */
+void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o);
+uint64_t cpu_perf_samples(const struct cpu_perf *cp);
+uint64_t cpu_perf_lost(const struct cpu_perf *cp);
+uint64_t cpu_perf_throttled(const struct cpu_perf *cp);
+
+/* After the last collect: the events stop (the final snapshot's stops and
+ * our symbolizing are not the target's CPU profile). */
+void cpu_perf_stop(struct cpu_perf *cp);
+
+void cpu_perf_free(struct cpu_perf *cp);
+
+#endif
