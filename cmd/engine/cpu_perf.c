@@ -36,6 +36,8 @@ struct cpu_perf {
 	cpu_perf_label_fn label;
 	void *label_arg;
 	long added;
+	uint64_t kernel_only;     /* samples with no user context */
+	uint64_t user_unwound_empty; /* user context, but no user frame came back */
 	int error;
 };
 
@@ -88,9 +90,12 @@ static void flush(struct cpu_perf *cp)
 		size_t n = 0;
 		for (size_t k = 0; k < cp->nkpcs[i]; k++)
 			pcs[n++] = cp->kpcs[i][k];
-		if (cp->user[i])
+		if (cp->user[i]) {
+			if (cp->stacks[i].n == 0)
+				cp->user_unwound_empty++;
 			for (size_t k = 0; k < cp->stacks[i].n; k++)
 				pcs[n++] = cp->stacks[i].pcs[k];
+		}
 		if (n == 0)
 			continue;
 		char labels[LABELS_MAX] = "";
@@ -128,6 +133,8 @@ static int on_sample(void *arg, const struct perf_sample *s)
 		tc->stack_len = s->stack_len;
 	}
 	cp->user[i] = s->have_user_regs;
+	if (!s->have_user_regs)
+		cp->kernel_only++;
 	cp->nkpcs[i] = cp->kernel_frames ? s->nkernel : 0;
 	memcpy(cp->kpcs[i], s->kernel_pcs, cp->nkpcs[i] * sizeof(uint64_t));
 	cp->period_ns[i] = s->period_ns;
@@ -191,6 +198,8 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 	cJSON_AddNumberToObject(o, "threads_without_event", (double)st.threads_without_event);
 	cJSON_AddNumberToObject(o, "events", (double)st.events);
 	cJSON_AddNumberToObject(o, "mmap_records", (double)st.mmap_records);
+	cJSON_AddNumberToObject(o, "samples_without_user_context", (double)cp->kernel_only);
+	cJSON_AddNumberToObject(o, "samples_without_user_frames", (double)cp->user_unwound_empty);
 	cJSON_AddBoolToObject(o, "kernel_frames", cp->kernel_frames);
 	if (cp->kernel_frames)
 		cJSON_AddBoolToObject(o, "kernel_symbols", cp->ksyms != NULL);

@@ -1,0 +1,479 @@
+/*
+ * CPU profiles against outside ground truth, on a quiet machine and on one
+ * whose two cores other processes keep busy (tests/targets/c/cpu_window.c):
+ *
+ *  - totals: cpu.pprof's CPU time against the kernel's own accounting of
+ *    the target (wait4() rusage of a target whose whole life we capture),
+ *    within 10 %, for both engines (perf events, and ptrace stops weighted
+ *    by schedstat);
+ *  - kernel frames: a thread writing into a pipe shows the kernel's write
+ *    path above write(), as perf report does;
+ *  - placement: the leaf functions' shares agree with `perf record -e
+ *    cpu-clock --call-graph dwarf` of the same workload, run before and
+ *    after ours, within 5 points;
+ *  - yield: an always-running thread on a saturated machine gets at least
+ *    95 % of the CPU samples perf gets, both counted against the thread's
+ *    own CPU seconds times the rate.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "pprof_read.h"
+
+#define HZ 99
+#define MAX_THREADS 16
+#define MAX_FUNCS 64
+
+struct window {
+	uint64_t target_cpu_ns;          /* the kernel's account of the whole target */
+	pid_t tids[MAX_THREADS];         /* the workers, as they report themselves */
+	uint64_t thread_cpu_ns[MAX_THREADS];
+	size_t nthreads;
+	char dir[512];                   /* the bundle (ours) or perf.data (perf's) */
+	char err[16384];                 /* our stderr */
+};
+
+/* Remove the temporary directory a window made (its bundle or perf.data). */
+static void rm_window(const struct window *w)
+{
+	char dir[512];
+	snprintf(dir, sizeof(dir), "%s", w->dir);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	rm_rf(dir);
+}
+
+/* Processes that keep both cores busy for as long as they live. */
+static void loaders_start(pid_t out[2])
+{
+	for (int i = 0; i < 2; i++) {
+		out[i] = fork();
+		cr_assert(out[i] >= 0);
+		if (out[i] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			for (volatile unsigned long x = 0;; x++)
+				;
+		}
+	}
+}
+
+static void loaders_stop(pid_t l[2])
+{
+	for (int i = 0; i < 2; i++) {
+		kill(l[i], SIGKILL);
+		waitpid(l[i], NULL, 0);
+	}
+}
+
+/* Wait for the started target, read its report lines and its rusage. */
+static void finish_target(struct target *t, struct window *w)
+{
+	int status;
+	struct rusage ru;
+	cr_assert_eq(wait4(t->pid, &status, 0, &ru), t->pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "cpu_window failed: status %d", status);
+	w->target_cpu_ns = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+			   ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+	char buf[4096];
+	size_t len = 0;
+	ssize_t n;
+	while (len < sizeof(buf) - 1 && (n = read(t->stdout_fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	for (char *line = strtok(buf, "\n"); line && w->nthreads < MAX_THREADS; line = strtok(NULL, "\n")) {
+		long tid;
+		unsigned long long ns;
+		if (sscanf(line, "tid %ld cpu_ns %llu", &tid, &ns) == 2) {
+			w->tids[w->nthreads] = (pid_t)tid;
+			w->thread_cpu_ns[w->nthreads++] = ns;
+		}
+	}
+	close(t->stdout_fd);
+	close(t->stdin_fd);
+}
+
+static struct target start_window(const char *mode, int n, int burn_ms)
+{
+	char ns[16], ms[16];
+	snprintf(ns, sizeof(ns), "%d", n);
+	snprintf(ms, sizeof(ms), "%d", burn_ms);
+	const char *argv[] = {target_path("cpu_window"), mode, ns, ms, NULL};
+	return target_start(argv, "ready");
+}
+
+static void go(struct target *t)
+{
+	cr_assert_eq(write(t->stdin_fd, "go\n", 3), 3);
+}
+
+/* Our capture of a whole cpu_window run: the tool is sampling (its
+ * timeline has a first line) before the work starts, and ends when the
+ * target exits. */
+static void run_ours(const char *mode, int n, int burn_ms, int hz, const char *const *extra,
+		     struct window *w)
+{
+	memset(w, 0, sizeof(*w));
+	struct target t = start_window(mode, n, burn_ms);
+	char tmp[256], pid[16], errp[300], outp[300];
+	make_tmpdir(tmp, sizeof(tmp));
+	snprintf(w->dir, sizeof(w->dir), "%s/b", tmp);
+	snprintf(errp, sizeof(errp), "%s/err", tmp);
+	snprintf(outp, sizeof(outp), "%s/out", tmp);
+	/* tool_spawn opens them without O_CREAT. */
+	fclose(fopen(errp, "w"));
+	fclose(fopen(outp, "w"));
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	char hzs[16];
+	snprintf(hzs, sizeof(hzs), "%d", hz);
+	const char *args[18] = {"-p", pid, "-d", "60s", "-F", hzs, "-o", w->dir};
+	size_t na = 8;
+	for (size_t i = 0; extra && extra[i] && na < 17; i++)
+		args[na++] = extra[i];
+	args[na] = NULL;
+	pid_t tool = tool_spawn(args, outp, errp);
+	char timeline[600];
+	snprintf(timeline, sizeof(timeline), "%s/runtime.jsonl", w->dir);
+	uint64_t give_up = now_ms() + 10000;
+	size_t len = 0;
+	char *tl = NULL;
+	while (now_ms() < give_up) {
+		free(tl);
+		tl = read_file(timeline, &len);
+		if (tl && len > 0)
+			break;
+		sleep_ms(20);
+	}
+	free(tl);
+	cr_assert_gt(len, 0, "the capture did not start sampling within 10 s");
+	sleep_ms(200);
+	go(&t);
+	finish_target(&t, w);
+	int code = tool_wait(tool, 30000);
+	char *err = read_file(errp, NULL);
+	snprintf(w->err, sizeof(w->err), "%s", err ? err : "");
+	free(err);
+	cr_assert_eq(code, 0, "diag-attach exit %d: %s", code, w->err);
+}
+
+/* perf's record of the same workload (perf ends when the target exits). */
+static void run_perf(const char *mode, int n, int burn_ms, int hz, struct window *w)
+{
+	cr_assert(have_program("perf"), "perf is missing (setup.sh installs linux-perf)");
+	memset(w, 0, sizeof(*w));
+	struct target t = start_window(mode, n, burn_ms);
+	char tmp[256], cmd[1024];
+	make_tmpdir(tmp, sizeof(tmp));
+	snprintf(w->dir, sizeof(w->dir), "%s/perf.data", tmp);
+	snprintf(cmd, sizeof(cmd),
+		 "exec perf record -q -e cpu-clock -F %d --call-graph dwarf -p %d -o %s >/dev/null 2>&1", hz,
+		 (int)t.pid, w->dir);
+	pid_t perf = fork();
+	cr_assert(perf >= 0);
+	if (perf == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	sleep_ms(700); /* perf has no "ready": it opens its events in well under this */
+	go(&t);
+	finish_target(&t, w);
+	int status = 0;
+	cr_assert_eq(waitpid(perf, &status, 0), perf);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "perf record failed: %d", status);
+}
+
+struct shares {
+	const char *name[MAX_FUNCS];
+	double value[MAX_FUNCS];
+	size_t n;
+	double total;
+};
+
+static void shares_add(struct shares *s, const char *name, double v)
+{
+	s->total += v;
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->name[i], name) == 0) {
+			s->value[i] += v;
+			return;
+		}
+	if (s->n < MAX_FUNCS) {
+		s->name[s->n] = strdup(name);
+		s->value[s->n++] = v;
+	}
+}
+
+static double shares_pct(const struct shares *s, const char *name)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->name[i], name) == 0)
+			return s->total > 0 ? 100.0 * s->value[i] / s->total : 0;
+	return 0;
+}
+
+static int64_t sample_tid(const Perftools__Profiles__Profile *p, const Perftools__Profiles__Sample *s)
+{
+	for (size_t k = 0; k < s->n_label; k++) {
+		const char *key = pprof_str(p, s->label[k]->key);
+		if (key && strcmp(key, "tid") == 0)
+			return s->label[k]->num;
+	}
+	return -1;
+}
+
+/* cpu.pprof: total CPU nanoseconds, samples of one tid (-1: all), and the
+ * leaf functions' shares of the CPU time. */
+static Perftools__Profiles__Profile *load_cpu(const struct window *w)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/cpu.pprof", w->dir);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0, "cannot read %s", path);
+	cr_assert_eq(p->n_sample_type, 2);
+	return p;
+}
+
+static double our_total_ns(const Perftools__Profiles__Profile *p)
+{
+	double total = 0;
+	for (size_t i = 0; i < p->n_sample; i++)
+		total += (double)p->sample[i]->value[1];
+	return total;
+}
+
+static uint64_t our_samples(const Perftools__Profiles__Profile *p, pid_t tid)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < p->n_sample; i++)
+		if (tid < 0 || sample_tid(p, p->sample[i]) == tid)
+			n += (uint64_t)p->sample[i]->value[0];
+	return n;
+}
+
+static void our_leaf_shares(const Perftools__Profiles__Profile *p, struct shares *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const char *names[1];
+		int nf = pprof_sample_frames(p, p->sample[i], names, 1);
+		shares_add(s, nf > 0 && names[0] ? names[0] : "?", (double)p->sample[i]->value[1]);
+	}
+}
+
+/* perf report's flat (self) samples per symbol, "[.] name" / "[k] name". */
+static void perf_leaf_shares(const struct window *w, struct shares *s)
+{
+	memset(s, 0, sizeof(*s));
+	char cmd[1024], out[65536];
+	snprintf(cmd, sizeof(cmd),
+		 "perf report -i %s --stdio --no-children -g none --sort sym -F sample,sym 2>/dev/null",
+		 w->dir);
+	cr_assert_eq(shell_output(cmd, out, sizeof(out)), 0, "perf report failed");
+	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+		unsigned long long n;
+		char tag[8], name[256];
+		if (line[0] == '#' || sscanf(line, " %llu [%7[^]]] %255s", &n, tag, name) != 3)
+			continue;
+		shares_add(s, name, (double)n);
+	}
+	cr_assert_gt(s->total, 0, "no samples in perf report of %s", w->dir);
+}
+
+/* perf's samples of one thread ("--sort pid" is per thread: "tid:comm"). */
+static uint64_t perf_samples(const struct window *w, pid_t tid)
+{
+	char cmd[1024], out[65536];
+	snprintf(cmd, sizeof(cmd),
+		 "perf report -i %s --stdio --no-children -g none --sort pid -F sample,pid 2>/dev/null",
+		 w->dir);
+	cr_assert_eq(shell_output(cmd, out, sizeof(out)), 0, "perf report failed");
+	uint64_t total = 0;
+	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+		unsigned long long n;
+		long t;
+		if (line[0] != '#' && sscanf(line, " %llu %ld:", &n, &t) == 2 && t == (long)tid)
+			total += n;
+	}
+	return total;
+}
+
+static uint64_t worker_cpu_ns(const struct window *w, pid_t *ret_tid)
+{
+	cr_assert_geq(w->nthreads, 1);
+	*ret_tid = w->tids[0];
+	return w->thread_cpu_ns[0];
+}
+
+/* ---- totals ---- */
+
+static void expect_total_matches(const char *engine, bool loaded)
+{
+	pid_t l[2];
+	if (loaded)
+		loaders_start(l);
+	const char *extra[] = {"--cpu-engine", engine, NULL};
+	struct window w;
+	run_ours("spin", 2, 2500, HZ, extra, &w);
+	if (loaded)
+		loaders_stop(l);
+	Perftools__Profiles__Profile *p = load_cpu(&w);
+	double ours = our_total_ns(p), truth = (double)w.target_cpu_ns;
+	cr_expect(fabs(ours - truth) <= 0.10 * truth,
+		  "%s engine%s: cpu.pprof holds %.3f s, the kernel counted %.3f s (%+.1f %%)", engine,
+		  loaded ? " (loaded)" : "", ours / 1e9, truth / 1e9, 100.0 * (ours - truth) / truth);
+	cJSON *m = manifest_load(w.dir);
+	const cJSON *cap = cJSON_GetObjectItem(m, "capture");
+	const cJSON *eng = cJSON_GetObjectItem(cap, "cpu_engine");
+	cr_expect(cJSON_IsString(eng) && strcmp(eng->valuestring, engine) == 0, "engine recorded: %s",
+		  cJSON_IsString(eng) ? eng->valuestring : "none");
+	cr_expect(strstr(w.err, "cpu engine ") != NULL, "no summary line on stderr: %s", w.err);
+	cJSON_Delete(m);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	rm_window(&w);
+}
+
+Test(cpu_truth, totals_perf_quiet, .timeout = 120)
+{
+	expect_total_matches("perf", false);
+}
+
+Test(cpu_truth, totals_perf_loaded, .timeout = 120)
+{
+	expect_total_matches("perf", true);
+}
+
+Test(cpu_truth, totals_ptrace_quiet, .timeout = 120)
+{
+	expect_total_matches("ptrace", false);
+}
+
+Test(cpu_truth, totals_ptrace_loaded, .timeout = 120)
+{
+	expect_total_matches("ptrace", true);
+}
+
+/* ---- kernel frames ---- */
+
+/* CPU time in stacks where a kernel function whose name holds kfn sits
+ * above pipe_writer (the kernel's write path on top of the user stack). */
+static double kernel_write_path_ns(const Perftools__Profiles__Profile *p, const char *kfn)
+{
+	double ns = 0;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const char *names[512];
+		int nf = pprof_sample_frames(p, p->sample[i], names, 512);
+		int k = -1, writer = -1;
+		for (int j = 0; j < nf; j++) {
+			/* By part of the name: pipe_write is anon_pipe_write since 6.16. */
+			if (names[j] && strstr(names[j], kfn) && k < 0)
+				k = j;
+			if (names[j] && strcmp(names[j], "pipe_writer") == 0)
+				writer = j;
+		}
+		if (k >= 0 && writer > k)
+			ns += (double)p->sample[i]->value[1];
+	}
+	return ns;
+}
+
+Test(cpu_truth, kernel_frames_above_write, .timeout = 120)
+{
+	struct window w;
+	run_ours("pipe", 1, 1500, HZ, NULL, &w);
+	Perftools__Profiles__Profile *p = load_cpu(&w);
+	double total = our_total_ns(p);
+	double vfs = kernel_write_path_ns(p, "vfs_write"), pw = kernel_write_path_ns(p, "pipe_write");
+	cr_expect_eq(kernel_write_path_ns(p, "vfs_write_does_not_exist"), 0);
+	cr_expect_gt(vfs, 0.2 * total, "vfs_write above pipe_writer: %.0f of %.0f ns", vfs, total);
+	cr_expect_gt(pw, 0.1 * total, "pipe_write above pipe_writer: %.0f of %.0f ns", pw, total);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	rm_window(&w);
+
+	/* Without kernel frames the kernel time is still there (at write). */
+	const char *extra[] = {"--no-kernel-frames", NULL};
+	run_ours("pipe", 1, 1500, HZ, extra, &w);
+	p = load_cpu(&w);
+	total = our_total_ns(p);
+	cr_expect_eq(kernel_write_path_ns(p, "vfs_write"), 0, "kernel frames despite --no-kernel-frames");
+	cr_expect(fabs(total - (double)w.target_cpu_ns) <= 0.10 * (double)w.target_cpu_ns,
+		  "--no-kernel-frames: %.3f s in the profile, %.3f s counted", total / 1e9,
+		  (double)w.target_cpu_ns / 1e9);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	rm_window(&w);
+}
+
+/* ---- placement ---- */
+
+Test(cpu_truth, placement_matches_perf, .timeout = 180)
+{
+	/* Threads that work 2 ms and sleep 8 ms in poll: where a stop-the-
+	 * thread sampler mostly finds them asleep. */
+	struct window before, ours, after;
+	/* At 499 Hz: a few thousand samples, so that 5 points is well
+	 * outside the sampling noise of either profiler. */
+	run_perf("duty", 2, 3000, 499, &before);
+	run_ours("duty", 2, 3000, 499, NULL, &ours);
+	run_perf("duty", 2, 3000, 499, &after);
+	struct shares sb, so, sa;
+	perf_leaf_shares(&before, &sb);
+	perf_leaf_shares(&after, &sa);
+	Perftools__Profiles__Profile *p = load_cpu(&ours);
+	our_leaf_shares(p, &so);
+	/* Every function perf gives 5 % or more, in either run. */
+	size_t checked = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		const struct shares *ref = pass ? &sa : &sb;
+		for (size_t i = 0; i < ref->n; i++) {
+			double pb = shares_pct(&sb, ref->name[i]), pa = shares_pct(&sa, ref->name[i]);
+			if (pb < 5 && pa < 5)
+				continue;
+			double perf_mean = (pb + pa) / 2, mine = shares_pct(&so, ref->name[i]);
+			cr_expect(fabs(mine - perf_mean) <= 5.0,
+				  "%s: ours %.1f %%, perf %.1f %% (before %.1f, after %.1f)", ref->name[i], mine,
+				  perf_mean, pb, pa);
+			checked++;
+		}
+	}
+	cr_expect_geq(checked, 1, "perf gave no function 5 %% or more");
+	cr_expect_gt(shares_pct(&so, "duty_work"), 30.0, "duty_work: %.1f %%", shares_pct(&so, "duty_work"));
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	rm_window(&ours);
+	rm_window(&before);
+	rm_window(&after);
+}
+
+/* ---- yield ---- */
+
+Test(cpu_truth, yield_on_a_saturated_machine, .timeout = 180)
+{
+	pid_t l[2];
+	loaders_start(l);
+	struct window ours, perf;
+	run_ours("spin", 1, 3000, HZ, NULL, &ours);
+	run_perf("spin", 1, 3000, HZ, &perf);
+	loaders_stop(l);
+	pid_t our_tid, perf_tid;
+	double our_cpu_s = (double)worker_cpu_ns(&ours, &our_tid) / 1e9;
+	double perf_cpu_s = (double)worker_cpu_ns(&perf, &perf_tid) / 1e9;
+	Perftools__Profiles__Profile *p = load_cpu(&ours);
+	double our_yield = (double)our_samples(p, our_tid) / (our_cpu_s * HZ);
+	double perf_yield = (double)perf_samples(&perf, perf_tid) / (perf_cpu_s * HZ);
+	cr_expect_gt(perf_yield, 0.5, "perf itself got %.0f %% of the samples", 100 * perf_yield);
+	cr_expect_geq(our_yield, 0.95 * perf_yield,
+		      "ours %.1f %% of the samples the thread's %.2f s ask for, perf %.1f %% of its %.2f s",
+		      100 * our_yield, our_cpu_s, 100 * perf_yield, perf_cpu_s);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	rm_window(&ours);
+	rm_window(&perf);
+}

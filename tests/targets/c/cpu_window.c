@@ -1,0 +1,163 @@
+/*
+ * cpu_window: a bounded amount of known work, for checking CPU profiles
+ * against the kernel's own accounting. Prints "ready", waits for a line on
+ * stdin, runs its workers for BURN_MS of wall time, prints one line per
+ * worker "tid TID cpu_ns N" (its own CPU time, RUSAGE_THREAD) and exits.
+ * The CPU of the whole process is then the parent's wait4() rusage: a
+ * ground truth no profiler's own window can skew.
+ *
+ *   cpu_window spin N BURN_MS    N threads: spin_heavy (3 units) and
+ *                                spin_light (1 unit) alternately, no syscalls
+ *   cpu_window duty N BURN_MS    N threads: 2 ms of duty_work, then 8 ms
+ *                                asleep in poll(), again and again
+ *   cpu_window pipe 1 BURN_MS    one thread writes 64 KiB blocks into a pipe
+ *                                (pipe_writer), another reads them (pipe_reader):
+ *                                the time goes to the kernel's pipe paths
+ *
+ * Expected stacks: spin_units <- spin_heavy|spin_light <- spin_main <-
+ * start_thread; duty_work <- duty_main; write <- pipe_writer.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static volatile unsigned long sink;
+static unsigned long long burn_until_ns;
+static int pipe_fds[2];
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+static void report_self(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_THREAD, &ru);
+	unsigned long long ns = ((unsigned long long)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+				((unsigned long long)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+	pthread_mutex_lock(&out_lock);
+	printf("tid %ld cpu_ns %llu\n", (long)syscall(SYS_gettid), ns);
+	fflush(stdout);
+	pthread_mutex_unlock(&out_lock);
+}
+
+NOINLINE void spin_units(unsigned units);
+NOINLINE void spin_units(unsigned units)
+{
+	for (unsigned long i = 0; i < units * 100000ul; i++)
+		sink += i;
+}
+
+NOINLINE void spin_heavy(void);
+NOINLINE void spin_heavy(void)
+{
+	spin_units(3);
+}
+
+NOINLINE void spin_light(void);
+NOINLINE void spin_light(void)
+{
+	spin_units(1);
+}
+
+NOINLINE void *spin_main(void *arg);
+NOINLINE void *spin_main(void *arg)
+{
+	(void)arg;
+	while (now_ns() < burn_until_ns) {
+		spin_heavy();
+		spin_light();
+	}
+	report_self();
+	return NULL;
+}
+
+NOINLINE void duty_work(unsigned long long ns);
+NOINLINE void duty_work(unsigned long long ns)
+{
+	unsigned long long end = now_ns() + ns;
+	while (now_ns() < end)
+		for (int i = 0; i < 1000; i++)
+			sink += (unsigned long)i;
+}
+
+NOINLINE void *duty_main(void *arg);
+NOINLINE void *duty_main(void *arg)
+{
+	(void)arg;
+	while (now_ns() < burn_until_ns) {
+		duty_work(2000000ull);
+		poll(NULL, 0, 8);
+	}
+	report_self();
+	return NULL;
+}
+
+NOINLINE void *pipe_writer(void *arg);
+NOINLINE void *pipe_writer(void *arg)
+{
+	(void)arg;
+	static char block[65536];
+	while (now_ns() < burn_until_ns)
+		if (write(pipe_fds[1], block, sizeof(block)) < 0)
+			break;
+	close(pipe_fds[1]);
+	report_self();
+	return NULL;
+}
+
+NOINLINE void *pipe_reader(void *arg);
+NOINLINE void *pipe_reader(void *arg)
+{
+	(void)arg;
+	static char block[65536];
+	while (read(pipe_fds[0], block, sizeof(block)) > 0)
+		;
+	report_self();
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: cpu_window spin|duty|pipe N BURN_MS\n");
+		return 2;
+	}
+	int n = atoi(argv[2]);
+	unsigned long long burn_ns = strtoull(argv[3], NULL, 10) * 1000000ull;
+	if (n < 1 || n > 64)
+		return 2;
+	printf("ready\n");
+	fflush(stdout);
+	char line[64];
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	burn_until_ns = now_ns() + burn_ns;
+	pthread_t th[65];
+	int nth = 0;
+	if (strcmp(argv[1], "pipe") == 0) {
+		if (pipe(pipe_fds) < 0)
+			return 1;
+		pthread_create(&th[nth++], NULL, pipe_reader, NULL);
+		pthread_create(&th[nth++], NULL, pipe_writer, NULL);
+	} else {
+		void *(*fn)(void *) = strcmp(argv[1], "duty") == 0 ? duty_main : spin_main;
+		for (int i = 0; i < n; i++)
+			pthread_create(&th[nth++], NULL, fn, NULL);
+	}
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
