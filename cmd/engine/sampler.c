@@ -1,6 +1,7 @@
 /* The sampled capture: every tick stop every thread, copy registers and
  * stacks, release, then unwind and aggregate raw PCs. Symbols are resolved
  * once per distinct PC when the capture ends. */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -408,6 +409,84 @@ static bool tid_labelled(struct sampler *sp, pid_t tid)
 	return sp->labelled.used < sp->tid_label_cap && cpu_find(&sp->labelled, tid, true);
 }
 
+/* On-CPU, when perf events are refused: each sample weighs the CPU time
+ * the thread used since its previous sample (schedstat), so the profile's
+ * total is the CPU time the kernel measured, whatever the rate and however
+ * late a stop landed (a whole period per runnable thread overstated it
+ * 2-3x on a busy machine). The count starts from each thread's CPU time at
+ * the start of the capture (seed_cpu_seen), or from 0 for a thread born
+ * during it; the final capture adds what each thread used after its last
+ * tick. Without schedstat, a runnable thread weighs a period, as before. */
+static int ptrace_cpu_sample(struct sampler *sp, const struct thread_capture *tc,
+			     const struct unwound_stack *st, const char *labels)
+{
+	struct cpu_seen *seen = cpu_lookup(&sp->cpu_seen, tc->tid);
+	uint64_t used = 0;
+	if (tc->cpu_ns == 0)
+		used = tc->state == 'R' ? sp->period_ns : 0;
+	else if (seen && seen->cpu_ns == UINT64_MAX)
+		used = tc->cpu_ns;
+	else if (seen && tc->cpu_ns > seen->cpu_ns)
+		used = tc->cpu_ns - seen->cpu_ns;
+	if (seen && tc->cpu_ns)
+		seen->cpu_ns = tc->cpu_ns;
+	if (!used || st->n == 0)
+		return 0;
+	int64_t cpu_values[2] = {1, (int64_t)used};
+	if (stackagg_add(sp->cpu, st->pcs, st->n, labels, cpu_values) < 0)
+		return -ENOMEM;
+	sp->cpu_samples++;
+	return 0;
+}
+
+/* Every thread's CPU time at the start, from schedstat: the ptrace
+ * engine's counts start there. */
+static void seed_cpu_seen(struct sampler *sp)
+{
+	int fd = dup(sp->s->target.task_dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rewinddir(d);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end, path[64], buf[128];
+		long tid = strtol(e->d_name, &end, 10);
+		if (*end || tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "%ld/schedstat", tid);
+		if (!attach_read_small_file_at(sp->s->target.task_dirfd, path, buf, sizeof(buf)))
+			continue;
+		struct cpu_seen *seen = cpu_lookup(&sp->cpu_seen, (pid_t)tid);
+		if (seen)
+			seen->cpu_ns = strtoull(buf, NULL, 10);
+	}
+	closedir(d);
+}
+
+/* The final capture's share of the ptrace engine's CPU profile: what each
+ * thread used since its last tick. */
+static int ptrace_cpu_final(struct sampler *sp, const struct process_capture *pc,
+			    const struct unwound_stack *stacks)
+{
+	for (size_t i = 0; i < pc->nthreads; i++) {
+		const struct thread_capture *tc = &pc->threads[i];
+		if (tc->outcome != THREAD_CAPTURED)
+			continue;
+		char labels[160], comm[4 * sizeof(tc->comm) + 1], tid[32] = "";
+		escape_text(tc->comm, comm, sizeof(comm));
+		if (tid_labelled(sp, tc->tid))
+			snprintf(tid, sizeof(tid), "tid=%d" LABEL_SEP, (int)tc->tid);
+		snprintf(labels, sizeof(labels), "%sthread_comm=%s", tid, comm);
+		if (ptrace_cpu_sample(sp, tc, &stacks[i], labels) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int sample_tick(struct sampler *sp)
 {
 	int r = attach_capture(&sp->s->target, &sp->ao, &sp->cur);
@@ -467,27 +546,10 @@ static int sample_tick(struct sampler *sp)
 		if (stackagg_add(sp->wall, st->pcs, st->n, labels, wall_values) < 0)
 			return -ENOMEM;
 
-		/* On-CPU, when perf events are refused: each sample weighs the
-		 * CPU time the thread used since its previous sample (schedstat),
-		 * so the profile's total is the CPU time the kernel measured,
-		 * whatever the rate and however late a stop landed (a whole period
-		 * per runnable thread overstated it 2-3x on a busy machine). A
-		 * thread seen for the first time starts its count. Without
-		 * schedstat, a runnable thread weighs a period, as before. */
-		struct cpu_seen *seen = cpu_lookup(&sp->cpu_seen, tc->tid);
-		uint64_t used = 0;
-		if (tc->cpu_ns == 0)
-			used = state == 'R' ? sp->period_ns : 0;
-		else if (seen && seen->cpu_ns != UINT64_MAX && tc->cpu_ns > seen->cpu_ns)
-			used = tc->cpu_ns - seen->cpu_ns;
-		if (seen && tc->cpu_ns)
-			seen->cpu_ns = tc->cpu_ns;
-		if (!sp->perf && used) {
+		if (!sp->perf) {
 			snprintf(labels, sizeof(labels), "%sthread_comm=%s", tid, comm);
-			int64_t cpu_values[2] = {1, (int64_t)used};
-			if (stackagg_add(sp->cpu, st->pcs, st->n, labels, cpu_values) < 0)
+			if (ptrace_cpu_sample(sp, tc, st, labels) < 0)
 				return -ENOMEM;
-			sp->cpu_samples++;
 		}
 	}
 	sp->last_threads = sp->cur.nthreads;
@@ -562,8 +624,12 @@ static int start_cpu_engine(struct sampler *sp)
 	const struct capture_options *o = sp->s->opt;
 	if (attach_target_cpu_ns(&sp->s->target, &sp->cpu_ns_start) == 0)
 		sp->cpu_ns_last = sp->cpu_ns_start;
-	if (!o->frequency_hz || o->cpu_engine == CAPTURE_CPU_PTRACE)
+	if (!o->frequency_hz)
 		return 0;
+	if (o->cpu_engine == CAPTURE_CPU_PTRACE) {
+		seed_cpu_seen(sp);
+		return 0;
+	}
 	int r = cpu_perf_new(&sp->s->target, sp->period_ns,
 			     o->perf_stack_bytes ? o->perf_stack_bytes : 32768, !o->no_kernel_frames,
 			     &sp->perf);
@@ -573,6 +639,7 @@ static int start_cpu_engine(struct sampler *sp)
 		sp->perf_refused = r;
 		if (o->cpu_engine == CAPTURE_CPU_PERF)
 			return capture_fail(sp->s, CAPTURE_STAGE_PERF, r);
+		seed_cpu_seen(sp);
 	}
 	return 0;
 }
@@ -674,6 +741,8 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 		capture_trace_phase("final unwound");
 		final = &sp->cur;
 		final_stacks = sp->stacks;
+		if (!sp->perf && ptrace_cpu_final(sp, final, final_stacks) < 0)
+			return -ENOMEM;
 	} else if (sp->have_last) {
 		final = &sp->last;
 		final_stacks = sp->last_stacks;

@@ -76,31 +76,51 @@ static void loaders_stop(pid_t l[2])
 	}
 }
 
-/* Wait for the started target, read its report lines and its rusage. */
-static void finish_target(struct target *t, struct window *w)
+/* Read the workers' "tid TID cpu_ns N" lines until `expected` came: the
+ * work is over, the workers are parked. */
+static void read_reports(struct target *t, struct window *w, size_t expected)
 {
+	char line[128];
+	size_t len = 0;
+	uint64_t give_up = now_ms() + 60000;
+	while (w->nthreads < expected) {
+		cr_assert(now_ms() < give_up, "cpu_window reported %zu of %zu workers", w->nthreads, expected);
+		char c;
+		ssize_t n = read(t->stdout_fd, &c, 1);
+		cr_assert_eq(n, 1, "cpu_window closed its stdout");
+		if (c != '\n') {
+			if (len < sizeof(line) - 1)
+				line[len++] = c;
+			continue;
+		}
+		line[len] = '\0';
+		len = 0;
+		long tid;
+		unsigned long long ns;
+		if (sscanf(line, "tid %ld cpu_ns %llu", &tid, &ns) == 2 && w->nthreads < MAX_THREADS) {
+			w->tids[w->nthreads] = (pid_t)tid;
+			w->thread_cpu_ns[w->nthreads++] = ns;
+		}
+	}
+}
+
+/* Tell the parked target to exit; its rusage is the ground truth. */
+static void end_target(struct target *t, struct window *w)
+{
+	cr_assert_eq(write(t->stdin_fd, "stop\n", 5), 5);
 	int status;
 	struct rusage ru;
 	cr_assert_eq(wait4(t->pid, &status, 0, &ru), t->pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "cpu_window failed: status %d", status);
 	w->target_cpu_ns = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
 			   ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
-	char buf[4096];
-	size_t len = 0;
-	ssize_t n;
-	while (len < sizeof(buf) - 1 && (n = read(t->stdout_fd, buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += (size_t)n;
-	buf[len] = '\0';
-	for (char *line = strtok(buf, "\n"); line && w->nthreads < MAX_THREADS; line = strtok(NULL, "\n")) {
-		long tid;
-		unsigned long long ns;
-		if (sscanf(line, "tid %ld cpu_ns %llu", &tid, &ns) == 2) {
-			w->tids[w->nthreads] = (pid_t)tid;
-			w->thread_cpu_ns[w->nthreads++] = ns;
-		}
-	}
 	close(t->stdout_fd);
 	close(t->stdin_fd);
+}
+
+static size_t workers_of(const char *mode, int n)
+{
+	return strcmp(mode, "pipe") == 0 ? 2 : (size_t)n;
 }
 
 static struct target start_window(const char *mode, int n, int burn_ms)
@@ -158,12 +178,34 @@ static void run_ours(const char *mode, int n, int burn_ms, int hz, const char *c
 	cr_assert_gt(len, 0, "the capture did not start sampling within 10 s");
 	sleep_ms(200);
 	go(&t);
-	finish_target(&t, w);
+	read_reports(&t, w, workers_of(mode, n));
+	/* A tick or two with the workers parked, then stop: the capture
+	 * window holds the whole burst, and the final capture sees each
+	 * worker after its last CPU time. */
+	sleep_ms(300);
+	kill(tool, SIGINT);
 	int code = tool_wait(tool, 30000);
+	end_target(&t, w);
 	char *err = read_file(errp, NULL);
 	snprintf(w->err, sizeof(w->err), "%s", err ? err : "");
 	free(err);
 	cr_assert_eq(code, 0, "diag-attach exit %d: %s", code, w->err);
+}
+
+/* Until the process `sh -c exec perf` became holds a perf event open
+ * (plus a little, for the rest of its threads' events). */
+static void wait_perf_events(pid_t perf)
+{
+	uint64_t give_up = now_ms() + 20000;
+	for (;;) {
+		cr_assert(now_ms() < give_up, "perf record opened no event within 20 s");
+		char dir[64], out[256];
+		snprintf(dir, sizeof(dir), "ls -l /proc/%d/fd 2>/dev/null | grep -c perf_event", (int)perf);
+		if (shell_output(dir, out, sizeof(out)) == 0 && atoi(out) > 0)
+			break;
+		sleep_ms(20);
+	}
+	sleep_ms(200);
 }
 
 /* perf's record of the same workload (perf ends when the target exits). */
@@ -185,9 +227,11 @@ static void run_perf(const char *mode, int n, int burn_ms, int hz, struct window
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
-	sleep_ms(700); /* perf has no "ready": it opens its events in well under this */
+	/* perf has no "ready": wait for its events to be open. */
+	wait_perf_events(perf);
 	go(&t);
-	finish_target(&t, w);
+	read_reports(&t, w, workers_of(mode, n));
+	end_target(&t, w);
 	int status = 0;
 	cr_assert_eq(waitpid(perf, &status, 0), perf);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "perf record failed: %d", status);

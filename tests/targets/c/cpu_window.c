@@ -1,10 +1,12 @@
 /*
  * cpu_window: a bounded amount of known work, for checking CPU profiles
  * against the kernel's own accounting. Prints "ready", waits for a line on
- * stdin, runs its workers for BURN_MS of wall time, prints one line per
- * worker "tid TID cpu_ns N" (its own CPU time, RUSAGE_THREAD) and exits.
- * The CPU of the whole process is then the parent's wait4() rusage: a
- * ground truth no profiler's own window can skew.
+ * stdin, runs its workers for BURN_MS of wall time, and each worker then
+ * prints "tid TID cpu_ns N" (its own CPU time, RUSAGE_THREAD) and parks,
+ * alive and idle, until the next line (or EOF) on stdin makes the process
+ * exit. Its CPU time is then the parent's wait4() rusage: nearly all of it
+ * spent between "go" and the reports, a ground truth no profiler's own
+ * start-up or shut-down can skew.
  *
  *   cpu_window spin N BURN_MS    N threads: spin_heavy (3 units) and
  *                                spin_light (1 unit) alternately, no syscalls
@@ -41,6 +43,12 @@ static unsigned long long now_ns(void)
 	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
+static int leaving;
+
+/* Report this worker's CPU time, then stay alive and idle until main says
+ * to leave: a sampler then sees the thread after its last burst. */
 static void report_self(void)
 {
 	struct rusage ru;
@@ -51,6 +59,10 @@ static void report_self(void)
 	printf("tid %ld cpu_ns %llu\n", (long)syscall(SYS_gettid), ns);
 	fflush(stdout);
 	pthread_mutex_unlock(&out_lock);
+	pthread_mutex_lock(&park_lock);
+	while (!leaving)
+		pthread_cond_wait(&park_cond, &park_lock);
+	pthread_mutex_unlock(&park_lock);
 }
 
 NOINLINE void spin_units(unsigned units);
@@ -157,6 +169,13 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n; i++)
 			pthread_create(&th[nth++], NULL, fn, NULL);
 	}
+	/* Any next line, or EOF: leave. */
+	if (!fgets(line, sizeof(line), stdin))
+		line[0] = '\0';
+	pthread_mutex_lock(&park_lock);
+	leaving = 1;
+	pthread_cond_broadcast(&park_cond);
+	pthread_mutex_unlock(&park_lock);
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
 	return 0;
