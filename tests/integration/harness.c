@@ -231,6 +231,34 @@ int tool_wait(pid_t pid, int timeout_ms)
 	}
 }
 
+void run_begin(struct target_run *r, const char *const *argv, const char *ready_word,
+	       const char *sub)
+{
+	r->t = target_start(argv, ready_word);
+	make_tmpdir(r->dir, sizeof(r->dir));
+	snprintf(r->out, sizeof(r->out), "%s/%s", r->dir, sub);
+	snprintf(r->pid, sizeof(r->pid), "%d", (int)r->t.pid);
+}
+
+void run_end(struct target_run *r)
+{
+	target_kill(&r->t);
+	rm_rf(r->dir);
+}
+
+void tool_run_ok(struct tool_result *r, const char *const *args)
+{
+	tool_run(r, args);
+	cr_assert_eq(r->exit_code, 0, "exit %d: %s", r->exit_code, r->err);
+}
+
+char *read_in(const char *dir, const char *name)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return read_file(path, NULL);
+}
+
 void make_tmpdir(char *buf, size_t size)
 {
 	snprintf(buf, size, "/tmp/diag-test-XXXXXX");
@@ -687,4 +715,18 @@ char proc_state(pid_t pid)
 	char tid[16];
 	snprintf(tid, sizeof(tid), "%d", (int)pid);
 	return task_state(pid, tid);
+}
+
+void rel_capture_start(struct rel_target *rt, struct capture *c, const char *const *args,
+		       const char *dur, const char *hz)
+{
+	rel_start(rt, args);
+	capture_start(c, rt->t.pid, dur, hz);
+}
+
+void rel_capture_done(struct rel_target *rt, struct capture *c, const struct health *h)
+{
+	expect_healthy(rt, h, NULL);
+	rel_stop(rt);
+	rm_rf(c->dir);
 }

@@ -60,6 +60,26 @@ bool can_exec_as(uid_t uid, gid_t gid, const char *path);
  * -1 (killed by signal) or -2 (timed out: it is then SIGKILLed). */
 int tool_wait(pid_t pid, int timeout_ms);
 
+/*
+ * What most integration tests start with: a target, a fresh directory for
+ * what the tool writes about it, and the target's pid as the tool's -p
+ * argument.
+ */
+struct target_run {
+	struct target t;
+	char dir[256], out[300], pid[16];
+};
+/* target_start(argv, ready_word), make_tmpdir(dir), out = dir/sub and pid
+ * the target's pid as text. Asserts on failure. */
+void run_begin(struct target_run *r, const char *const *argv, const char *ready_word,
+	       const char *sub);
+/* Kill and reap the target, rm_rf the directory. */
+void run_end(struct target_run *r);
+/* tool_run, then cr_assert that the tool exited 0 (its stderr quoted). */
+void tool_run_ok(struct tool_result *r, const char *const *args);
+/* read_file of dir/name (NUL-terminated, caller frees), NULL if unreadable. */
+char *read_in(const char *dir, const char *name);
+
 /* A fresh directory under /tmp; the returned path is static per call site
  * style: caller copies it. Removed by rm_rf. */
 void make_tmpdir(char *buf, size_t size);
@@ -111,6 +131,15 @@ bool rel_healthy(struct rel_target *rt, const struct health *h, char *why, size_
 /* cr_expect that rel_healthy holds. h NULL: the defaults (struct health
  * {0}); ctx (may be NULL) starts the failure message. */
 void expect_healthy(struct rel_target *rt, const struct health *h, const char *ctx);
+
+struct capture;
+/* A reliability iteration's start: rel_start(rt, args), then capture_start
+ * of it with -d dur -F hz. */
+void rel_capture_start(struct rel_target *rt, struct capture *c, const char *const *args,
+		       const char *dur, const char *hz);
+/* Its end: expect_healthy(rt, h, NULL), rel_stop, rm_rf the capture's
+ * directory. */
+void rel_capture_done(struct rel_target *rt, struct capture *c, const struct health *h);
 
 /* Threads of pid in ptrace-stop or traced right now (0 = none). */
 int traced_threads(pid_t pid);

@@ -44,9 +44,7 @@ Test(reliability_lifecycle, b3_leader_pthread_exit, .timeout = 600)
 		  ticks);
 	cr_expect_eq(number_at(m, "capture", "failed_ticks"), 0);
 	cJSON_Delete(m);
-	expect_healthy(&rt, NULL, NULL);
-	rel_stop(&rt);
-	rm_rf(c.dir);
+	rel_capture_done(&rt, &c, NULL);
 }
 
 /* B4: a non-leader thread execs a new image mid-capture: the tool ends
@@ -57,15 +55,12 @@ Test(reliability_lifecycle, b4_exec_from_non_leader, .timeout = 600)
 	for (int it = 0; it < loops; it++) {
 		struct rel_target rt;
 		const char *args[] = {"exec_once", "400", NULL};
-		rel_start(&rt, args);
 		struct capture c;
-		capture_start(&c, rt.t.pid, "2s", "1000");
+		rel_capture_start(&rt, &c, args, "2s", "1000");
 		free(capture_finish(&c, 2000 + END_SLACK_MS));
 		cr_expect_eq(atomic_load(&rt.sh->generation), 2, "iteration %d: generation %llu", it,
 			     (unsigned long long)atomic_load(&rt.sh->generation));
-		expect_healthy(&rt, NULL, NULL);
-		rel_stop(&rt);
-		rm_rf(c.dir);
+		rel_capture_done(&rt, &c, NULL);
 	}
 }
 
@@ -92,9 +87,7 @@ Test(reliability_lifecycle, b5_exec_storm, .timeout = 600)
 		for (uint64_t t0 = now_ms(); atomic_load(&rt.sh->generation) == gen1 && now_ms() - t0 < 3000;)
 			usleep(1000);
 		cr_expect(atomic_load(&rt.sh->generation) > gen1, "exec storm stopped after the capture");
-		expect_healthy(&rt, NULL, NULL);
-		rel_stop(&rt);
-		rm_rf(c.dir);
+		rel_capture_done(&rt, &c, NULL);
 	}
 }
 
@@ -131,9 +124,7 @@ Test(reliability_lifecycle, b6_fork_vfork_storm, .timeout = 600)
 		cr_expect(atomic_load(&rt.sh->children_ok) - ok0 > 100, "the fork storm stalled");
 		cr_expect(atomic_load(&rt.sh->vfork_long_done) > long0, "the 3 s vfork never completed");
 		struct health h = {.allow_sigchld = true};
-		expect_healthy(&rt, &h, NULL);
-		rel_stop(&rt);
-		rm_rf(c.dir);
+		rel_capture_done(&rt, &c, &h);
 	}
 }
 
@@ -145,9 +136,8 @@ static void exit_mid_capture(enum rel_command cmd, int loops)
 	for (int it = 0; it < loops; it++) {
 		struct rel_target rt;
 		const char *args[] = {"spin", "3", NULL};
-		rel_start(&rt, args);
 		struct capture c;
-		capture_start(&c, rt.t.pid, "10s", "1000");
+		rel_capture_start(&rt, &c, args, "10s", "1000");
 		/* Mid-capture means after the tool started holding it. */
 		for (uint64_t w0 = now_ms(); !traced_threads(rt.t.pid) && now_ms() - w0 < 5000;)
 			usleep(200);

@@ -75,9 +75,8 @@ Test(reliability_signals, a1_rt_signals_in_order, .timeout = 600)
 	for (int it = 0; it < loops; it++) {
 		struct rel_target rt;
 		const char *args[] = {"signals", NULL};
-		rel_start(&rt, args);
 		struct capture c;
-		capture_start(&c, rt.t.pid, "4s", "1000");
+		rel_capture_start(&rt, &c, args, "4s", "1000");
 		sleep_ms(300);
 		for (int seq = 1; seq <= 10000; seq++) {
 			union sigval v = {.sival_int = seq};
@@ -97,9 +96,7 @@ Test(reliability_signals, a1_rt_signals_in_order, .timeout = 600)
 		cr_expect_eq(atomic_load(&rt.sh->rt_out_of_order), 0, "iteration %d: %llu out of order", it,
 			     (unsigned long long)atomic_load(&rt.sh->rt_out_of_order));
 		struct health h = {.sent_mask = SIGBIT(SIGRTMIN)};
-		expect_healthy(&rt, &h, NULL);
-		rel_stop(&rt);
-		rm_rf(c.dir);
+		rel_capture_done(&rt, &c, &h);
 	}
 }
 
@@ -132,9 +129,7 @@ Test(reliability_signals, a2_sigusr1_ping_pong, .timeout = 600)
 		cr_expect_eq(atomic_load(&rt.sh->usr1_bad_sender), 0, "wrong si_pid/si_uid/si_code");
 		cr_log_info("a2: worst ack %llu ms", (unsigned long long)worst);
 		struct health h = {.sent_mask = SIGBIT(SIGUSR1)};
-		expect_healthy(&rt, &h, NULL);
-		rel_stop(&rt);
-		rm_rf(c.dir);
+		rel_capture_done(&rt, &c, &h);
 	}
 }
 
@@ -292,9 +287,8 @@ Test(reliability_signals, a8_blocked_syscalls_eintr, .timeout = 600)
 {
 	struct rel_target rt;
 	const char *args[] = {"blocked", NULL};
-	rel_start(&rt, args);
 	struct capture c;
-	capture_start(&c, rt.t.pid, "2s", "99");
+	rel_capture_start(&rt, &c, args, "2s", "99");
 	free(capture_finish(&c, 10000));
 	uint64_t eintr[REL_NBLOCKED];
 	for (int i = 0; i < REL_NBLOCKED; i++) {

@@ -220,9 +220,7 @@ Test(reliability_stress, a9_pause_bound_200_threads, .timeout = 600)
 	if (p50_ms * 99 / 1000 > 0.05)
 		cr_expect(min_hz < 99, "holds of %.1f ms (p50) and no lower rate", p50_ms);
 	cJSON_Delete(m);
-	expect_healthy(&rt, NULL, NULL);
-	rel_stop(&rt);
-	rm_rf(c.dir);
+	rel_capture_done(&rt, &c, NULL);
 }
 
 /* ---- A10 ---- */
@@ -497,9 +495,8 @@ Test(reliability_stress, b8_exit_races, .timeout = 600)
 	for (int it = 0; it < loops; it++) {
 		struct rel_target rt;
 		const char *args[] = {"exit_race", "3", NULL};
-		rel_start(&rt, args);
 		struct capture c;
-		capture_start(&c, rt.t.pid, "20s", "1000");
+		rel_capture_start(&rt, &c, args, "20s", "1000");
 		wait_traced(rt.t.pid, 5000);
 		sleep_ms((unsigned)(rand() % 150));
 		uint64_t t0 = now_ms();
@@ -579,9 +576,7 @@ Test(reliability_stress, b9_thread_in_d_all_along, .timeout = 600)
 	snprintf(tid, sizeof(tid), "%d", (int)vtid);
 	cr_expect_neq(task_state(rt.t.pid, tid), 't', "the vfork parent was left in a ptrace-stop");
 	struct health h = {.allow_sigchld = true};
-	expect_healthy(&rt, &h, NULL);
-	rel_stop(&rt);
-	rm_rf(c.dir);
+	rel_capture_done(&rt, &c, &h);
 }
 
 /* ---- B10 ---- */
@@ -639,9 +634,7 @@ static void idle_process(int nthreads, const char *dur)
 	cr_expect(listed >= (size_t)nthreads, "threads.txt lists %zu threads of %d", listed,
 		  nthreads + 2);
 	free(txt);
-	expect_healthy(&rt, NULL, NULL);
-	rel_stop(&rt);
-	rm_rf(c.dir);
+	rel_capture_done(&rt, &c, NULL);
 }
 
 /* B10: an idle process (every thread asleep) and a 2,000-thread one: H and

@@ -21,6 +21,13 @@
 
 #include "harness.h"
 
+/* A fresh directory in dir, and b = dir/b: where a test's bundle goes. */
+static void bundle_tmpdir(char dir[static 256], char b[static 300])
+{
+	make_tmpdir(dir, 256);
+	snprintf(b, 300, "%s/b", dir);
+}
+
 /* Capture target (with one argument, or none) for dur into out; with
  * --leak-watch and a timeline every leak_interval unless that is NULL. */
 static void capture(const char *target, const char *arg, const char *dur, const char *out,
@@ -69,8 +76,7 @@ static const cJSON *group_with(const cJSON *groups, const char *fn)
 Test(report, burner_text_and_json)
 {
 	char dir[256], b[300];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(b, sizeof(b), "%s/b", dir);
+	bundle_tmpdir(dir, b);
 	capture("burner", "2", "3s", b, NULL);
 
 	struct tool_result r;
@@ -115,8 +121,7 @@ Test(report, burner_text_and_json)
 Test(report, demo_groups_identical_stacks)
 {
 	char dir[256], b[300];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(b, sizeof(b), "%s/b", dir);
+	bundle_tmpdir(dir, b);
 	capture("demo", NULL, "2s", b, NULL);
 	cJSON *d = report_json(b);
 	const cJSON *groups = cJSON_GetObjectItem(d, "thread_groups");
@@ -157,8 +162,7 @@ static long count_lines_sum(const char *text, long *lines)
 Test(report, export_formats)
 {
 	char dir[256], b[300];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(b, sizeof(b), "%s/b", dir);
+	bundle_tmpdir(dir, b);
 	capture("burner", "2", "2s", b, NULL);
 	cJSON *d = report_json(b);
 	double cpu_samples =
@@ -266,8 +270,7 @@ static void expect_same_tree(const char *a, const char *b, const char *rel)
 Test(report, pem_round_trip)
 {
 	char dir[256], b[300], pem[300], mangled[300], out1[300], out2[300], out3[300];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(b, sizeof(b), "%s/b", dir);
+	bundle_tmpdir(dir, b);
 	snprintf(pem, sizeof(pem), "%s/b.pem", dir);
 	snprintf(mangled, sizeof(mangled), "%s/log.txt", dir);
 	snprintf(out1, sizeof(out1), "%s/r1", dir);
@@ -396,8 +399,7 @@ Test(report, html_in_headless_chromium, .timeout = 300)
 	if (!chromium)
 		cr_skip_test("chromium not installed (Debian package 'chromium')");
 	char dir[256], b[300], html[300];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(b, sizeof(b), "%s/b", dir);
+	bundle_tmpdir(dir, b);
 	snprintf(html, sizeof(html), "%s/report.html", dir);
 	capture("leak/leak_fds", "25", "4s", b, "200ms");
 	struct tool_result r;
@@ -510,19 +512,15 @@ Test(report, go_goroutine_groups)
 	if (!fx || access(fx, X_OK) != 0)
 		cr_skip_test("Go fixture not built (no go on PATH)");
 	const char *argv[] = {fx, NULL};
-	struct target t = target_start(argv, "pid");
-	char dir[256], b[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(b, sizeof(b), "%s/b", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct target_run run;
+	run_begin(&run, argv, "pid", "b");
+	const char *b = run.out;
 	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "-o", b, "-q", NULL};
+	const char *args[] = {"-p", run.pid, "--snapshot", "-o", b, "-q", NULL};
 	tool_run(&r, args);
-	target_kill(&t);
+	target_kill(&run.t);
 	cr_assert_eq(r.exit_code, 0, "capture: %s", r.err);
-	char gtxt[400];
-	snprintf(gtxt, sizeof(gtxt), "%s/goroutine.txt", b);
-	if (access(gtxt, F_OK) != 0)
+	if (!path_exists(b, "goroutine.txt"))
 		cr_skip_test("this build does not capture goroutines");
 	cJSON *d = report_json(b);
 	const cJSON *groups = cJSON_GetObjectItem(d, "goroutine_groups");
@@ -536,5 +534,5 @@ Test(report, go_goroutine_groups)
 	const char *rep[] = {"report", b, NULL};
 	tool_run(&r, rep);
 	cr_expect(find_line(r.out, "GOROUTINES"), "no goroutine section:\n%s", r.out);
-	rm_rf(dir);
+	rm_rf(run.dir);
 }
