@@ -575,13 +575,18 @@ void rel_shm_create(struct rel_target *rt)
 void rel_start(struct rel_target *rt, const char *const *args)
 {
 	rel_shm_create(rt);
-	const char *argv[32];
+	rt->t = target_start_args("reliability/rel_target", args, "ready");
+}
+
+struct target target_start_args(const char *name, const char *const *args, const char *ready_word)
+{
+	const char *argv[64];
 	size_t n = 0;
-	argv[n++] = target_path("reliability/rel_target");
-	for (size_t i = 0; args[i] && n < 31; i++)
+	argv[n++] = target_path(name);
+	for (size_t i = 0; args[i] && n < 63; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	rt->t = target_start(argv, "ready");
+	return target_start(argv, ready_word);
 }
 
 void rel_stop(struct rel_target *rt)

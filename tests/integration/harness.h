@@ -32,6 +32,9 @@ struct target target_start(const char *const *argv, const char *ready_word);
  * file in its message instead). */
 struct target target_start_logged(const char *const *argv, const char *ready_word,
 				  const char *stderr_path);
+/* target_start of the built target name (target_path) with args (without
+ * argv[0], NULL-terminated; at most 62 are passed). */
+struct target target_start_args(const char *name, const char *const *args, const char *ready_word);
 /* SIGKILL and reap. Returns the wait status. */
 int target_kill(struct target *t);
 

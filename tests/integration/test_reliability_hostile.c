@@ -31,6 +31,7 @@
 #include <zlib.h>
 
 #include "cmd/exit_codes.h"
+#include "../lib/elf_img.h"
 #include "harness.h"
 #include "pprof_read.h"
 
@@ -72,18 +73,9 @@ static void elf_valid(uint8_t *img, const struct elf_spec *s)
 	memset(img, 0, IMG_SIZE);
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
 	Elf64_Phdr *ph = (Elf64_Phdr *)(img + sizeof(*eh));
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_DYN;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
+	elf_img_header(eh, 1);
 	eh->e_entry = CODE_OFF;
-	eh->e_phoff = sizeof(*eh);
 	eh->e_ehsize = sizeof(*eh);
-	eh->e_phentsize = sizeof(*ph);
-	eh->e_phnum = 1;
 	eh->e_shentsize = sizeof(Elf64_Shdr);
 	ph->p_type = PT_LOAD;
 	ph->p_flags = PF_R | PF_X;
@@ -159,43 +151,7 @@ static void elf_hostile(uint8_t *img, int which, enum code_kind code)
 {
 	struct elf_spec s = {.code = code};
 	elf_valid(img, &s);
-	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
-	switch (which) {
-	case 0:
-		img[EI_MAG3] = 'X';
-		break;
-	case 1:
-		eh->e_phnum = 0xffff;
-		eh->e_shnum = 0xffff;
-		eh->e_shoff = 0xffffffffffff0000ull;
-		break;
-	case 2:
-		eh->e_shoff = (uint64_t)0 - 60;
-		eh->e_shnum = 1;
-		break;
-	case 3: {
-		Elf64_Phdr *ph = (Elf64_Phdr *)(img + sizeof(*eh));
-		eh->e_phnum = 2;
-		ph[1] = (Elf64_Phdr){.p_type = PT_GNU_EH_FRAME,
-				     .p_flags = PF_R,
-				     .p_offset = 0x7ffffff0,
-				     .p_vaddr = 0x7fffffff0,
-				     .p_filesz = 0x1000000,
-				     .p_memsz = 0x1000000};
-		eh->e_shoff = 2048;
-		eh->e_shnum = 24;
-		eh->e_shstrndx = 5;
-		uint32_t seed = 12345;
-		for (size_t i = 2048; i < 2048 + 24 * sizeof(Elf64_Shdr); i++) {
-			seed = seed * 1103515245u + 12345u;
-			img[i] = (uint8_t)(seed >> 16);
-		}
-		break;
-	}
-	case 4:
-		img[EI_CLASS] = 7;
-		break;
-	}
+	elf_img_hostile(img, which);
 }
 
 static void write_bytes(const char *path, const void *data, size_t len)
@@ -409,13 +365,7 @@ static void expect_target_ok(pid_t pid, const char *what)
 
 static struct target hostile_start(const char *const *args)
 {
-	const char *argv[64];
-	size_t n = 0;
-	argv[n++] = target_path("reliability/hostile_target");
-	for (size_t i = 0; args[i] && n < 63; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	return target_start(argv, "ready");
+	return target_start_args("reliability/hostile_target", args, "ready");
 }
 
 /* Like hostile_start, but a target that cannot make its mount namespace
