@@ -576,6 +576,7 @@ void rel_start(struct rel_target *rt, const char *const *args)
 {
 	rel_shm_create(rt);
 	rt->t = target_start_args("reliability/rel_target", args, "ready");
+	snprintf(rt->pid, sizeof(rt->pid), "%d", (int)rt->t.pid);
 }
 
 struct target target_start_args(const char *name, const char *const *args, const char *ready_word)

@@ -106,6 +106,7 @@ struct rel_target {
 	struct target t;
 	struct rel_shared *sh;
 	char shm_path[64];
+	char pid[16]; /* t.pid as text, the tool's -p argument (set by rel_start) */
 };
 
 /* Create the shared page, start rel_target with args (without argv[0],

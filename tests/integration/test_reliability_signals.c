@@ -311,9 +311,8 @@ Test(reliability_signals, a8_blocked_syscalls_eintr, .timeout = 600)
 	uint64_t before[REL_NBLOCKED];
 	for (int i = 0; i < REL_NBLOCKED; i++)
 		before[i] = atomic_load(&rt.sh->eintr[i]);
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
-	const char *dargv[] = {target_path("reliability/rel_driver"), pid, "2000", "99", "nib", NULL};
+	const char *dargv[] = {target_path("reliability/rel_driver"), rt.pid, "2000", "99", "nib",
+			       NULL};
 	struct target drv = target_start(dargv, "started");
 	int st;
 	cr_assert_eq(waitpid(drv.pid, &st, 0), drv.pid);

@@ -443,15 +443,13 @@ Test(reliability_stress, b2_churn_attach_detach_cycles, .timeout = 600)
 
 	char dir[256];
 	make_tmpdir(dir, sizeof(dir));
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
 	uint64_t c0 = atomic_load(&rt.sh->churned), t0 = now_ms();
 	int failures = 0;
 	for (int i = 0; i < 20; i++) {
 		char out[300];
 		snprintf(out, sizeof(out), "%s/s%d", dir, i);
 		struct tool_result r;
-		const char *targs[] = {"-p", pid, "--snapshot", "-o", out, "-q", NULL};
+		const char *targs[] = {"-p", rt.pid, "--snapshot", "-o", out, "-q", NULL};
 		tool_run(&r, targs);
 		if (r.exit_code != 0 && failures++ < 3)
 			cr_expect_eq(r.exit_code, 0, "snapshot %d: exit %d: %s", i, r.exit_code, r.err);
@@ -800,16 +798,16 @@ static void under(const char *what, const char *const *prefix, size_t nprefix,
 	struct rel_target rt;
 	const char *args[] = {"spin", "2", NULL};
 	rel_start(&rt, args);
-	char dir[256], out[300], log[300], pid[16];
+	char dir[256], out[300], log[300];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/b", dir);
 	snprintf(log, sizeof(log), "%s/log", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
 	const char *argv[32];
 	size_t n = 0;
 	for (size_t i = 0; i < nprefix; i++)
 		argv[n++] = prefix[i];
-	const char *tool_args[] = {getenv("DIAG_ATTACH"), "-p", pid, "-d", "1s", "-o", out, "-q"};
+	const char *tool_args[] = {getenv("DIAG_ATTACH"), "-p", rt.pid, "-d", "1s", "-o", out,
+				   "-q"};
 	for (size_t i = 0; i < sizeof(tool_args) / sizeof(tool_args[0]); i++)
 		argv[n++] = tool_args[i];
 	argv[n] = NULL;

@@ -41,16 +41,41 @@ static void expect_target_and_bundle(const struct sampled *s)
 
 /* `diag-attach -p PID EXTRA... -o OUT -q`: it exits 0, the target is
  * healthy after it, and the bundle verifies. */
-static void sampled_capture(struct sampled *s, const char *const *extra)
+/* The tool's arguments for s: -p PID EXTRA... -o OUT -q, into args[16]. */
+static void sampled_args(const struct sampled *s, const char *const *extra, const char *args[16])
 {
-	const char *args[16] = {"-p", s->pid};
-	size_t n = 2;
+	size_t n = 0;
+	args[n++] = "-p";
+	args[n++] = s->pid;
 	for (size_t i = 0; extra[i] && n < 12; i++)
 		args[n++] = extra[i];
 	args[n++] = "-o";
 	args[n++] = s->out;
 	args[n++] = "-q";
 	args[n] = NULL;
+}
+
+/* The same tool started in the background (output to /dev/null). */
+static pid_t sampled_spawn(const struct sampled *s, const char *const *extra)
+{
+	const char *args[16];
+	sampled_args(s, extra, args);
+	return tool_spawn(args, NULL, NULL);
+}
+
+/* Does any sample of p have fn among its frames? */
+static bool any_sample_has(const Perftools__Profiles__Profile *p, const char *fn)
+{
+	for (size_t i = 0; i < p->n_sample; i++)
+		if (frames_have(p, p->sample[i], fn))
+			return true;
+	return false;
+}
+
+static void sampled_capture(struct sampled *s, const char *const *extra)
+{
+	const char *args[16];
+	sampled_args(s, extra, args);
 	struct tool_result r;
 	tool_run(&r, args);
 	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
@@ -191,10 +216,7 @@ Test(sampling, thread_churn)
 	const char *args[] = {"-d", "3s", "-F", "199", NULL};
 	sampled_capture(&sa, args);
 	Perftools__Profiles__Profile *cpu = load(sa.out, "cpu.pprof");
-	bool steady = false;
-	for (size_t i = 0; i < cpu->n_sample && !steady; i++)
-		steady = frames_have(cpu, cpu->sample[i], "steady_work");
-	cr_expect(steady, "steady_work missing from cpu.pprof");
+	cr_expect(any_sample_has(cpu, "steady_work"), "steady_work missing from cpu.pprof");
 	perftools__profiles__profile__free_unpacked(cpu, NULL);
 	/* The target still makes progress: it creates threads. */
 	sampled_end(&sa);
@@ -205,8 +227,8 @@ Test(sampling, target_exits_mid_capture)
 	const char *argv[] = {target_path("churn_threads"), "2", NULL};
 	struct sampled sa;
 	sampled_start(&sa, argv);
-	const char *args[] = {"-p", sa.pid, "-d", "20s", "-o", sa.out, "-q", NULL};
-	pid_t tool = tool_spawn(args, NULL, NULL);
+	const char *args[] = {"-d", "20s", NULL};
+	pid_t tool = sampled_spawn(&sa, args);
 	/* The real parent (us) must see the true exit status. */
 	int status = 0;
 	cr_assert_eq(waitpid(sa.t.pid, &status, 0), sa.t.pid);
@@ -218,9 +240,7 @@ Test(sampling, target_exits_mid_capture)
 	cJSON *m = manifest_need(sa.out);
 	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(m, "target_exited")), "manifest does not say the target exited");
 	cJSON_Delete(m);
-	char path[400];
-	snprintf(path, sizeof(path), "%s/threads.txt", sa.out);
-	char *txt = read_file(path, NULL);
+	char *txt = read_in(sa.out, "threads.txt");
 	cr_expect(txt && strstr(txt, "steady_work"), "final snapshot lacks the last stacks");
 	free(txt);
 	sampled_end(&sa);
@@ -231,8 +251,8 @@ Test(sampling, sigint_releases_and_writes)
 	const char *argv[] = {target_path("burner"), "1", NULL};
 	struct sampled sa;
 	sampled_start(&sa, argv);
-	const char *args[] = {"-p", sa.pid, "-F", "499", "-o", sa.out, "-q", NULL};
-	pid_t tool = tool_spawn(args, NULL, NULL);
+	const char *args[] = {"-F", "499", NULL};
+	pid_t tool = sampled_spawn(&sa, args);
 	usleep(1500000);
 	kill(tool, SIGINT);
 	int code = tool_wait(tool, 5000);
@@ -264,10 +284,7 @@ Test(sampling, worker_crash_loses_only_samples_in_flight)
 	cJSON_Delete(m);
 	/* Samples after the crash were unwound by the restarted worker. */
 	Perftools__Profiles__Profile *cpu = load(sa.out, "cpu.pprof");
-	bool heavy = false;
-	for (size_t i = 0; i < cpu->n_sample && !heavy; i++)
-		heavy = frames_have(cpu, cpu->sample[i], "burn_heavy");
-	cr_expect(heavy, "no full stacks after the worker restarted");
+	cr_expect(any_sample_has(cpu, "burn_heavy"), "no full stacks after the worker restarted");
 	perftools__profiles__profile__free_unpacked(cpu, NULL);
 	sampled_end(&sa);
 }
