@@ -736,3 +736,10 @@ void rel_capture_done(struct rel_target *rt, struct capture *c, const struct hea
 	rel_stop(rt);
 	rm_rf(c->dir);
 }
+
+void expect_member_has(const char *dir, const char *name, const char *needle, const char *what)
+{
+	char *text = read_in(dir, name);
+	cr_expect(text && strstr(text, needle), "%s", what);
+	free(text);
+}

@@ -157,6 +157,10 @@ char proc_state(pid_t pid);
 /* How many times to repeat racy tests: $DIAG_REL_LOOPS if set, else
  * default_loops. */
 int rel_loops(int default_loops);
+/* for (int it = 0; it < rel_loops(default_loops); it++), rel_loops read
+ * once: the loop every racy test runs its body in. */
+#define REL_REPEAT(it, default_loops)                                                              \
+	for (int it = 0, it##_loops = rel_loops(default_loops); it < it##_loops; it++)
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t now_ms(void);
@@ -214,6 +218,10 @@ char *capture_finish(struct capture *c, int timeout_ms);
 /* The same, also returning the tool's peak RSS with its reaped children's,
  * in KiB (getrusage of the tool: includes its worker). */
 char *capture_finish_rss(struct capture *c, int timeout_ms, long *ru_maxrss_kb);
+
+/* cr_expect that member name of the bundle dir can be read and contains
+ * needle; what is the failure message. */
+void expect_member_has(const char *dir, const char *name, const char *needle, const char *what);
 
 /* The lines of text that contain needle, in order: returns a pointer to the
  * first line at or after from that contains needle, or NULL. */

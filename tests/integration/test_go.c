@@ -176,9 +176,8 @@ Test(go, timeline_counts_goroutines)
 	cr_assert(gc, "no goroutines counter");
 	cr_expect_gt(atol(gc + 13), 10, "goroutines counter %ld", atol(gc + 13));
 	free(tl);
-	char *gt = read_in(g.out, "goroutine.txt");
-	cr_expect(gt && strstr(gt, "goroutine 1 ["), "final snapshot has no goroutines");
-	free(gt);
+	expect_member_has(g.out, "goroutine.txt", "goroutine 1 [",
+			  "final snapshot has no goroutines");
 	run_end(&g);
 }
 

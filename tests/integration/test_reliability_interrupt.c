@@ -211,8 +211,7 @@ Test(reliability_interrupt, c2_sigkill_mid_sample, .timeout = 600)
  * through rel_driver because the CLI does not start the watchdog yet. */
 Test(reliability_interrupt, c3_stopped_sampler_watchdog, .timeout = 600)
 {
-	int loops = rel_loops(3);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 3) {
 		struct rel_target rt;
 		const char *targs[] = {"spin", "2", NULL};
 		rel_start(&rt, targs);

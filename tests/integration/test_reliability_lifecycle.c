@@ -51,8 +51,7 @@ Test(reliability_lifecycle, b3_leader_pthread_exit, .timeout = 600)
  * cleanly within duration + 2 s and the new image runs untraced. */
 Test(reliability_lifecycle, b4_exec_from_non_leader, .timeout = 600)
 {
-	int loops = rel_loops(3);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 3) {
 		struct rel_target rt;
 		const char *args[] = {"exec_once", "400", NULL};
 		struct capture c;
@@ -69,8 +68,7 @@ Test(reliability_lifecycle, b4_exec_from_non_leader, .timeout = 600)
  * finish within duration + 2 s while the storm goes on. */
 Test(reliability_lifecycle, b5_exec_storm, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		const char *args[] = {"exec", "20", NULL};
 		rel_start(&rt, args);
@@ -96,8 +94,7 @@ Test(reliability_lifecycle, b5_exec_storm, .timeout = 600)
  * (100 ms by default), and nothing stays traced. */
 Test(reliability_lifecycle, b6_fork_vfork_storm, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		const char *args[] = {"fork", NULL};
 		rel_start(&rt, args);

@@ -71,8 +71,7 @@ static void expect_stopped_then_resumes(struct rel_target *rt)
  * all arrive, in order. */
 Test(reliability_signals, a1_rt_signals_in_order, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		const char *args[] = {"signals", NULL};
 		struct capture c;
@@ -104,8 +103,7 @@ Test(reliability_signals, a1_rt_signals_in_order, .timeout = 600)
  * within 100 ms, each with our pid and uid as sender. */
 Test(reliability_signals, a2_sigusr1_ping_pong, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		const char *args[] = {"signals", NULL};
 		rel_start(&rt, args);
@@ -137,8 +135,7 @@ Test(reliability_signals, a2_sigusr1_ping_pong, .timeout = 600)
  * SIGCONT, and resumes when we send one. */
 Test(reliability_signals, a3_pre_stopped_stays_stopped, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		start_stopped(&rt);
 		struct capture c;
@@ -182,8 +179,7 @@ Test(reliability_signals, a4_sigtstp_ttin_ttou_mid_capture, .timeout = 600)
  * handler runs exactly once. */
 Test(reliability_signals, a5_sigcont_mid_capture, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		start_stopped(&rt);
 		signal_mid_capture(&rt, SIGCONT);
@@ -198,8 +194,7 @@ Test(reliability_signals, a5_sigcont_mid_capture, .timeout = 600)
 /* A6: SIGTSTP with a handler: the handler runs, the target keeps running. */
 Test(reliability_signals, a6_sigtstp_handler_runs, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		const char *args[] = {"spin", "3", "tstp", NULL};
 		rel_start(&rt, args);

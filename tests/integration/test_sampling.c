@@ -240,9 +240,8 @@ Test(sampling, target_exits_mid_capture)
 	cJSON *m = manifest_need(sa.out);
 	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(m, "target_exited")), "manifest does not say the target exited");
 	cJSON_Delete(m);
-	char *txt = read_in(sa.out, "threads.txt");
-	cr_expect(txt && strstr(txt, "steady_work"), "final snapshot lacks the last stacks");
-	free(txt);
+	expect_member_has(sa.out, "threads.txt", "steady_work",
+			  "final snapshot lacks the last stacks");
 	sampled_end(&sa);
 }
 

@@ -215,6 +215,13 @@ static void start(void *(*fn)(void *), void *arg)
 	pthread_detach(t);
 }
 
+/* Sleep 1 ms: the poll interval of the scenarios' setup loops. */
+static void nap_1ms(void)
+{
+	struct timespec ts = {0, 1000000};
+	nanosleep(&ts, NULL);
+}
+
 static void ready(void)
 {
 	atomic_store(&sh->ready_pid, getpid());
@@ -239,9 +246,16 @@ static _Noreturn void obey_commands(void)
 		default:
 			break;
 		}
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
+		nap_1ms();
 	}
+}
+
+/* Say ready, then do what the test commands: how every scenario ends its
+ * setup. */
+static _Noreturn void ready_and_obey(void)
+{
+	ready();
+	obey_commands();
 }
 
 static void *rt_recv_main(void *arg)
@@ -294,8 +308,7 @@ static void mode_signals(void)
 	start(rt_recv_main, NULL);
 	start(usr1_recv_main, NULL);
 	start(probe_main, NULL);
-	ready();
-	obey_commands();
+	ready_and_obey();
 }
 
 static void *execer_main(void *arg)
@@ -321,8 +334,7 @@ static void mode_exec(unsigned ms)
 	for (int i = 0; i < 6; i++)
 		start(spinner_main, NULL);
 	start(execer_main, (void *)(uintptr_t)ms);
-	ready();
-	obey_commands();
+	ready_and_obey();
 }
 
 static void check_child(pid_t pid, int want_code)
@@ -403,8 +415,7 @@ static void mode_fork(void)
 	start(forker_main, NULL);
 	start(vforker_main, NULL);
 	start(vfork_long_main, NULL);
-	ready();
-	obey_commands();
+	ready_and_obey();
 }
 
 /* A8. Each thread blocks in one call forever; a return with EINTR is
@@ -512,11 +523,9 @@ static void mode_blocked(void)
 		}
 		if (in == REL_NBLOCKED)
 			break;
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
+		nap_1ms();
 	}
-	ready();
-	obey_commands();
+	ready_and_obey();
 }
 
 /* B1/B2: thread churn. The children do nothing: the point is the rate at
@@ -558,8 +567,7 @@ static void mode_churn(int n, unsigned rate)
 	for (int i = 0; i < n; i++)
 		start(churner_main, NULL);
 	start(probe_main, NULL);
-	ready();
-	obey_commands();
+	ready_and_obey();
 }
 
 /* B9: a thread in vfork for SECS seconds: in D (killable), so no
@@ -611,11 +619,9 @@ static void mode_vfork_hold(long secs, int n)
 		pid_t tid = atomic_load(&sh->vfork_tid);
 		if (tid && atomic_load(&sh->vfork_child) && thread_state(tid) == 'D')
 			break;
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
+		nap_1ms();
 	}
-	ready();
-	obey_commands();
+	ready_and_obey();
 }
 
 /* B10: an idle process, or a huge one (2,000 threads) that is idle too. */
@@ -653,8 +659,7 @@ static void mode_idle(int n)
 			die("pthread_create");
 	}
 	start(heartbeat_main, NULL);
-	ready();
-	obey_commands();
+	ready_and_obey();
 }
 
 /* A9: many spinners, released together once the process is ready. */
@@ -665,8 +670,7 @@ static void *crowd_spinner_main(void *arg)
 	(void)arg;
 	pthread_setname_np(pthread_self(), "spinner");
 	while (!atomic_load(&crowd_go)) {
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
+		nap_1ms();
 	}
 	spin_work();
 	return NULL;
