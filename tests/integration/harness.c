@@ -743,3 +743,22 @@ void expect_member_has(const char *dir, const char *name, const char *needle, co
 	cr_expect(text && strstr(text, needle), "%s", what);
 	free(text);
 }
+
+void rel_start_spin2(struct rel_target *rt)
+{
+	const char *args[] = {"spin", "2", NULL};
+	rel_start(rt, args);
+}
+
+pid_t rel_command_wait(struct rel_target *rt, int cmd, unsigned poll_us, int *status,
+		       uint64_t *waited_ms)
+{
+	uint64_t t0 = now_ms();
+	atomic_store(&rt->sh->command, cmd);
+	pid_t r;
+	*status = 0;
+	while ((r = waitpid(rt->t.pid, status, WNOHANG)) == 0 && now_ms() - t0 < 5000)
+		usleep(poll_us);
+	*waited_ms = now_ms() - t0;
+	return r;
+}

@@ -115,6 +115,15 @@ void rel_start(struct rel_target *rt, const char *const *args);
 /* Only the shared page (and $DIAG_REL_SHM), for tests that start the
  * target in their own way. */
 void rel_shm_create(struct rel_target *rt);
+/* rel_start(rt, {"spin", "2"}): two spinning threads, the reliability
+ * tests' usual subject. */
+void rel_start_spin2(struct rel_target *rt);
+/* Write the command cmd (enum rel_command) into rt's page, then wait up to
+ * 5 s (polling every poll_us) for the target to end. Returns waitpid's
+ * answer (rt->t.pid once it ended), with its status in *status and the
+ * wait, from the command on, in *waited_ms. */
+pid_t rel_command_wait(struct rel_target *rt, int cmd, unsigned poll_us, int *status,
+		       uint64_t *waited_ms);
 /* Kill and reap it (if still ours), remove the page and any semaphore. */
 void rel_stop(struct rel_target *rt);
 

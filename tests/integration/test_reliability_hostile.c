@@ -257,6 +257,15 @@ static void expect_bundle(const struct run *r, const char *dir, const char *what
 		expect_verified(dir, what);
 }
 
+/* tool() on pid into out with args and a 60 s limit, then expect_bundle:
+ * the runs that must give a bundle. */
+static void bundle_run(pid_t pid, const char *out, const char *const *args, const char *what)
+{
+	struct run r = tool(pid, out, args, 60000, NULL);
+	expect_bundle(&r, out, what);
+	run_free(&r);
+}
+
 /* The sandboxed worker never crashed or hung: no restart, nothing lost. */
 static void expect_worker_survived(const char *dir, const char *what)
 {
@@ -400,9 +409,7 @@ Test(reliability_hostile, e1_hostile_elfs, .timeout = 300)
 
 	snprintf(out, sizeof(out), "%s/snap", dir);
 	const char *snap[] = {"--snapshot", NULL};
-	struct run r = tool(t.pid, out, snap, 60000, NULL);
-	expect_bundle(&r, out, "snapshot");
-	run_free(&r);
+	bundle_run(t.pid, out, snap, "snapshot");
 	expect_worker_survived(out, "snapshot");
 	char *txt = member(out, "threads.txt");
 	cr_assert(txt, "no threads.txt");
@@ -416,9 +423,7 @@ Test(reliability_hostile, e1_hostile_elfs, .timeout = 300)
 
 	snprintf(out, sizeof(out), "%s/sampled", dir);
 	const char *sampled[] = {"-d", "1s", "-F", "99", NULL};
-	r = tool(t.pid, out, sampled, 60000, NULL);
-	expect_bundle(&r, out, "sampling");
-	run_free(&r);
+	bundle_run(t.pid, out, sampled, "sampling");
 	expect_worker_survived(out, "sampling");
 	expect_target_ok(t.pid, "after sampling");
 	target_kill(&t);
@@ -853,15 +858,11 @@ Test(reliability_hostile, e5_binary_replaced_renamed, .timeout = 300)
 	struct target t = target_start(argv, "ready");
 	snprintf(before, sizeof(before), "%s/before", dir);
 	const char *snap[] = {"--snapshot", "--with-binaries", NULL};
-	struct run r = tool(t.pid, before, snap, 60000, NULL);
-	expect_bundle(&r, before, "before");
-	run_free(&r);
+	bundle_run(t.pid, before, snap, "before");
 	copy_file(target_path("reliability/rel_target"), repl);
 	cr_assert_eq(rename(repl, app), 0);
 	snprintf(after, sizeof(after), "%s/after", dir);
-	r = tool(t.pid, after, snap, 60000, NULL);
-	expect_bundle(&r, after, "after");
-	run_free(&r);
+	bundle_run(t.pid, after, snap, "after");
 	e5_expect_same(before, after, orig, "renamed over");
 	expect_target_ok(t.pid, "e5");
 	target_kill(&t);
@@ -887,9 +888,7 @@ Test(reliability_hostile, e5_binary_replaced_overmounted, .timeout = 300)
 	const char *argv1[] = {app, NULL};
 	struct target t = target_start(argv1, "ready");
 	snprintf(control, sizeof(control), "%s/control", dir);
-	struct run r = tool(t.pid, control, snap, 60000, NULL);
-	expect_bundle(&r, control, "control");
-	run_free(&r);
+	bundle_run(t.pid, control, snap, "control");
 	target_kill(&t);
 
 	if (geteuid() != 0)
@@ -898,9 +897,7 @@ Test(reliability_hostile, e5_binary_replaced_overmounted, .timeout = 300)
 	const char *argv2[] = {app, "--overmount", bin, "--plant", plant, NULL};
 	t = target_start(argv2, "ready");
 	snprintf(swapped, sizeof(swapped), "%s/swapped", dir);
-	r = tool(t.pid, swapped, snap, 60000, NULL);
-	expect_bundle(&r, swapped, "swapped");
-	run_free(&r);
+	bundle_run(t.pid, swapped, snap, "swapped");
 	e5_expect_same(control, swapped, orig, "overmounted");
 	expect_target_ok(t.pid, "e5");
 	target_kill(&t);
@@ -1026,9 +1023,7 @@ Test(reliability_hostile, e6_hostile_argv_is_valid_json, .timeout = 300)
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/b", dir);
 	const char *snap[] = {"--snapshot", "--record-environ", NULL};
-	struct run r = tool(t.pid, out, snap, 60000, NULL);
-	expect_bundle(&r, out, "hostile argv");
-	run_free(&r);
+	bundle_run(t.pid, out, snap, "hostile argv");
 	snprintf(path, sizeof(path), "%s/manifest.json", out);
 	expect_json_file(path);
 	cJSON *m = manifest_load(out);
@@ -1126,9 +1121,7 @@ Test(reliability_hostile, e8_hostile_names_and_paths, .timeout = 300)
 
 	snprintf(out, sizeof(out), "%s/snap", dir);
 	const char *snap[] = {"--snapshot", NULL};
-	struct run r = tool(t.pid, out, snap, 60000, NULL);
-	expect_bundle(&r, out, "snapshot");
-	run_free(&r);
+	bundle_run(t.pid, out, snap, "snapshot");
 	char *txt = member(out, "threads.txt");
 	cr_assert(txt);
 	int headers = 0;
@@ -1160,9 +1153,7 @@ Test(reliability_hostile, e8_hostile_names_and_paths, .timeout = 300)
 
 	snprintf(out, sizeof(out), "%s/sampled", dir);
 	const char *sampled[] = {"-d", "1s", "-F", "49", NULL};
-	r = tool(t.pid, out, sampled, 60000, NULL);
-	expect_bundle(&r, out, "sampling");
-	run_free(&r);
+	bundle_run(t.pid, out, sampled, "sampling");
 	e8_check_profile(out, "wall.pprof");
 	snprintf(path, sizeof(path), "%s/manifest.json", out);
 	expect_json_file(path);
@@ -1215,9 +1206,7 @@ Test(reliability_hostile, d8_non_dumpable_refused_unless_forced, .timeout = 300)
 
 	snprintf(out, sizeof(out), "%s/forced", dir);
 	const char *forced[] = {"--snapshot", "--force", NULL};
-	r = tool(t.pid, out, forced, 60000, NULL);
-	expect_bundle(&r, out, "--force");
-	run_free(&r);
+	bundle_run(t.pid, out, forced, "--force");
 	cJSON *m = manifest_load(out);
 	cJSON *d = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "dumpable");
 	cr_expect(cJSON_IsFalse(d), "the manifest does not say the target was not dumpable");
@@ -1232,9 +1221,7 @@ Test(reliability_hostile, d8_non_dumpable_refused_unless_forced, .timeout = 300)
 	const char *args2[] = {"--user", "65534", file, NULL};
 	t = hostile_start(args2);
 	snprintf(out, sizeof(out), "%s/dumpable", dir);
-	r = tool(t.pid, out, snap, 60000, NULL);
-	expect_bundle(&r, out, "dumpable control");
-	run_free(&r);
+	bundle_run(t.pid, out, snap, "dumpable control");
 	m = manifest_load(out);
 	cr_expect(!cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "dumpable"),
 		  "a dumpable target marked as not dumpable");

@@ -552,8 +552,7 @@ static void sweep_run(struct rel_target *rt, const struct sweep *sw, struct poin
 Test(reliability_integrity, f1_tiny_tmpfs, .timeout = 600)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	static const char *const sizes[] = {"size=64k", "size=512k"};
 	for (int i = 0; i < 2; i++) {
 		char mnt[256], out[400], ctx[128];
@@ -593,8 +592,7 @@ Test(reliability_integrity, f1_tiny_tmpfs, .timeout = 600)
 Test(reliability_integrity, f2_enospc_sweep, .timeout = 900)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	char mnt[256];
 	tmpfs_mount(mnt, sizeof(mnt), "size=24m", 0);
 
@@ -647,8 +645,7 @@ Test(reliability_integrity, f2_enospc_sweep, .timeout = 900)
 Test(reliability_integrity, f3_rlimit_fsize_sweep, .timeout = 900)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	char dir[256];
 	/* A tmpfs where we may mount one (no disk syncs: quicker), else /tmp. */
 	bool mounted = tmpfs_mount_try(dir, sizeof(dir), "size=24m", 0) == 0;
@@ -782,8 +779,7 @@ static uint64_t reap_orphans(pid_t keep, const char *ctx)
 Test(reliability_integrity, f4_sigkill_during_finalize, .timeout = 900)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	char dir[256], out[400];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/b", dir);
@@ -913,8 +909,7 @@ static void run_unwritable(struct rel_target *rt, const char *out, const char *w
 Test(reliability_integrity, f5_unwritable_output_dir, .timeout = 600)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	char mnt[256], out[400];
 
 	tmpfs_mount(mnt, sizeof(mnt), "size=64k", MS_RDONLY);
@@ -956,8 +951,7 @@ Test(reliability_integrity, f5_unwritable_output_dir, .timeout = 600)
 Test(reliability_integrity, f6_verify_flipped_byte_and_extra_file, .timeout = 600)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	char dir[256], out[400], path[600], why[4096];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/b", dir);
@@ -1046,8 +1040,7 @@ static void c5_case(struct rel_target *rt, enum out_mode mode, bool snapshot, co
 Test(reliability_integrity, c5_stdout_unwritable, .timeout = 600)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	c5_case(&rt, OUT_PIPE, false, "stdout a pipe (baseline)");
 	c5_case(&rt, OUT_DEV_FULL, false, "stdout /dev/full");
 	c5_case(&rt, OUT_CLOSED_PIPE, false, "stdout a closed pipe");

@@ -79,8 +79,7 @@ static bool waiting_on_disk(pid_t pid)
 static void interrupt_loop(int sig, int loops)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	unsigned seed = (unsigned)getpid() ^ (unsigned)now_ms();
 	fprintf(stderr, "c1 signal %d: seed %u, %d runs\n", sig, seed, loops);
 	uint64_t worst = 0;
@@ -170,8 +169,7 @@ Test(reliability_interrupt, c1_sighup_random, .timeout = 600)
 Test(reliability_interrupt, c2_sigkill_mid_sample, .timeout = 600)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	int loops = rel_loops(10);
 	unsigned seed = (unsigned)getpid() ^ (unsigned)now_ms();
 	fprintf(stderr, "c2: seed %u, %d runs\n", seed, loops);
@@ -213,8 +211,7 @@ Test(reliability_interrupt, c3_stopped_sampler_watchdog, .timeout = 600)
 {
 	REL_REPEAT(it, 3) {
 		struct rel_target rt;
-		const char *targs[] = {"spin", "2", NULL};
-		rel_start(&rt, targs);
+		rel_start_spin2(&rt);
 		const char *dargv[] = {target_path("reliability/rel_driver"), rt.pid, "20000", "4",
 				       "watchdog=500", "hold=100", NULL};
 		char errlog[] = "/tmp/diag-c3-driver-XXXXXX";
@@ -290,8 +287,7 @@ Test(reliability_interrupt, c3_stopped_sampler_watchdog, .timeout = 600)
 Test(reliability_interrupt, c7_second_tool_refused, .timeout = 600)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	char dir[256], out[300], out2[300];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/first", dir);

@@ -139,13 +139,9 @@ static void exit_mid_capture(enum rel_command cmd, int loops)
 		for (uint64_t w0 = now_ms(); !traced_threads(rt.t.pid) && now_ms() - w0 < 5000;)
 			usleep(200);
 		usleep(100000 + (useconds_t)(rand() % 500) * 1000);
-		uint64_t t0 = now_ms();
-		atomic_store(&rt.sh->command, cmd);
-		int st = 0;
-		pid_t r;
-		while ((r = waitpid(rt.t.pid, &st, WNOHANG)) == 0 && now_ms() - t0 < 5000)
-			usleep(1000);
-		uint64_t waited = now_ms() - t0;
+		int st;
+		uint64_t waited;
+		pid_t r = rel_command_wait(&rt, cmd, 1000, &st, &waited);
 		cr_expect_eq(r, rt.t.pid);
 		rt.t.pid = 0;
 		cr_expect(waited < 1000, "iteration %d: real parent waited %llu ms for the status", it,

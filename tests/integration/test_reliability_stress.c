@@ -497,13 +497,9 @@ Test(reliability_stress, b8_exit_races, .timeout = 600)
 		rel_capture_start(&rt, &c, args, "20s", "1000");
 		wait_traced(rt.t.pid, 5000);
 		sleep_ms((unsigned)(rand() % 150));
-		uint64_t t0 = now_ms();
-		atomic_store(&rt.sh->command, REL_CMD_EXIT_GROUP);
-		int st = 0;
-		pid_t r;
-		while ((r = waitpid(rt.t.pid, &st, WNOHANG)) == 0 && now_ms() - t0 < 5000)
-			usleep(500);
-		uint64_t waited = now_ms() - t0;
+		int st;
+		uint64_t waited;
+		pid_t r = rel_command_wait(&rt, REL_CMD_EXIT_GROUP, 500, &st, &waited);
 		if (waited > worst_wait)
 			worst_wait = waited;
 		cr_expect_eq(r, rt.t.pid, "iteration %d: the target did not exit", it);
@@ -685,8 +681,7 @@ Test(reliability_stress, c4_ctrl_z_in_a_terminal, .timeout = 600)
 	if (!have_program("tmux"))
 		cr_skip_test("tmux not installed");
 	struct rel_target rt;
-	const char *args[] = {"spin", "2", NULL};
-	rel_start(&rt, args);
+	rel_start_spin2(&rt);
 	char dir[256], out[300], done[300], sock[64], cmd[4096];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/bundle-c4", dir);
@@ -796,8 +791,7 @@ static void under(const char *what, const char *const *prefix, size_t nprefix,
 		  bool (*tool_ok)(const char *log, int code))
 {
 	struct rel_target rt;
-	const char *args[] = {"spin", "2", NULL};
-	rel_start(&rt, args);
+	rel_start_spin2(&rt);
 	char dir[256], out[300], log[300];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/b", dir);
