@@ -249,7 +249,7 @@ void run_end(struct target_run *r)
 void tool_run_ok(struct tool_result *r, const char *const *args)
 {
 	tool_run(r, args);
-	cr_assert_eq(r->exit_code, 0, "exit %d: %s", r->exit_code, r->err);
+	cr_assert_eq(r->exit_code, 0, "%s: exit %d: %s", args[0], r->exit_code, r->err);
 }
 
 char *read_in(const char *dir, const char *name)

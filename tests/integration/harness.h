@@ -78,7 +78,8 @@ void run_begin(struct target_run *r, const char *const *argv, const char *ready_
 	       const char *sub);
 /* Kill and reap the target, rm_rf the directory. */
 void run_end(struct target_run *r);
-/* tool_run, then cr_assert that the tool exited 0 (its stderr quoted). */
+/* tool_run, then cr_assert that the tool exited 0 (its first argument and
+ * stderr quoted). */
 void tool_run_ok(struct tool_result *r, const char *const *args);
 /* read_file of dir/name (NUL-terminated, caller frees), NULL if unreadable. */
 char *read_in(const char *dir, const char *name);

@@ -845,6 +845,17 @@ static void e5_expect_same(const char *expected_dir, const char *dir, const char
 /* E5, deploy style: a copy of the target runs as D/app; D/app is then
  * replaced (rename over it) by a different program. Snapshots before and
  * after agree on the build-id and on every frame in app. */
+/* The end of an E5 test: e5_expect_same, the target healthy, then it is
+ * killed and dir removed. */
+static void e5_finish(struct target *t, const char *expected_dir, const char *got_dir,
+		      const char *orig_copy, const char *what, const char *dir)
+{
+	e5_expect_same(expected_dir, got_dir, orig_copy, what);
+	expect_target_ok(t->pid, "e5");
+	target_kill(t);
+	rm_rf(dir);
+}
+
 Test(reliability_hostile, e5_binary_replaced_renamed, .timeout = 300)
 {
 	char dir[256], app[320], orig[320], repl[320], before[320], after[320];
@@ -863,10 +874,7 @@ Test(reliability_hostile, e5_binary_replaced_renamed, .timeout = 300)
 	cr_assert_eq(rename(repl, app), 0);
 	snprintf(after, sizeof(after), "%s/after", dir);
 	bundle_run(t.pid, after, snap, "after");
-	e5_expect_same(before, after, orig, "renamed over");
-	expect_target_ok(t.pid, "e5");
-	target_kill(&t);
-	rm_rf(dir);
+	e5_finish(&t, before, after, orig, "renamed over", dir);
 }
 
 /* E5, without "(deleted)": the target's own mount namespace gets a tmpfs
@@ -898,10 +906,7 @@ Test(reliability_hostile, e5_binary_replaced_overmounted, .timeout = 300)
 	t = target_start(argv2, "ready");
 	snprintf(swapped, sizeof(swapped), "%s/swapped", dir);
 	bundle_run(t.pid, swapped, snap, "swapped");
-	e5_expect_same(control, swapped, orig, "overmounted");
-	expect_target_ok(t.pid, "e5");
-	target_kill(&t);
-	rm_rf(dir);
+	e5_finish(&t, control, swapped, orig, "overmounted", dir);
 }
 
 /* ---- E6 ---- */

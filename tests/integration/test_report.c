@@ -51,8 +51,7 @@ static cJSON *report_json(const char *bundle)
 {
 	static struct tool_result r;
 	const char *args[] = {"report", "--json", bundle, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "report --json: exit %d: %s", r.exit_code, r.err);
+	tool_run_ok(&r, args);
 	cJSON *d = cJSON_Parse(r.out);
 	cr_assert(d, "report --json output does not parse: %.300s", r.out);
 	return d;
@@ -81,8 +80,7 @@ Test(report, burner_text_and_json)
 
 	struct tool_result r;
 	const char *args[] = {"report", b, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "report: exit %d: %s", r.exit_code, r.err);
+	tool_run_ok(&r, args);
 	cr_expect(strstr(r.out, "\033[") == NULL, "colour on a pipe");
 	const char *cpu = find_line(r.out, "CPU");
 	cr_assert(cpu, "no CPU section:\n%s", r.out);
@@ -178,8 +176,7 @@ Test(report, export_formats)
 	struct tool_result r;
 	long lines;
 	const char *a1[] = {"export", "--format", "collapsed", b, NULL};
-	tool_run(&r, a1);
-	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	tool_run_ok(&r, a1);
 	cr_expect_eq((double)count_lines_sum(r.out, &lines), cpu_samples,
 		     "collapsed cpu lines do not sum to the samples");
 	cr_expect(lines > 0 && strstr(r.out, "burn_heavy;spin_units "),
@@ -187,14 +184,12 @@ Test(report, export_formats)
 
 	const char *a2[] = {"export", "-f",	      "collapsed", "--profile",
 			    "wall",   "--per-thread", b,	   NULL};
-	tool_run(&r, a2);
-	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	tool_run_ok(&r, a2);
 	cr_expect_eq((double)count_lines_sum(r.out, &lines), wall_samples);
 	cr_expect(strstr(r.out, "locker/"), "per-thread prefix missing");
 
 	const char *a3[] = {"export", "--format", "speedscope", "--profile", "cpu", b, NULL};
-	tool_run(&r, a3);
-	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	tool_run_ok(&r, a3);
 	cJSON *s = cJSON_Parse(r.out);
 	cr_assert(s, "speedscope output does not parse");
 	cr_expect_str_eq(cJSON_GetObjectItem(s, "$schema")->valuestring,
@@ -281,11 +276,9 @@ Test(report, pem_round_trip)
 
 	struct tool_result r;
 	const char *a1[] = {"pem", "-o", pem, b, NULL};
-	tool_run(&r, a1);
-	cr_assert_eq(r.exit_code, 0, "pem: %s", r.err);
+	tool_run_ok(&r, a1);
 	const char *a2[] = {"unpem", "-o", out1, pem, NULL};
-	tool_run(&r, a2);
-	cr_assert_eq(r.exit_code, 0, "unpem: %s", r.err);
+	tool_run_ok(&r, a2);
 	expect_same_tree(b, out1, "");
 	expect_same_tree(out1, b, "");
 	expect_verified(out1, "rebuilt bundle");
@@ -304,8 +297,7 @@ Test(report, pem_round_trip)
 	fclose(f);
 	free(text);
 	const char *a3[] = {"unpem", "-o", out2, mangled, NULL};
-	tool_run(&r, a3);
-	cr_assert_eq(r.exit_code, 0, "unpem of a prefixed log: %s", r.err);
+	tool_run_ok(&r, a3);
 	expect_same_tree(b, out2, "");
 
 	/* A changed character is caught, and nothing is presented as a bundle. */
@@ -340,8 +332,7 @@ Test(report, diff_names_leaking_counter)
 	capture("leak/leak_fds", "25", "4s", b, "250ms");
 	struct tool_result r;
 	const char *args[] = {"diff", a, b, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "diff: %s", r.err);
+	tool_run_ok(&r, args);
 	const char *l = find_line(r.out, "open_fds");
 	cr_assert(l, "open_fds not in diff:\n%s", r.out);
 	const char *eol = strchr(l, '\n');
@@ -349,8 +340,7 @@ Test(report, diff_names_leaking_counter)
 	cr_expect(mark && (!eol || mark < eol), "open_fds not flagged as growing in B:\n%s", r.out);
 
 	const char *aj[] = {"diff", "--json", a, b, NULL};
-	tool_run(&r, aj);
-	cr_assert_eq(r.exit_code, 0);
+	tool_run_ok(&r, aj);
 	cJSON *d = cJSON_Parse(r.out);
 	cr_assert(d, "diff --json does not parse");
 	const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "counters"), 0);
@@ -404,8 +394,7 @@ Test(report, html_in_headless_chromium, .timeout = 300)
 	capture("leak/leak_fds", "25", "4s", b, "200ms");
 	struct tool_result r;
 	const char *args[] = {"report", "--html", html, b, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "report --html: %s", r.err);
+	tool_run_ok(&r, args);
 	char *page = read_file(html, NULL);
 	cr_assert(page);
 	/* Self-contained: nothing to fetch. */

@@ -17,22 +17,14 @@
 #include "pprof_check.h"
 
 /* A target started from argv, its pid as text, and a fresh directory for
- * the tool's output (out = dir/b). */
-struct sampled {
-	struct target t;
-	char dir[256], out[300], pid[16];
-};
-
-static void sampled_start(struct sampled *s, const char *const *argv)
+ * the tool's output (out = dir/b): harness.h's target_run. */
+static void sampled_start(struct target_run *s, const char *const *argv)
 {
-	s->t = target_start(argv, "ready");
-	make_tmpdir(s->dir, sizeof(s->dir));
-	snprintf(s->out, sizeof(s->out), "%s/b", s->dir);
-	snprintf(s->pid, sizeof(s->pid), "%d", (int)s->t.pid);
+	run_begin(s, argv, "ready", "b");
 }
 
 /* After the tool exited: the target is healthy and the bundle verifies. */
-static void expect_target_and_bundle(const struct sampled *s)
+static void expect_target_and_bundle(const struct target_run *s)
 {
 	char why[256];
 	cr_expect(target_healthy(s->t.pid, false, why, sizeof(why)), "%s", why);
@@ -42,7 +34,8 @@ static void expect_target_and_bundle(const struct sampled *s)
 /* `diag-attach -p PID EXTRA... -o OUT -q`: it exits 0, the target is
  * healthy after it, and the bundle verifies. */
 /* The tool's arguments for s: -p PID EXTRA... -o OUT -q, into args[16]. */
-static void sampled_args(const struct sampled *s, const char *const *extra, const char *args[16])
+static void sampled_args(const struct target_run *s, const char *const *extra,
+			 const char *args[16])
 {
 	size_t n = 0;
 	args[n++] = "-p";
@@ -56,7 +49,7 @@ static void sampled_args(const struct sampled *s, const char *const *extra, cons
 }
 
 /* The same tool started in the background (output to /dev/null). */
-static pid_t sampled_spawn(const struct sampled *s, const char *const *extra)
+static pid_t sampled_spawn(const struct target_run *s, const char *const *extra)
 {
 	const char *args[16];
 	sampled_args(s, extra, args);
@@ -72,20 +65,13 @@ static bool any_sample_has(const Perftools__Profiles__Profile *p, const char *fn
 	return false;
 }
 
-static void sampled_capture(struct sampled *s, const char *const *extra)
+static void sampled_capture(struct target_run *s, const char *const *extra)
 {
 	const char *args[16];
 	sampled_args(s, extra, args);
 	struct tool_result r;
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	tool_run_ok(&r, args);
 	expect_target_and_bundle(s);
-}
-
-static void sampled_end(struct sampled *s)
-{
-	target_kill(&s->t);
-	rm_rf(s->dir);
 }
 
 static Perftools__Profiles__Profile *load(const char *bundle, const char *member)
@@ -106,7 +92,7 @@ static Perftools__Profiles__Profile *load(const char *bundle, const char *member
 Test(sampling, cpu_split_and_wall_states)
 {
 	const char *argv[] = {target_path("burner"), "2", NULL};
-	struct sampled sa;
+	struct target_run sa;
 	sampled_start(&sa, argv);
 	const char *args[] = {"-d", "4s", "-F", "99", NULL};
 	sampled_capture(&sa, args);
@@ -205,13 +191,13 @@ Test(sampling, cpu_split_and_wall_states)
 	cr_expect(thread_max > 0 && thread_max <= process_max, "thread hold max %.1f us, process %.1f us",
 		  thread_max, process_max);
 	cJSON_Delete(m);
-	sampled_end(&sa);
+	run_end(&sa);
 }
 
 Test(sampling, thread_churn)
 {
 	const char *argv[] = {target_path("churn_threads"), NULL};
-	struct sampled sa;
+	struct target_run sa;
 	sampled_start(&sa, argv);
 	const char *args[] = {"-d", "3s", "-F", "199", NULL};
 	sampled_capture(&sa, args);
@@ -219,13 +205,13 @@ Test(sampling, thread_churn)
 	cr_expect(any_sample_has(cpu, "steady_work"), "steady_work missing from cpu.pprof");
 	perftools__profiles__profile__free_unpacked(cpu, NULL);
 	/* The target still makes progress: it creates threads. */
-	sampled_end(&sa);
+	run_end(&sa);
 }
 
 Test(sampling, target_exits_mid_capture)
 {
 	const char *argv[] = {target_path("churn_threads"), "2", NULL};
-	struct sampled sa;
+	struct target_run sa;
 	sampled_start(&sa, argv);
 	const char *args[] = {"-d", "20s", NULL};
 	pid_t tool = sampled_spawn(&sa, args);
@@ -242,13 +228,13 @@ Test(sampling, target_exits_mid_capture)
 	cJSON_Delete(m);
 	expect_member_has(sa.out, "threads.txt", "steady_work",
 			  "final snapshot lacks the last stacks");
-	sampled_end(&sa);
+	run_end(&sa);
 }
 
 Test(sampling, sigint_releases_and_writes)
 {
 	const char *argv[] = {target_path("burner"), "1", NULL};
-	struct sampled sa;
+	struct target_run sa;
 	sampled_start(&sa, argv);
 	const char *args[] = {"-F", "499", NULL};
 	pid_t tool = sampled_spawn(&sa, args);
@@ -261,13 +247,13 @@ Test(sampling, sigint_releases_and_writes)
 	cJSON *cap = cJSON_GetObjectItem(m, "capture");
 	cr_expect_str_eq(cJSON_GetObjectItem(cap, "ended_by")->valuestring, "signal");
 	cJSON_Delete(m);
-	sampled_end(&sa);
+	run_end(&sa);
 }
 
 Test(sampling, worker_crash_loses_only_samples_in_flight)
 {
 	const char *argv[] = {target_path("burner"), "1", NULL};
-	struct sampled sa;
+	struct target_run sa;
 	sampled_start(&sa, argv);
 	/* The interpretation worker crashes on its 20th unwind request. */
 	setenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT", "20", 1);
@@ -285,5 +271,5 @@ Test(sampling, worker_crash_loses_only_samples_in_flight)
 	Perftools__Profiles__Profile *cpu = load(sa.out, "cpu.pprof");
 	cr_expect(any_sample_has(cpu, "burn_heavy"), "no full stacks after the worker restarted");
 	perftools__profiles__profile__free_unpacked(cpu, NULL);
-	sampled_end(&sa);
+	run_end(&sa);
 }
