@@ -215,6 +215,15 @@ static void start(void *(*fn)(void *), void *arg)
 	pthread_detach(t);
 }
 
+/* n threads of fn, then the probe (whose gaps the tests read): the
+ * threads every scenario starts with. */
+static void start_with_probe(void *(*fn)(void *), int n)
+{
+	for (int i = 0; i < n; i++)
+		start(fn, NULL);
+	start(probe_main, NULL);
+}
+
 /* Sleep 1 ms: the poll interval of the scenarios' setup loops. */
 static void nap_1ms(void)
 {
@@ -564,9 +573,7 @@ static void *churner_main(void *arg)
 static void mode_churn(int n, unsigned rate)
 {
 	churn_rate = rate;
-	for (int i = 0; i < n; i++)
-		start(churner_main, NULL);
-	start(probe_main, NULL);
+	start_with_probe(churner_main, n);
 	ready_and_obey();
 }
 
@@ -610,9 +617,7 @@ static char thread_state(pid_t tid)
 
 static void mode_vfork_hold(long secs, int n)
 {
-	for (int i = 0; i < n; i++)
-		start(spinner_main, NULL);
-	start(probe_main, NULL);
+	start_with_probe(spinner_main, n);
 	start(vfork_hold_main, (void *)(intptr_t)secs);
 	/* Ready once the vfork parent is in D. */
 	for (;;) {
@@ -678,9 +683,7 @@ static void *crowd_spinner_main(void *arg)
 
 static void mode_crowd(int n)
 {
-	for (int i = 0; i < n; i++)
-		start(crowd_spinner_main, NULL);
-	start(probe_main, NULL);
+	start_with_probe(crowd_spinner_main, n);
 	ready();
 	atomic_store(&crowd_go, 1);
 	obey_commands();
@@ -708,9 +711,7 @@ static void *racer_main(void *arg)
 
 static void mode_exit_race(int n)
 {
-	for (int i = 0; i < n; i++)
-		start(racer_main, NULL);
-	start(probe_main, NULL);
+	start_with_probe(racer_main, n);
 	ready();
 	for (;;) {
 		struct timespec ts = {1, 0};
@@ -738,9 +739,7 @@ int main(int argc, char **argv)
 			generation = 1;
 			atomic_fetch_add(&sh->generation, 1);
 		}
-		for (int i = 0; i < n; i++)
-			start(spinner_main, NULL);
-		start(probe_main, NULL);
+		start_with_probe(spinner_main, n);
 		ready();
 		obey_commands();
 	}
