@@ -16,11 +16,16 @@
 #include "harness.h"
 #include "pprof_check.h"
 
-/* A target started from argv, its pid as text, and a fresh directory for
- * the tool's output (out = dir/b): harness.h's target_run. */
-static void sampled_start(struct target_run *s, const char *const *argv)
+/* The built target (with its one argument arg, or none), its pid as text,
+ * and a fresh directory for the tool's output (out = dir/b): harness.h's
+ * target_run. */
+static struct target_run sampled_start(const char *target, const char *arg)
 {
-	run_begin(s, argv, "ready", "b");
+	/* arg NULL: no argument (it ends argv) */
+	const char *argv[] = {target_path(target), arg, NULL};
+	struct target_run s;
+	run_begin(&s, argv, "ready", "b");
+	return s;
 }
 
 /* After the tool exited: the target is healthy and the bundle verifies. */
@@ -91,9 +96,7 @@ static Perftools__Profiles__Profile *load(const char *bundle, const char *member
 
 Test(sampling, cpu_split_and_wall_states)
 {
-	const char *argv[] = {target_path("burner"), "2", NULL};
-	struct target_run sa;
-	sampled_start(&sa, argv);
+	struct target_run sa = sampled_start("burner", "2");
 	const char *args[] = {"-d", "4s", "-F", "99", NULL};
 	sampled_capture(&sa, args);
 
@@ -196,9 +199,7 @@ Test(sampling, cpu_split_and_wall_states)
 
 Test(sampling, thread_churn)
 {
-	const char *argv[] = {target_path("churn_threads"), NULL};
-	struct target_run sa;
-	sampled_start(&sa, argv);
+	struct target_run sa = sampled_start("churn_threads", NULL);
 	const char *args[] = {"-d", "3s", "-F", "199", NULL};
 	sampled_capture(&sa, args);
 	Perftools__Profiles__Profile *cpu = load(sa.out, "cpu.pprof");
@@ -210,9 +211,7 @@ Test(sampling, thread_churn)
 
 Test(sampling, target_exits_mid_capture)
 {
-	const char *argv[] = {target_path("churn_threads"), "2", NULL};
-	struct target_run sa;
-	sampled_start(&sa, argv);
+	struct target_run sa = sampled_start("churn_threads", "2");
 	const char *args[] = {"-d", "20s", NULL};
 	pid_t tool = sampled_spawn(&sa, args);
 	/* The real parent (us) must see the true exit status. */
@@ -233,9 +232,7 @@ Test(sampling, target_exits_mid_capture)
 
 Test(sampling, sigint_releases_and_writes)
 {
-	const char *argv[] = {target_path("burner"), "1", NULL};
-	struct target_run sa;
-	sampled_start(&sa, argv);
+	struct target_run sa = sampled_start("burner", "1");
 	const char *args[] = {"-F", "499", NULL};
 	pid_t tool = sampled_spawn(&sa, args);
 	usleep(1500000);
@@ -252,9 +249,7 @@ Test(sampling, sigint_releases_and_writes)
 
 Test(sampling, worker_crash_loses_only_samples_in_flight)
 {
-	const char *argv[] = {target_path("burner"), "1", NULL};
-	struct target_run sa;
-	sampled_start(&sa, argv);
+	struct target_run sa = sampled_start("burner", "1");
 	/* The interpretation worker crashes on its 20th unwind request. */
 	setenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT", "20", 1);
 	const char *args[] = {"-d", "1s", NULL};
