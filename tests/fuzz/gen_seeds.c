@@ -32,6 +32,7 @@
 
 #include "bundle/bundle.h"
 #include "bundle/profile.h"
+#include "../lib/elf_img.h"
 #include "symbolize/worker/symtab.h"
 #include "symbolize/symbolize.h"
 
@@ -99,18 +100,9 @@ static void elf_base(uint8_t *img)
 	Elf64_Phdr *ph = (Elf64_Phdr *)(img + sizeof(*eh));
 
 	memset(img, 0, HOSTILE_SIZE);
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_DYN;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
+	elf_img_header(eh, 1);
 	eh->e_entry = 0x401000;
-	eh->e_phoff = sizeof(*eh);
 	eh->e_ehsize = sizeof(*eh);
-	eh->e_phentsize = sizeof(*ph);
-	eh->e_phnum = 1;
 	eh->e_shentsize = sizeof(Elf64_Shdr);
 	ph->p_type = PT_LOAD;
 	ph->p_flags = PF_R | PF_X;
@@ -124,54 +116,21 @@ static void elf_base(uint8_t *img)
 
 static void gen_hostile(void)
 {
+	/* elf_img_hostile's variants, in its order */
+	static const char *const names[ELF_IMG_NHOSTILE] = {
+		"hostile-1-bad-magic.elf",    "hostile-2-huge-counts.elf",
+		"hostile-3-wrapped-shoff.elf", "hostile-4-random-shdrs.elf",
+		"hostile-5-bad-class.elf",
+	};
 	static uint8_t img[HOSTILE_SIZE];
-	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
-	uint32_t seed = 12345;
 
 	elf_base(img);
 	put_file("fuzz_elf_symbolize", "valid-minimal.elf", img, sizeof(img));
-
-	elf_base(img);
-	img[EI_MAG3] = 'X';
-	put_file("fuzz_elf_symbolize", "hostile-1-bad-magic.elf", img, sizeof(img));
-
-	elf_base(img);
-	eh->e_phnum = 0xffff;
-	eh->e_shnum = 0xffff;
-	eh->e_shoff = 0xffffffffffff0000ull;
-	put_file("fuzz_elf_symbolize", "hostile-2-huge-counts.elf", img, sizeof(img));
-
-	elf_base(img);
-	eh->e_shoff = (uint64_t)0 - 60;
-	eh->e_shnum = 1;
-	put_file("fuzz_elf_symbolize", "hostile-3-wrapped-shoff.elf", img, sizeof(img));
-
-	/* Random section headers at 2048, and a PT_GNU_EH_FRAME pointing
-	 * past the end of everything. */
-	elf_base(img);
-	{
-		Elf64_Phdr *ph = (Elf64_Phdr *)(img + sizeof(*eh));
-
-		eh->e_phnum = 2;
-		ph[1] = (Elf64_Phdr){.p_type = PT_GNU_EH_FRAME,
-				     .p_flags = PF_R,
-				     .p_offset = 0x7ffffff0,
-				     .p_vaddr = 0x7fffffff0,
-				     .p_filesz = 0x1000000,
-				     .p_memsz = 0x1000000};
-		eh->e_shoff = 2048;
-		eh->e_shnum = 24;
-		eh->e_shstrndx = 5;
-		for (size_t i = 2048; i < 2048 + 24 * sizeof(Elf64_Shdr); i++) {
-			seed = seed * 1103515245u + 12345u;
-			img[i] = (uint8_t)(seed >> 16);
-		}
+	for (int i = 0; i < ELF_IMG_NHOSTILE; i++) {
+		elf_base(img);
+		elf_img_hostile(img, i);
+		put_file("fuzz_elf_symbolize", names[i], img, sizeof(img));
 	}
-	put_file("fuzz_elf_symbolize", "hostile-4-random-shdrs.elf", img, sizeof(img));
-
-	elf_base(img);
-	img[EI_CLASS] = 7;
-	put_file("fuzz_elf_symbolize", "hostile-5-bad-class.elf", img, sizeof(img));
 }
 
 /* ---- small real ELFs ---- */

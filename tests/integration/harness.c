@@ -231,6 +231,34 @@ int tool_wait(pid_t pid, int timeout_ms)
 	}
 }
 
+void run_begin(struct target_run *r, const char *const *argv, const char *ready_word,
+	       const char *sub)
+{
+	r->t = target_start(argv, ready_word);
+	make_tmpdir(r->dir, sizeof(r->dir));
+	snprintf(r->out, sizeof(r->out), "%s/%s", r->dir, sub);
+	snprintf(r->pid, sizeof(r->pid), "%d", (int)r->t.pid);
+}
+
+void run_end(struct target_run *r)
+{
+	target_kill(&r->t);
+	rm_rf(r->dir);
+}
+
+void tool_run_ok(struct tool_result *r, const char *const *args)
+{
+	tool_run(r, args);
+	cr_assert_eq(r->exit_code, 0, "%s: exit %d: %s", args[0], r->exit_code, r->err);
+}
+
+char *read_in(const char *dir, const char *name)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return read_file(path, NULL);
+}
+
 void make_tmpdir(char *buf, size_t size)
 {
 	snprintf(buf, size, "/tmp/diag-test-XXXXXX");
@@ -547,13 +575,19 @@ void rel_shm_create(struct rel_target *rt)
 void rel_start(struct rel_target *rt, const char *const *args)
 {
 	rel_shm_create(rt);
-	const char *argv[32];
+	rt->t = target_start_args("reliability/rel_target", args, "ready");
+	snprintf(rt->pid, sizeof(rt->pid), "%d", (int)rt->t.pid);
+}
+
+struct target target_start_args(const char *name, const char *const *args, const char *ready_word)
+{
+	const char *argv[64];
 	size_t n = 0;
-	argv[n++] = target_path("reliability/rel_target");
-	for (size_t i = 0; args[i] && n < 31; i++)
+	argv[n++] = target_path(name);
+	for (size_t i = 0; args[i] && n < 63; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	rt->t = target_start(argv, "ready");
+	return target_start(argv, ready_word);
 }
 
 void rel_stop(struct rel_target *rt)
@@ -687,4 +721,44 @@ char proc_state(pid_t pid)
 	char tid[16];
 	snprintf(tid, sizeof(tid), "%d", (int)pid);
 	return task_state(pid, tid);
+}
+
+void rel_capture_start(struct rel_target *rt, struct capture *c, const char *const *args,
+		       const char *dur, const char *hz)
+{
+	rel_start(rt, args);
+	capture_start(c, rt->t.pid, dur, hz);
+}
+
+void rel_capture_done(struct rel_target *rt, struct capture *c, const struct health *h)
+{
+	expect_healthy(rt, h, NULL);
+	rel_stop(rt);
+	rm_rf(c->dir);
+}
+
+void expect_member_has(const char *dir, const char *name, const char *needle, const char *what)
+{
+	char *text = read_in(dir, name);
+	cr_expect(text && strstr(text, needle), "%s", what);
+	free(text);
+}
+
+void rel_start_spin2(struct rel_target *rt)
+{
+	const char *args[] = {"spin", "2", NULL};
+	rel_start(rt, args);
+}
+
+pid_t rel_command_wait(struct rel_target *rt, int cmd, unsigned poll_us, int *status,
+		       uint64_t *waited_ms)
+{
+	uint64_t t0 = now_ms();
+	atomic_store(&rt->sh->command, cmd);
+	pid_t r;
+	*status = 0;
+	while ((r = waitpid(rt->t.pid, status, WNOHANG)) == 0 && now_ms() - t0 < 5000)
+		usleep(poll_us);
+	*waited_ms = now_ms() - t0;
+	return r;
 }

@@ -32,6 +32,9 @@ struct target target_start(const char *const *argv, const char *ready_word);
  * file in its message instead). */
 struct target target_start_logged(const char *const *argv, const char *ready_word,
 				  const char *stderr_path);
+/* target_start of the built target name (target_path) with args (without
+ * argv[0], NULL-terminated; at most 62 are passed). */
+struct target target_start_args(const char *name, const char *const *args, const char *ready_word);
 /* SIGKILL and reap. Returns the wait status. */
 int target_kill(struct target *t);
 
@@ -60,6 +63,27 @@ bool can_exec_as(uid_t uid, gid_t gid, const char *path);
  * -1 (killed by signal) or -2 (timed out: it is then SIGKILLed). */
 int tool_wait(pid_t pid, int timeout_ms);
 
+/*
+ * What most integration tests start with: a target, a fresh directory for
+ * what the tool writes about it, and the target's pid as the tool's -p
+ * argument.
+ */
+struct target_run {
+	struct target t;
+	char dir[256], out[300], pid[16];
+};
+/* target_start(argv, ready_word), make_tmpdir(dir), out = dir/sub and pid
+ * the target's pid as text. Asserts on failure. */
+void run_begin(struct target_run *r, const char *const *argv, const char *ready_word,
+	       const char *sub);
+/* Kill and reap the target, rm_rf the directory. */
+void run_end(struct target_run *r);
+/* tool_run, then cr_assert that the tool exited 0 (its first argument and
+ * stderr quoted). */
+void tool_run_ok(struct tool_result *r, const char *const *args);
+/* read_file of dir/name (NUL-terminated, caller frees), NULL if unreadable. */
+char *read_in(const char *dir, const char *name);
+
 /* A fresh directory under /tmp; the returned path is static per call site
  * style: caller copies it. Removed by rm_rf. */
 void make_tmpdir(char *buf, size_t size);
@@ -83,6 +107,7 @@ struct rel_target {
 	struct target t;
 	struct rel_shared *sh;
 	char shm_path[64];
+	char pid[16]; /* t.pid as text, the tool's -p argument (set by rel_start) */
 };
 
 /* Create the shared page, start rel_target with args (without argv[0],
@@ -91,6 +116,15 @@ void rel_start(struct rel_target *rt, const char *const *args);
 /* Only the shared page (and $DIAG_REL_SHM), for tests that start the
  * target in their own way. */
 void rel_shm_create(struct rel_target *rt);
+/* rel_start(rt, {"spin", "2"}): two spinning threads, the reliability
+ * tests' usual subject. */
+void rel_start_spin2(struct rel_target *rt);
+/* Write the command cmd (enum rel_command) into rt's page, then wait up to
+ * 5 s (polling every poll_us) for the target to end. Returns waitpid's
+ * answer (rt->t.pid once it ended), with its status in *status and the
+ * wait, from the command on, in *waited_ms. */
+pid_t rel_command_wait(struct rel_target *rt, int cmd, unsigned poll_us, int *status,
+		       uint64_t *waited_ms);
 /* Kill and reap it (if still ours), remove the page and any semaphore. */
 void rel_stop(struct rel_target *rt);
 
@@ -112,6 +146,15 @@ bool rel_healthy(struct rel_target *rt, const struct health *h, char *why, size_
  * {0}); ctx (may be NULL) starts the failure message. */
 void expect_healthy(struct rel_target *rt, const struct health *h, const char *ctx);
 
+struct capture;
+/* A reliability iteration's start: rel_start(rt, args), then capture_start
+ * of it with -d dur -F hz. */
+void rel_capture_start(struct rel_target *rt, struct capture *c, const char *const *args,
+		       const char *dur, const char *hz);
+/* Its end: expect_healthy(rt, h, NULL), rel_stop, rm_rf the capture's
+ * directory. */
+void rel_capture_done(struct rel_target *rt, struct capture *c, const struct health *h);
+
 /* Threads of pid in ptrace-stop or traced right now (0 = none). */
 int traced_threads(pid_t pid);
 /* Threads of pid in a ptrace-stop (state 't'): held by a tracer now. */
@@ -124,6 +167,10 @@ char proc_state(pid_t pid);
 /* How many times to repeat racy tests: $DIAG_REL_LOOPS if set, else
  * default_loops. */
 int rel_loops(int default_loops);
+/* for (int it = 0; it < rel_loops(default_loops); it++), rel_loops read
+ * once: the loop every racy test runs its body in. */
+#define REL_REPEAT(it, default_loops)                                                              \
+	for (int it = 0, it##_loops = rel_loops(default_loops); it < it##_loops; it++)
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t now_ms(void);
@@ -181,6 +228,10 @@ char *capture_finish(struct capture *c, int timeout_ms);
 /* The same, also returning the tool's peak RSS with its reaped children's,
  * in KiB (getrusage of the tool: includes its worker). */
 char *capture_finish_rss(struct capture *c, int timeout_ms, long *ru_maxrss_kb);
+
+/* cr_expect that member name of the bundle dir can be read and contains
+ * needle; what is the failure message. */
+void expect_member_has(const char *dir, const char *name, const char *needle, const char *what);
 
 /* The lines of text that contain needle, in order: returns a pointer to the
  * first line at or after from that contains needle, or NULL. */

@@ -85,46 +85,41 @@ Test(errors, already_traced)
 Test(errors, non_empty_output_dir)
 {
 	const char *argv[] = {target_path("chains_fp"), NULL};
-	struct target t = target_start(argv, "ready");
-	char dir[256], pid[16], junk[300];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(junk, sizeof(junk), "%s/something", dir);
-	FILE *f = fopen(junk, "w");
+	struct target_run g;
+	/* g.out is the foreign file; the output directory is g.dir */
+	run_begin(&g, argv, "ready", "something");
+	FILE *f = fopen(g.out, "w");
 	fputs("x", f);
 	fclose(f);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
 	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "-o", dir, NULL};
+	const char *args[] = {"-p", g.pid, "--snapshot", "-o", g.dir, NULL};
 	tool_run(&r, args);
 	cr_expect_eq(r.exit_code, 9, "exit %d: %s", r.exit_code, r.err);
 	cr_expect(strstr(r.err, "not empty"), "%s", r.err);
 	char manifest[300];
-	snprintf(manifest, sizeof(manifest), "%s/manifest.json", dir);
+	snprintf(manifest, sizeof(manifest), "%s/manifest.json", g.dir);
 	struct stat st;
 	cr_expect(stat(manifest, &st) != 0, "a manifest was written into a foreign directory");
 	char why[256];
-	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
-	target_kill(&t);
-	rm_rf(dir);
+	cr_expect(target_healthy(g.t.pid, false, why, sizeof(why)), "%s", why);
+	run_end(&g);
 }
 
 Test(errors, symlink_output_refused)
 {
 	const char *argv[] = {target_path("chains_fp"), NULL};
-	struct target t = target_start(argv, "ready");
-	char dir[256], link[300], real[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(real, sizeof(real), "%s/real", dir);
-	snprintf(link, sizeof(link), "%s/link", dir);
+	struct target_run g;
+	/* g.out is the link, to g.dir/real */
+	run_begin(&g, argv, "ready", "link");
+	char real[300];
+	snprintf(real, sizeof(real), "%s/real", g.dir);
 	mkdir(real, 0700);
-	cr_assert(symlink(real, link) == 0);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	cr_assert(symlink(real, g.out) == 0);
 	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "-o", link, NULL};
+	const char *args[] = {"-p", g.pid, "--snapshot", "-o", g.out, NULL};
 	tool_run(&r, args);
 	cr_expect_eq(r.exit_code, 9, "exit %d: %s", r.exit_code, r.err);
-	target_kill(&t);
-	rm_rf(dir);
+	run_end(&g);
 }
 
 Test(errors, usage)
@@ -254,6 +249,39 @@ static int run_script(const char *script, const char *arg1, char *out, size_t ou
 	return status;
 }
 
+/* A script's run in a fresh directory: out (dir/bundle) is its $1, sout
+ * and err what it wrote, status its exit status (as run_script). */
+struct script_run {
+	char dir[256], out[300], sout[4096], err[4096];
+	int status;
+};
+
+static void script_in_tmpdir(struct script_run *s, const char *script)
+{
+	make_tmpdir(s->dir, sizeof(s->dir));
+	snprintf(s->out, sizeof(s->out), "%s/bundle", s->dir);
+	s->status = run_script(script, s->out, s->sout, sizeof(s->sout), s->err, sizeof(s->err));
+}
+
+/* cr_expect that the /proc status lines a script printed say untraced and
+ * not stopped; who names the process in the message. */
+static void expect_status_untraced(const char *sout, const char *who)
+{
+	cr_expect(strstr(sout, "TracerPid:\t0\n") && !strstr(sout, "(tracing stop)") &&
+			  !strstr(sout, "(stopped)"),
+		  "the %s was left traced or stopped:\n%s", who, sout);
+}
+
+/* A struct target_run (harness.h) for t with a world-writable directory (the
+ * unprivileged tool writes into it), out = dir/bundle. */
+static void world_run_begin(struct target_run *g, struct target t)
+{
+	g->t = t;
+	make_world_tmpdir(g->dir, sizeof(g->dir));
+	snprintf(g->out, sizeof(g->out), "%s/bundle", g->dir);
+	snprintf(g->pid, sizeof(g->pid), "%d", (int)t.pid);
+}
+
 /* ---- D2: another user's process, as a non-root tool ---- */
 
 /* A tool running as nobody, without capabilities, on a root process: the
@@ -263,22 +291,18 @@ Test(errors, d2_other_users_process_not_permitted)
 {
 	need_nobody(target_path("chains_fp"));
 	const char *argv[] = {target_path("chains_fp"), NULL};
-	struct target t = target_start(argv, "ready");
-	char dir[256], out[300], pid[16];
-	make_world_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/bundle", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct target_run g;
+	world_run_begin(&g, target_start(argv, "ready"));
 	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
+	const char *args[] = {"-p", g.pid, "--snapshot", "-o", g.out, NULL};
 	tool_run_as(&r, NOBODY, NOBODY, args);
 	cr_expect_eq(r.exit_code, EXIT_NOT_PERMITTED, "exit %d, want %d: %s", r.exit_code,
 		     EXIT_NOT_PERMITTED, r.err);
 	expect_message(r.err, "not permitted", "CAP_SYS_PTRACE");
 	cr_expect(strstr(r.err, "uid 0"), "the hint does not name the owner's uid: %s", r.err);
-	expect_no_dir(out);
-	expect_untouched(t.pid, "d2 refused");
-	target_kill(&t);
-	rm_rf(dir);
+	expect_no_dir(g.out);
+	expect_untouched(g.t.pid, "d2 refused");
+	run_end(&g);
 }
 
 /* The counterpart: the same unprivileged tool on a process of its own
@@ -286,43 +310,34 @@ Test(errors, d2_other_users_process_not_permitted)
 Test(errors, d2_same_user_without_root_works)
 {
 	need_nobody(target_path("chains_fp"));
-	struct target t = start_as_nobody();
-	char dir[256], out[300], pid[16];
-	make_world_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/bundle", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct target_run g;
+	world_run_begin(&g, start_as_nobody());
 	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "-q", "-o", out, NULL};
+	const char *args[] = {"-p", g.pid, "--snapshot", "-q", "-o", g.out, NULL};
 	tool_run_as(&r, NOBODY, NOBODY, args);
 	cr_expect_eq(r.exit_code, 0, "a non-root tool on its own user's process: exit %d: %s",
 		     r.exit_code, r.err);
-	expect_verified(out, "d2 same user");
-	char path[320];
-	snprintf(path, sizeof(path), "%s/threads.txt", out);
-	char *txt = read_file(path, NULL);
+	expect_verified(g.out, "d2 same user");
+	char *txt = read_in(g.out, "threads.txt");
 	cr_expect(txt && strstr(txt, "chains_fp"), "no stack of the target:\n%s", txt ? txt : "");
 	free(txt);
 	struct stat st;
-	cr_expect(stat(out, &st) == 0 && st.st_uid == NOBODY, "the bundle is not nobody's");
-	expect_untouched(t.pid, "d2 same user");
-	target_kill(&t);
-	rm_rf(dir);
+	cr_expect(stat(g.out, &st) == 0 && st.st_uid == NOBODY, "the bundle is not nobody's");
+	expect_untouched(g.t.pid, "d2 same user");
+	run_end(&g);
 }
 
 /* ---- D6: ourselves, our own tracer, our parent shell ---- */
 
 Test(errors, d6_self_refused)
 {
-	char dir[256], out[300], sout[4096], err[4096];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/bundle", dir);
+	struct script_run s;
 	/* exec: the shell's $$ becomes the tool's own pid. */
-	int status = run_script("exec \"$0\" -p $$ --snapshot -o \"$1\"", out, sout, sizeof(sout), err,
-				sizeof(err));
-	cr_expect_eq(status, EXIT_SELF, "exit %d, want %d: %s", status, EXIT_SELF, err);
-	expect_message(err, "diag-attach itself", "deadlock");
-	expect_no_dir(out);
-	rm_rf(dir);
+	script_in_tmpdir(&s, "exec \"$0\" -p $$ --snapshot -o \"$1\"");
+	cr_expect_eq(s.status, EXIT_SELF, "exit %d, want %d: %s", s.status, EXIT_SELF, s.err);
+	expect_message(s.err, "diag-attach itself", "deadlock");
+	expect_no_dir(s.out);
+	rm_rf(s.dir);
 }
 
 /* Tracing our own tracer would deadlock both (strace #178): refused, and
@@ -331,42 +346,35 @@ Test(errors, d6_own_tracer_refused)
 {
 	if (!have_program("strace"))
 		cr_skip_test("strace is not installed");
-	char dir[256], out[300], sout[4096], err[4096];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/bundle", dir);
+	struct script_run s;
 	/* strace takes the shell's pid and runs the tool as its tracee, which
 	 * is then asked to attach to strace. LeakSanitizer (an ASan build)
 	 * refuses to run under ptrace: leaks are not checked in this one.
 	 * strace exits with its tracee's status. */
-	int status = run_script("ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" "
-				"exec strace -f -o /dev/null \"$0\" -p $$ --snapshot -o \"$1\"",
-				out, sout, sizeof(sout), err, sizeof(err));
-	cr_expect_neq(status, 137, "the tool hung attaching to its own tracer: %s", err);
-	cr_expect_eq(status, EXIT_SELF, "exit %d, want %d: %s", status, EXIT_SELF, err);
-	expect_message(err, "traces it", "deadlock");
-	expect_no_dir(out);
-	rm_rf(dir);
+	script_in_tmpdir(&s, "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" "
+			     "exec strace -f -o /dev/null \"$0\" -p $$ --snapshot -o \"$1\"");
+	cr_expect_neq(s.status, 137, "the tool hung attaching to its own tracer: %s", s.err);
+	cr_expect_eq(s.status, EXIT_SELF, "exit %d, want %d: %s", s.status, EXIT_SELF, s.err);
+	expect_message(s.err, "traces it", "deadlock");
+	expect_no_dir(s.out);
+	rm_rf(s.dir);
 }
 
 /* The shell that started us is an ordinary target: it is blocked in
  * wait4 for us, which restarts after our stop. It must go on unharmed. */
 Test(errors, d6_parent_shell_works)
 {
-	char dir[256], out[300], sout[4096], err[4096];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/bundle", dir);
-	int status = run_script("\"$0\" -p $$ --snapshot -q -o \"$1\"; echo tool=$?; "
-				"grep -E \"^(State|TracerPid):\" /proc/$$/status; echo shell-alive",
-				out, sout, sizeof(sout), err, sizeof(err));
-	cr_expect_eq(status, 0, "the shell exited %d: %s", status, err);
-	cr_expect(strstr(sout, "tool=0\n"), "tool on its parent shell failed: %s%s", sout, err);
+	struct script_run s;
+	script_in_tmpdir(&s, "\"$0\" -p $$ --snapshot -q -o \"$1\"; echo tool=$?; "
+			     "grep -E \"^(State|TracerPid):\" /proc/$$/status; echo shell-alive");
+	cr_expect_eq(s.status, 0, "the shell exited %d: %s", s.status, s.err);
+	cr_expect(strstr(s.sout, "tool=0\n"), "tool on its parent shell failed: %s%s", s.sout,
+		  s.err);
 	/* The shell is waiting for grep: S, never t (traced) or T. */
-	cr_expect(strstr(sout, "TracerPid:\t0\n") && !strstr(sout, "(tracing stop)") &&
-			  !strstr(sout, "(stopped)"),
-		  "the shell was left traced or stopped:\n%s", sout);
-	cr_expect(strstr(sout, "shell-alive\n"), "the shell did not go on: %s", sout);
-	expect_verified(out, "d6 parent shell");
-	rm_rf(dir);
+	expect_status_untraced(s.sout, "shell");
+	cr_expect(strstr(s.sout, "shell-alive\n"), "the shell did not go on: %s", s.sout);
+	expect_verified(s.out, "d6 parent shell");
+	rm_rf(s.dir);
 }
 
 /* ---- D7: Yama ---- */
@@ -437,22 +445,18 @@ Test(errors, d9_foreign_procfs_refused)
 {
 	need_pid_namespaces();
 	const char *argv[] = {target_path("chains_fp"), NULL};
-	struct target t = target_start(argv, "ready");
-	char dir[256], out[300], pid[16], sout[4096], err[4096];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/bundle", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	char script[512];
+	struct target_run g;
+	run_begin(&g, argv, "ready", "bundle");
+	char sout[4096], err[4096], script[512];
 	snprintf(script, sizeof(script),
-		 "exec unshare -p -f --kill-child \"$0\" -p %s --snapshot -o \"$1\"", pid);
-	int status = run_script(script, out, sout, sizeof(sout), err, sizeof(err));
+		 "exec unshare -p -f --kill-child \"$0\" -p %s --snapshot -o \"$1\"", g.pid);
+	int status = run_script(script, g.out, sout, sizeof(sout), err, sizeof(err));
 	cr_expect_eq(status, EXIT_FOREIGN_PROCFS, "exit %d, want %d: %s", status, EXIT_FOREIGN_PROCFS,
 		     err);
 	expect_message(err, "does not belong to this pid namespace", "--mount-proc");
-	expect_no_dir(out);
-	expect_untouched(t.pid, "d9 refused");
-	target_kill(&t);
-	rm_rf(dir);
+	expect_no_dir(g.out);
+	expect_untouched(g.t.pid, "d9 refused");
+	run_end(&g);
 }
 
 /* The counterpart: tool and target in one pid namespace with its own
@@ -460,9 +464,7 @@ Test(errors, d9_foreign_procfs_refused)
 Test(errors, d9_inside_namespace_with_own_proc_works)
 {
 	need_pid_namespaces();
-	char dir[256], out[300], sout[4096], err[4096];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/bundle", dir);
+	struct script_run s;
 	char script[1024];
 	snprintf(script, sizeof(script),
 		 "exec unshare -p -f --kill-child --mount-proc sh -c "
@@ -472,14 +474,13 @@ Test(errors, d9_inside_namespace_with_own_proc_works)
 		 "\\\"\\$0\\\" -p \\$! --snapshot -q -o \\\"\\$1\\\"; echo tool=\\$?; "
 		 "grep -E \\\"^(State|TracerPid):\\\" /proc/\\$!/status; kill -9 \\$!\" \"$0\" \"$1\"",
 		 target_path("chains_fp"));
-	int status = run_script(script, out, sout, sizeof(sout), err, sizeof(err));
-	cr_expect_eq(status, 0, "exit %d: %s", status, err);
-	cr_expect(strstr(sout, "tool=0\n"), "capture inside the namespace failed:\n%s%s", sout, err);
-	cr_expect(strstr(sout, "TracerPid:\t0\n") && !strstr(sout, "(tracing stop)") &&
-			  !strstr(sout, "(stopped)"),
-		  "the target was left traced or stopped:\n%s", sout);
-	expect_verified(out, "d9 inside");
-	rm_rf(dir);
+	script_in_tmpdir(&s, script);
+	cr_expect_eq(s.status, 0, "exit %d: %s", s.status, s.err);
+	cr_expect(strstr(s.sout, "tool=0\n"), "capture inside the namespace failed:\n%s%s", s.sout,
+		  s.err);
+	expect_status_untraced(s.sout, "target");
+	expect_verified(s.out, "d9 inside");
+	rm_rf(s.dir);
 }
 
 /* From the host, a process inside a pid namespace: the manifest keeps the
@@ -554,26 +555,23 @@ static void expect_private_modes(const char *path, int *ndirs, int *nfiles)
 Test(errors, e7_bundle_modes_private)
 {
 	const char *argv[] = {target_path("chains_fp"), NULL};
-	struct target t = target_start(argv, "ready");
-	char dir[256], out[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/bundle", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct target_run g;
+	run_begin(&g, argv, "ready", "bundle");
 	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "-q", "--with-binaries=64M", "-o", out, NULL};
+	const char *args[] = {"-p", g.pid, "--snapshot", "-q", "--with-binaries=64M",
+			      "-o", g.out, NULL};
 	mode_t old = umask(0);
 	tool_run(&r, args);
 	umask(old);
 	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
-	expect_verified(out, "e7");
+	expect_verified(g.out, "e7");
 	int ndirs = 0, nfiles = 0;
-	expect_private_modes(out, &ndirs, &nfiles);
+	expect_private_modes(g.out, &ndirs, &nfiles);
 	/* The bundle, binaries/ and at least one binaries/<build-id>/. */
 	cr_expect(ndirs >= 3, "only %d directories walked: no subdirectory was checked", ndirs);
 	cr_expect(nfiles >= 4, "only %d members walked", nfiles);
-	expect_untouched(t.pid, "e7");
-	target_kill(&t);
-	rm_rf(dir);
+	expect_untouched(g.t.pid, "e7");
+	run_end(&g);
 }
 
 /* An (empty) output directory that another user made, say in /tmp before

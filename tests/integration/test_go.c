@@ -26,28 +26,20 @@ static const char *fixture(const char *var)
 
 /* Start the fixture named by var, snapshot it into <tmpdir>/b, assert the
  * tool succeeded. */
-struct go_run {
-	struct target t;
-	char dir[256], out[300], pid[16];
-};
-
-static void snapshot_fixture(struct go_run *g, const char *var)
+static void snapshot_fixture(struct target_run *g, const char *var)
 {
 	const char *argv[] = {fixture(var), NULL};
-	g->t = target_start(argv, "pid");
-	make_tmpdir(g->dir, sizeof(g->dir));
-	snprintf(g->out, sizeof(g->out), "%s/b", g->dir);
-	snprintf(g->pid, sizeof(g->pid), "%d", (int)g->t.pid);
+	run_begin(g, argv, "pid", "b");
 	struct tool_result r;
 	const char *args[] = {"-p", g->pid, "--snapshot", "-o", g->out, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	tool_run_ok(&r, args);
 }
 
-static void go_run_end(struct go_run *g)
+/* The manifest's target.go.heap_profile object, or NULL. */
+static cJSON *go_heap_profile(const cJSON *m)
 {
-	target_kill(&g->t);
-	rm_rf(g->dir);
+	return cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go"),
+				   "heap_profile");
 }
 
 /* Send a command line to the fixture and wait for its "ok" answer. */
@@ -88,7 +80,7 @@ static size_t goroutine_ids(const char *text, long *ids, size_t max)
 
 Test(go, snapshot_matches_runtime_dump)
 {
-	struct go_run g;
+	struct target_run g;
 	snapshot_fixture(&g, "DIAG_GO_FIXTURE");
 	struct target t = g.t;
 	const char *out = g.out;
@@ -102,8 +94,7 @@ Test(go, snapshot_matches_runtime_dump)
 	command(&t, cmd);
 
 	char path[400];
-	snprintf(path, sizeof(path), "%s/goroutine.txt", out);
-	char *ours = read_file(path, NULL);
+	char *ours = read_in(out, "goroutine.txt");
 	char *their = read_file(theirs, NULL);
 	cr_assert(ours && their);
 	long a[4096], b[4096];
@@ -157,54 +148,42 @@ Test(go, snapshot_matches_runtime_dump)
 	cJSON_Delete(m);
 
 	expect_verified(out, NULL);
-	go_run_end(&g);
+	run_end(&g);
 }
 
 Test(go, stripped_thread_stacks_named)
 {
-	struct go_run g;
+	struct target_run g;
 	snapshot_fixture(&g, "DIAG_GO_FIXTURE_STRIPPED");
-	const char *out = g.out;
-	char path[400];
-	snprintf(path, sizeof(path), "%s/threads.txt", out);
-	char *txt = read_file(path, NULL);
+	char *txt = read_in(g.out, "threads.txt");
 	cr_assert(txt);
 	cr_expect(strstr(txt, "runtime."), "stripped Go thread stacks not named:\n%s", txt);
 	free(txt);
-	go_run_end(&g);
+	run_end(&g);
 }
 
 Test(go, timeline_counts_goroutines)
 {
 	const char *argv[] = {fixture("DIAG_GO_FIXTURE"), NULL};
-	struct target t = target_start(argv, "pid");
-	char dir[256], out[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/b", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct target_run g;
+	run_begin(&g, argv, "pid", "b");
 	struct tool_result r;
-	const char *args[] = {"-p", pid, "-d", "1500ms", "-i", "250ms", "-o", out, "-q", NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
-	char path[400];
-	snprintf(path, sizeof(path), "%s/runtime.jsonl", out);
-	char *tl = read_file(path, NULL);
+	const char *args[] = {"-p", g.pid, "-d", "1500ms", "-i", "250ms", "-o", g.out, "-q", NULL};
+	tool_run_ok(&r, args);
+	char *tl = read_in(g.out, "runtime.jsonl");
 	cr_assert(tl);
 	const char *gc = strstr(tl, "\"goroutines\":");
 	cr_assert(gc, "no goroutines counter");
 	cr_expect_gt(atol(gc + 13), 10, "goroutines counter %ld", atol(gc + 13));
 	free(tl);
-	snprintf(path, sizeof(path), "%s/goroutine.txt", out);
-	char *gt = read_file(path, NULL);
-	cr_expect(gt && strstr(gt, "goroutine 1 ["), "final snapshot has no goroutines");
-	free(gt);
-	target_kill(&t);
-	rm_rf(dir);
+	expect_member_has(g.out, "goroutine.txt", "goroutine 1 [",
+			  "final snapshot has no goroutines");
+	run_end(&g);
 }
 
 Test(go, heap_profile_like_go)
 {
-	struct go_run g;
+	struct target_run g;
 	snapshot_fixture(&g, "DIAG_GO_FIXTURE");
 	const char *out = g.out;
 	char path[400];
@@ -224,28 +203,24 @@ Test(go, heap_profile_like_go)
 		cr_expect_eq(go_pprof("-raw", path, pout, sizeof(pout), perr, sizeof(perr)), 0, "%s", perr);
 	}
 	cJSON *m = manifest_need(out);
-	cJSON *heap = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go"),
-					  "heap_profile");
+	cJSON *heap = go_heap_profile(m);
 	cr_expect(heap && cJSON_IsTrue(cJSON_GetObjectItem(heap, "enabled")));
 	cJSON_Delete(m);
-	go_run_end(&g);
+	run_end(&g);
 }
 
 Test(go, heap_disabled_is_said_not_written)
 {
-	struct go_run g;
+	struct target_run g;
 	snapshot_fixture(&g, "DIAG_GO_NOPPROF_FIXTURE");
-	const char *out = g.out;
-	char path[400];
-	snprintf(path, sizeof(path), "%s/heap.pprof", out);
-	cr_expect(access(path, F_OK) != 0, "an empty heap.pprof was written for a disabled profile");
-	cJSON *m = manifest_need(out);
-	cJSON *heap = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go"),
-					  "heap_profile");
+	cr_expect(!path_exists(g.out, "heap.pprof"),
+		  "an empty heap.pprof was written for a disabled profile");
+	cJSON *m = manifest_need(g.out);
+	cJSON *heap = go_heap_profile(m);
 	cr_assert(heap, "manifest does not mention the heap profile");
 	cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(heap, "enabled")));
 	cJSON *reason = cJSON_GetObjectItem(heap, "reason");
 	cr_expect(reason && strstr(reason->valuestring, "disabled"), "no reason given");
 	cJSON_Delete(m);
-	go_run_end(&g);
+	run_end(&g);
 }

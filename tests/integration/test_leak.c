@@ -15,13 +15,13 @@
 
 #include "harness.h"
 
-struct run {
+struct leak_run {
 	char dir[256];
 	char out[300];
 	cJSON *manifest;
 };
 
-static void capture(struct run *r, const char *const *target_argv, const char *duration,
+static void capture(struct leak_run *r, const char *const *target_argv, const char *duration,
 		    const char *interval)
 {
 	struct target t = target_start(target_argv, "ready");
@@ -42,14 +42,14 @@ static void capture(struct run *r, const char *const *target_argv, const char *d
 	r->manifest = manifest_need(r->out);
 }
 
-static void finish(struct run *r)
+static void finish(struct leak_run *r)
 {
 	cJSON_Delete(r->manifest);
 	rm_rf(r->dir);
 }
 
 /* The finding for counter, with its dump files present; NULL if none. */
-static cJSON *finding(struct run *r, const char *counter)
+static cJSON *finding(struct leak_run *r, const char *counter)
 {
 	cJSON *f;
 	cJSON_ArrayForEach(f, cJSON_GetObjectItem(r->manifest, "findings"))
@@ -75,7 +75,7 @@ static cJSON *finding(struct run *r, const char *counter)
 	return NULL;
 }
 
-static size_t nfindings(struct run *r)
+static size_t nfindings(struct leak_run *r)
 {
 	return (size_t)cJSON_GetArraySize(cJSON_GetObjectItem(r->manifest, "findings"));
 }
@@ -83,7 +83,7 @@ static size_t nfindings(struct run *r)
 Test(leak, fds_fire_with_snapshot)
 {
 	const char *argv[] = {target_path("leak/leak_fds"), "4", NULL};
-	struct run r;
+	struct leak_run r;
 	capture(&r, argv, "15s", "250ms");
 	cJSON *f = finding(&r, "open_fds");
 	cr_expect(f, "no open_fds finding");
@@ -92,9 +92,7 @@ Test(leak, fds_fire_with_snapshot)
 		cr_expect(slope > 3 && slope < 5, "slope %.2f/s, want ~4", slope);
 	}
 	/* The timeline is there, one line per interval, with fds by type. */
-	char path[400];
-	snprintf(path, sizeof(path), "%s/runtime.jsonl", r.out);
-	char *tl = read_file(path, NULL);
+	char *tl = read_in(r.out, "runtime.jsonl");
 	cr_assert(tl);
 	size_t lines = 0;
 	for (const char *p = tl; (p = strchr(p, '\n')); p++)
@@ -105,37 +103,38 @@ Test(leak, fds_fire_with_snapshot)
 	finish(&r);
 }
 
+/* Capture argv for dur at 250 ms intervals: a finding for counter, with its
+ * dumps, must be in the bundle. */
+static void expect_finding(const char *const *argv, const char *dur, const char *counter)
+{
+	struct leak_run r;
+	capture(&r, argv, dur, "250ms");
+	cr_expect(finding(&r, counter), "no %s finding", counter);
+	finish(&r);
+}
+
 Test(leak, threads_fire)
 {
 	const char *argv[] = {target_path("leak/leak_threads"), "8", NULL};
-	struct run r;
-	capture(&r, argv, "8s", "250ms");
-	cr_expect(finding(&r, "threads"), "no threads finding");
-	finish(&r);
+	expect_finding(argv, "8s", "threads");
 }
 
 Test(leak, children_fire)
 {
 	const char *argv[] = {target_path("leak/leak_children"), "4", "zombie", NULL};
-	struct run r;
-	capture(&r, argv, "8s", "250ms");
-	cr_expect(finding(&r, "child_procs"), "no child_procs finding");
-	finish(&r);
+	expect_finding(argv, "8s", "child_procs");
 }
 
 Test(leak, rss_fires)
 {
 	const char *argv[] = {target_path("leak/leak_rss"), "32", NULL};
-	struct run r;
-	capture(&r, argv, "8s", "250ms");
-	cr_expect(finding(&r, "rss_bytes"), "no rss_bytes finding");
-	finish(&r);
+	expect_finding(argv, "8s", "rss_bytes");
 }
 
 Test(leak, churn_fires_nothing)
 {
 	const char *argv[] = {target_path("leak/churn"), "20", NULL};
-	struct run r;
+	struct leak_run r;
 	capture(&r, argv, "15s", "250ms");
 	cr_expect_eq(nfindings(&r), 0, "churn fired: %s",
 		     cJSON_Print(cJSON_GetObjectItem(r.manifest, "findings")));

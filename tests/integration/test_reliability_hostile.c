@@ -31,6 +31,7 @@
 #include <zlib.h>
 
 #include "cmd/cli/exit_codes.h"
+#include "../lib/elf_img.h"
 #include "harness.h"
 #include "pprof_read.h"
 
@@ -72,18 +73,9 @@ static void elf_valid(uint8_t *img, const struct elf_spec *s)
 	memset(img, 0, IMG_SIZE);
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
 	Elf64_Phdr *ph = (Elf64_Phdr *)(img + sizeof(*eh));
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_DYN;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
+	elf_img_header(eh, 1);
 	eh->e_entry = CODE_OFF;
-	eh->e_phoff = sizeof(*eh);
 	eh->e_ehsize = sizeof(*eh);
-	eh->e_phentsize = sizeof(*ph);
-	eh->e_phnum = 1;
 	eh->e_shentsize = sizeof(Elf64_Shdr);
 	ph->p_type = PT_LOAD;
 	ph->p_flags = PF_R | PF_X;
@@ -159,43 +151,7 @@ static void elf_hostile(uint8_t *img, int which, enum code_kind code)
 {
 	struct elf_spec s = {.code = code};
 	elf_valid(img, &s);
-	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
-	switch (which) {
-	case 0:
-		img[EI_MAG3] = 'X';
-		break;
-	case 1:
-		eh->e_phnum = 0xffff;
-		eh->e_shnum = 0xffff;
-		eh->e_shoff = 0xffffffffffff0000ull;
-		break;
-	case 2:
-		eh->e_shoff = (uint64_t)0 - 60;
-		eh->e_shnum = 1;
-		break;
-	case 3: {
-		Elf64_Phdr *ph = (Elf64_Phdr *)(img + sizeof(*eh));
-		eh->e_phnum = 2;
-		ph[1] = (Elf64_Phdr){.p_type = PT_GNU_EH_FRAME,
-				     .p_flags = PF_R,
-				     .p_offset = 0x7ffffff0,
-				     .p_vaddr = 0x7fffffff0,
-				     .p_filesz = 0x1000000,
-				     .p_memsz = 0x1000000};
-		eh->e_shoff = 2048;
-		eh->e_shnum = 24;
-		eh->e_shstrndx = 5;
-		uint32_t seed = 12345;
-		for (size_t i = 2048; i < 2048 + 24 * sizeof(Elf64_Shdr); i++) {
-			seed = seed * 1103515245u + 12345u;
-			img[i] = (uint8_t)(seed >> 16);
-		}
-		break;
-	}
-	case 4:
-		img[EI_CLASS] = 7;
-		break;
-	}
+	elf_img_hostile(img, which);
 }
 
 static void write_bytes(const char *path, const void *data, size_t len)
@@ -299,6 +255,15 @@ static void expect_bundle(const struct run *r, const char *dir, const char *what
 		     r->code, r->err ? r->err : "");
 	if (r->code == 0)
 		expect_verified(dir, what);
+}
+
+/* tool() on pid into out with args and a 60 s limit, then expect_bundle:
+ * the runs that must give a bundle. */
+static void bundle_run(pid_t pid, const char *out, const char *const *args, const char *what)
+{
+	struct run r = tool(pid, out, args, 60000, NULL);
+	expect_bundle(&r, out, what);
+	run_free(&r);
 }
 
 /* The sandboxed worker never crashed or hung: no restart, nothing lost. */
@@ -409,13 +374,7 @@ static void expect_target_ok(pid_t pid, const char *what)
 
 static struct target hostile_start(const char *const *args)
 {
-	const char *argv[64];
-	size_t n = 0;
-	argv[n++] = target_path("reliability/hostile_target");
-	for (size_t i = 0; args[i] && n < 63; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	return target_start(argv, "ready");
+	return target_start_args("reliability/hostile_target", args, "ready");
 }
 
 /* Like hostile_start, but a target that cannot make its mount namespace
@@ -450,9 +409,7 @@ Test(reliability_hostile, e1_hostile_elfs, .timeout = 300)
 
 	snprintf(out, sizeof(out), "%s/snap", dir);
 	const char *snap[] = {"--snapshot", NULL};
-	struct run r = tool(t.pid, out, snap, 60000, NULL);
-	expect_bundle(&r, out, "snapshot");
-	run_free(&r);
+	bundle_run(t.pid, out, snap, "snapshot");
 	expect_worker_survived(out, "snapshot");
 	char *txt = member(out, "threads.txt");
 	cr_assert(txt, "no threads.txt");
@@ -466,9 +423,7 @@ Test(reliability_hostile, e1_hostile_elfs, .timeout = 300)
 
 	snprintf(out, sizeof(out), "%s/sampled", dir);
 	const char *sampled[] = {"-d", "1s", "-F", "99", NULL};
-	r = tool(t.pid, out, sampled, 60000, NULL);
-	expect_bundle(&r, out, "sampling");
-	run_free(&r);
+	bundle_run(t.pid, out, sampled, "sampling");
 	expect_worker_survived(out, "sampling");
 	expect_target_ok(t.pid, "after sampling");
 	target_kill(&t);
@@ -890,6 +845,17 @@ static void e5_expect_same(const char *expected_dir, const char *dir, const char
 /* E5, deploy style: a copy of the target runs as D/app; D/app is then
  * replaced (rename over it) by a different program. Snapshots before and
  * after agree on the build-id and on every frame in app. */
+/* The end of an E5 test: e5_expect_same, the target healthy, then it is
+ * killed and dir removed. */
+static void e5_finish(struct target *t, const char *expected_dir, const char *got_dir,
+		      const char *orig_copy, const char *what, const char *dir)
+{
+	e5_expect_same(expected_dir, got_dir, orig_copy, what);
+	expect_target_ok(t->pid, "e5");
+	target_kill(t);
+	rm_rf(dir);
+}
+
 Test(reliability_hostile, e5_binary_replaced_renamed, .timeout = 300)
 {
 	char dir[256], app[320], orig[320], repl[320], before[320], after[320];
@@ -903,19 +869,12 @@ Test(reliability_hostile, e5_binary_replaced_renamed, .timeout = 300)
 	struct target t = target_start(argv, "ready");
 	snprintf(before, sizeof(before), "%s/before", dir);
 	const char *snap[] = {"--snapshot", "--with-binaries", NULL};
-	struct run r = tool(t.pid, before, snap, 60000, NULL);
-	expect_bundle(&r, before, "before");
-	run_free(&r);
+	bundle_run(t.pid, before, snap, "before");
 	copy_file(target_path("reliability/rel_target"), repl);
 	cr_assert_eq(rename(repl, app), 0);
 	snprintf(after, sizeof(after), "%s/after", dir);
-	r = tool(t.pid, after, snap, 60000, NULL);
-	expect_bundle(&r, after, "after");
-	run_free(&r);
-	e5_expect_same(before, after, orig, "renamed over");
-	expect_target_ok(t.pid, "e5");
-	target_kill(&t);
-	rm_rf(dir);
+	bundle_run(t.pid, after, snap, "after");
+	e5_finish(&t, before, after, orig, "renamed over", dir);
 }
 
 /* E5, without "(deleted)": the target's own mount namespace gets a tmpfs
@@ -937,9 +896,7 @@ Test(reliability_hostile, e5_binary_replaced_overmounted, .timeout = 300)
 	const char *argv1[] = {app, NULL};
 	struct target t = target_start(argv1, "ready");
 	snprintf(control, sizeof(control), "%s/control", dir);
-	struct run r = tool(t.pid, control, snap, 60000, NULL);
-	expect_bundle(&r, control, "control");
-	run_free(&r);
+	bundle_run(t.pid, control, snap, "control");
 	target_kill(&t);
 
 	if (geteuid() != 0)
@@ -948,13 +905,8 @@ Test(reliability_hostile, e5_binary_replaced_overmounted, .timeout = 300)
 	const char *argv2[] = {app, "--overmount", bin, "--plant", plant, NULL};
 	t = target_start(argv2, "ready");
 	snprintf(swapped, sizeof(swapped), "%s/swapped", dir);
-	r = tool(t.pid, swapped, snap, 60000, NULL);
-	expect_bundle(&r, swapped, "swapped");
-	run_free(&r);
-	e5_expect_same(control, swapped, orig, "overmounted");
-	expect_target_ok(t.pid, "e5");
-	target_kill(&t);
-	rm_rf(dir);
+	bundle_run(t.pid, swapped, snap, "swapped");
+	e5_finish(&t, control, swapped, orig, "overmounted", dir);
 }
 
 /* ---- E6 ---- */
@@ -1076,9 +1028,7 @@ Test(reliability_hostile, e6_hostile_argv_is_valid_json, .timeout = 300)
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/b", dir);
 	const char *snap[] = {"--snapshot", "--record-environ", NULL};
-	struct run r = tool(t.pid, out, snap, 60000, NULL);
-	expect_bundle(&r, out, "hostile argv");
-	run_free(&r);
+	bundle_run(t.pid, out, snap, "hostile argv");
 	snprintf(path, sizeof(path), "%s/manifest.json", out);
 	expect_json_file(path);
 	cJSON *m = manifest_load(out);
@@ -1176,9 +1126,7 @@ Test(reliability_hostile, e8_hostile_names_and_paths, .timeout = 300)
 
 	snprintf(out, sizeof(out), "%s/snap", dir);
 	const char *snap[] = {"--snapshot", NULL};
-	struct run r = tool(t.pid, out, snap, 60000, NULL);
-	expect_bundle(&r, out, "snapshot");
-	run_free(&r);
+	bundle_run(t.pid, out, snap, "snapshot");
 	char *txt = member(out, "threads.txt");
 	cr_assert(txt);
 	int headers = 0;
@@ -1210,9 +1158,7 @@ Test(reliability_hostile, e8_hostile_names_and_paths, .timeout = 300)
 
 	snprintf(out, sizeof(out), "%s/sampled", dir);
 	const char *sampled[] = {"-d", "1s", "-F", "49", NULL};
-	r = tool(t.pid, out, sampled, 60000, NULL);
-	expect_bundle(&r, out, "sampling");
-	run_free(&r);
+	bundle_run(t.pid, out, sampled, "sampling");
 	e8_check_profile(out, "wall.pprof");
 	snprintf(path, sizeof(path), "%s/manifest.json", out);
 	expect_json_file(path);
@@ -1265,9 +1211,7 @@ Test(reliability_hostile, d8_non_dumpable_refused_unless_forced, .timeout = 300)
 
 	snprintf(out, sizeof(out), "%s/forced", dir);
 	const char *forced[] = {"--snapshot", "--force", NULL};
-	r = tool(t.pid, out, forced, 60000, NULL);
-	expect_bundle(&r, out, "--force");
-	run_free(&r);
+	bundle_run(t.pid, out, forced, "--force");
 	cJSON *m = manifest_load(out);
 	cJSON *d = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "dumpable");
 	cr_expect(cJSON_IsFalse(d), "the manifest does not say the target was not dumpable");
@@ -1282,9 +1226,7 @@ Test(reliability_hostile, d8_non_dumpable_refused_unless_forced, .timeout = 300)
 	const char *args2[] = {"--user", "65534", file, NULL};
 	t = hostile_start(args2);
 	snprintf(out, sizeof(out), "%s/dumpable", dir);
-	r = tool(t.pid, out, snap, 60000, NULL);
-	expect_bundle(&r, out, "dumpable control");
-	run_free(&r);
+	bundle_run(t.pid, out, snap, "dumpable control");
 	m = manifest_load(out);
 	cr_expect(!cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "dumpable"),
 		  "a dumpable target marked as not dumpable");

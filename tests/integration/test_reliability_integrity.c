@@ -552,17 +552,14 @@ static void sweep_run(struct rel_target *rt, const struct sweep *sw, struct poin
 Test(reliability_integrity, f1_tiny_tmpfs, .timeout = 600)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
+	rel_start_spin2(&rt);
 	static const char *const sizes[] = {"size=64k", "size=512k"};
 	for (int i = 0; i < 2; i++) {
 		char mnt[256], out[400], ctx[128];
 		tmpfs_mount(mnt, sizeof(mnt), sizes[i], 0);
 		snprintf(out, sizeof(out), "%s/b", mnt);
 		snprintf(ctx, sizeof(ctx), "%s --with-binaries", sizes[i]);
-		const char *args[] = {"-p", pid, "-d", "1s", "--with-binaries",
+		const char *args[] = {"-p", rt.pid, "-d", "1s", "--with-binaries",
 				      "-o", out, "-q", NULL};
 		struct run r;
 		tool_exec(args, OUT_PIPE, RLIM_INFINITY, 0, &r);
@@ -572,7 +569,7 @@ Test(reliability_integrity, f1_tiny_tmpfs, .timeout = 600)
 		rm_rf(out);
 
 		snprintf(ctx, sizeof(ctx), "%s plain", sizes[i]);
-		const char *pargs[] = {"-p", pid, "-d", "1s", "-o", out, "-q", NULL};
+		const char *pargs[] = {"-p", rt.pid, "-d", "1s", "-o", out, "-q", NULL};
 		tool_exec(pargs, OUT_PIPE, RLIM_INFINITY, 0, &r);
 		enum outcome o = expect_consistent(&r, out, ctx);
 		fprintf(stderr, "f1 %s: exit %d, %s\n", ctx, r.code, outcome_name[o]);
@@ -595,15 +592,13 @@ Test(reliability_integrity, f1_tiny_tmpfs, .timeout = 600)
 Test(reliability_integrity, f2_enospc_sweep, .timeout = 900)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
-	char pid[16], mnt[256];
-	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
+	rel_start_spin2(&rt);
+	char mnt[256];
 	tmpfs_mount(mnt, sizeof(mnt), "size=24m", 0);
 
 	struct reference ref[NCONFIGS];
 	for (int c = 0; c < NCONFIGS; c++)
-		reference_take(&ref[c], (enum config)c, pid, mnt, &rt);
+		reference_take(&ref[c], (enum config)c, rt.pid, mnt, &rt);
 
 	static struct point pts[MAX_POINTS];
 	size_t np = 0;
@@ -634,7 +629,7 @@ Test(reliability_integrity, f2_enospc_sweep, .timeout = 900)
 		before += pages_of(ref[BINARIES].m[i].bytes);
 	}
 	top[BINARIES] = ref[BINARIES].pages + 4;
-	const struct sweep sw = {.name = "f2", .pid = pid, .dir = mnt, .err = ENOSPC};
+	const struct sweep sw = {.name = "f2", .pid = rt.pid, .dir = mnt, .err = ENOSPC};
 	sweep_run(&rt, &sw, pts, np, top);
 	tmpfs_unmount(mnt);
 	rel_stop(&rt);
@@ -650,10 +645,8 @@ Test(reliability_integrity, f2_enospc_sweep, .timeout = 900)
 Test(reliability_integrity, f3_rlimit_fsize_sweep, .timeout = 900)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
-	char pid[16], dir[256];
-	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
+	rel_start_spin2(&rt);
+	char dir[256];
 	/* A tmpfs where we may mount one (no disk syncs: quicker), else /tmp. */
 	bool mounted = tmpfs_mount_try(dir, sizeof(dir), "size=24m", 0) == 0;
 	if (!mounted)
@@ -661,7 +654,7 @@ Test(reliability_integrity, f3_rlimit_fsize_sweep, .timeout = 900)
 
 	struct reference ref[NCONFIGS];
 	for (int c = 0; c < NCONFIGS; c++)
-		reference_take(&ref[c], (enum config)c, pid, dir, &rt);
+		reference_take(&ref[c], (enum config)c, rt.pid, dir, &rt);
 
 	/* A limit under a member's size fails it only if nothing written
 	 * before it is larger: those are the points, each limit half way
@@ -695,7 +688,7 @@ Test(reliability_integrity, f3_rlimit_fsize_sweep, .timeout = 900)
 	}
 	top[BINARIES] *= 2;
 	const struct sweep sw = {
-		.name = "f3", .pid = pid, .dir = dir, .by_fsize = true, .err = EFBIG};
+		.name = "f3", .pid = rt.pid, .dir = dir, .by_fsize = true, .err = EFBIG};
 	sweep_run(&rt, &sw, pts, np, top);
 	if (mounted)
 		tmpfs_unmount(dir);
@@ -786,17 +779,15 @@ static uint64_t reap_orphans(pid_t keep, const char *ctx)
 Test(reliability_integrity, f4_sigkill_during_finalize, .timeout = 900)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
-	char pid[16], dir[256], out[400];
-	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
+	rel_start_spin2(&rt);
+	char dir[256], out[400];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/b", dir);
 
 	uint64_t from[2], to[2];
 	for (int c = 0; c < 2; c++) {
 		const char *args[16];
-		config_args(c ? BINARIES : PLAIN, pid, out, args);
+		config_args(c ? BINARIES : PLAIN, rt.pid, out, args);
 		struct spawn sp;
 		tool_start(&sp, args, OUT_PIPE, RLIM_INFINITY);
 		uint64_t first = 0;
@@ -839,7 +830,7 @@ Test(reliability_integrity, f4_sigkill_during_finalize, .timeout = 900)
 		char ctx[128];
 		rm_rf(out);
 		const char *args[16];
-		config_args(c ? BINARIES : PLAIN, pid, out, args);
+		config_args(c ? BINARIES : PLAIN, rt.pid, out, args);
 		uint64_t delay = from[c] + (uint64_t)rand_r(&seed) % (to[c] - from[c] + 1);
 		snprintf(ctx, sizeof(ctx), "f4 run %d (%s, kill at %llu ms)", it,
 			 c ? "binaries" : "plain", (unsigned long long)delay);
@@ -918,8 +909,7 @@ static void run_unwritable(struct rel_target *rt, const char *out, const char *w
 Test(reliability_integrity, f5_unwritable_output_dir, .timeout = 600)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	char mnt[256], out[400];
 
 	tmpfs_mount(mnt, sizeof(mnt), "size=64k", MS_RDONLY);
@@ -961,14 +951,12 @@ Test(reliability_integrity, f5_unwritable_output_dir, .timeout = 600)
 Test(reliability_integrity, f6_verify_flipped_byte_and_extra_file, .timeout = 600)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
-	char pid[16], dir[256], out[400], path[600], why[4096];
-	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
+	rel_start_spin2(&rt);
+	char dir[256], out[400], path[600], why[4096];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/b", dir);
 	const char *args[16];
-	config_args(PLAIN, pid, out, args);
+	config_args(PLAIN, rt.pid, out, args);
 	struct run r;
 	tool_exec(args, OUT_PIPE, RLIM_INFINITY, 0, &r);
 	cr_assert(r.code == 0, "capture: exit %d: %s", r.code, r.err);
@@ -1052,8 +1040,7 @@ static void c5_case(struct rel_target *rt, enum out_mode mode, bool snapshot, co
 Test(reliability_integrity, c5_stdout_unwritable, .timeout = 600)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	c5_case(&rt, OUT_PIPE, false, "stdout a pipe (baseline)");
 	c5_case(&rt, OUT_DEV_FULL, false, "stdout /dev/full");
 	c5_case(&rt, OUT_CLOSED_PIPE, false, "stdout a closed pipe");

@@ -79,21 +79,19 @@ static bool waiting_on_disk(pid_t pid)
 static void interrupt_loop(int sig, int loops)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	unsigned seed = (unsigned)getpid() ^ (unsigned)now_ms();
 	fprintf(stderr, "c1 signal %d: seed %u, %d runs\n", sig, seed, loops);
 	uint64_t worst = 0;
 	for (int it = 0; it < loops; it++) {
-		char dir[256], out[300], pid[16], ctx[64];
+		char dir[256], out[300], ctx[64];
 		snprintf(ctx, sizeof(ctx), "signal %d run %d", sig, it);
 		make_tmpdir(dir, sizeof(dir));
 		snprintf(out, sizeof(out), "%s/b", dir);
-		snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
 		bool hold = it % 2 == 1;
 		if (hold)
 			setenv("DIAG_ATTACH_TEST_HOLD_MS", "20", 1);
-		const char *args[] = {"-p", pid, "-F", "999", "-o", out, "-q", NULL};
+		const char *args[] = {"-p", rt.pid, "-F", "999", "-o", out, "-q", NULL};
 		pid_t tool = tool_spawn(args, "/dev/null", "/dev/null");
 		unsetenv("DIAG_ATTACH_TEST_HOLD_MS");
 		usleep((useconds_t)(rand_r(&seed) % 800) * 1000u);
@@ -171,20 +169,18 @@ Test(reliability_interrupt, c1_sighup_random, .timeout = 600)
 Test(reliability_interrupt, c2_sigkill_mid_sample, .timeout = 600)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
+	rel_start_spin2(&rt);
 	int loops = rel_loops(10);
 	unsigned seed = (unsigned)getpid() ^ (unsigned)now_ms();
 	fprintf(stderr, "c2: seed %u, %d runs\n", seed, loops);
 	uint64_t worst = 0;
 	for (int it = 0; it < loops; it++) {
-		char dir[256], out[300], pid[16], ctx[64];
+		char dir[256], out[300], ctx[64];
 		snprintf(ctx, sizeof(ctx), "run %d", it);
 		make_tmpdir(dir, sizeof(dir));
 		snprintf(out, sizeof(out), "%s/b", dir);
-		snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
 		setenv("DIAG_ATTACH_TEST_HOLD_MS", "5", 1);
-		const char *args[] = {"-p", pid, "-F", "999", "-o", out, "-q", NULL};
+		const char *args[] = {"-p", rt.pid, "-F", "999", "-o", out, "-q", NULL};
 		pid_t tool = tool_spawn(args, "/dev/null", "/dev/null");
 		unsetenv("DIAG_ATTACH_TEST_HOLD_MS");
 		usleep(100000 + (useconds_t)(rand_r(&seed) % 400) * 1000u);
@@ -213,14 +209,10 @@ Test(reliability_interrupt, c2_sigkill_mid_sample, .timeout = 600)
  * through rel_driver because the CLI does not start the watchdog yet. */
 Test(reliability_interrupt, c3_stopped_sampler_watchdog, .timeout = 600)
 {
-	int loops = rel_loops(3);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 3) {
 		struct rel_target rt;
-		const char *targs[] = {"spin", "2", NULL};
-		rel_start(&rt, targs);
-		char pid[16];
-		snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
-		const char *dargv[] = {target_path("reliability/rel_driver"), pid, "20000", "4",
+		rel_start_spin2(&rt);
+		const char *dargv[] = {target_path("reliability/rel_driver"), rt.pid, "20000", "4",
 				       "watchdog=500", "hold=100", NULL};
 		char errlog[] = "/tmp/diag-c3-driver-XXXXXX";
 		int errfd = mkstemp(errlog);
@@ -295,28 +287,26 @@ Test(reliability_interrupt, c3_stopped_sampler_watchdog, .timeout = 600)
 Test(reliability_interrupt, c7_second_tool_refused, .timeout = 600)
 {
 	struct rel_target rt;
-	const char *targs[] = {"spin", "2", NULL};
-	rel_start(&rt, targs);
-	char dir[256], out[300], out2[300], pid[16];
+	rel_start_spin2(&rt);
+	char dir[256], out[300], out2[300];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/first", dir);
 	snprintf(out2, sizeof(out2), "%s/second", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
 	/* The first runs until we SIGINT it, however many loops we do. */
-	const char *args[] = {"-p", pid, "-F", "200", "-o", out, "-q", NULL};
+	const char *args[] = {"-p", rt.pid, "-F", "200", "-o", out, "-q", NULL};
 	pid_t first = tool_spawn(args, "/dev/null", "/dev/null");
 	usleep(500000);
 	for (int i = 0; i < rel_loops(3); i++) {
 		rm_rf(out2);
 		struct tool_result r;
-		const char *args2[] = {"-p", pid, "-d", "1s", "-o", out2, "-q", NULL};
+		const char *args2[] = {"-p", rt.pid, "-d", "1s", "-o", out2, "-q", NULL};
 		tool_run(&r, args2);
 		cr_expect_eq(r.exit_code, 7, "second tool exit %d: %s", r.exit_code, r.err);
 		char want[64];
 		snprintf(want, sizeof(want), "already traced by pid %d (diag-attach)", (int)first);
 		cr_expect(strstr(r.err, want), "second tool said: %s", r.err);
 		cr_expect(!path_exists(out2, NULL), "the refused tool left %s behind", out2);
-		const char *args3[] = {"-p", pid, "--snapshot", "-o", out2, "-q", NULL};
+		const char *args3[] = {"-p", rt.pid, "--snapshot", "-o", out2, "-q", NULL};
 		tool_run(&r, args3);
 		cr_expect_eq(r.exit_code, 7, "second snapshot exit %d: %s", r.exit_code, r.err);
 	}

@@ -44,28 +44,22 @@ Test(reliability_lifecycle, b3_leader_pthread_exit, .timeout = 600)
 		  ticks);
 	cr_expect_eq(number_at(m, "capture", "failed_ticks"), 0);
 	cJSON_Delete(m);
-	expect_healthy(&rt, NULL, NULL);
-	rel_stop(&rt);
-	rm_rf(c.dir);
+	rel_capture_done(&rt, &c, NULL);
 }
 
 /* B4: a non-leader thread execs a new image mid-capture: the tool ends
  * cleanly within duration + 2 s and the new image runs untraced. */
 Test(reliability_lifecycle, b4_exec_from_non_leader, .timeout = 600)
 {
-	int loops = rel_loops(3);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 3) {
 		struct rel_target rt;
 		const char *args[] = {"exec_once", "400", NULL};
-		rel_start(&rt, args);
 		struct capture c;
-		capture_start(&c, rt.t.pid, "2s", "1000");
+		rel_capture_start(&rt, &c, args, "2s", "1000");
 		free(capture_finish(&c, 2000 + END_SLACK_MS));
 		cr_expect_eq(atomic_load(&rt.sh->generation), 2, "iteration %d: generation %llu", it,
 			     (unsigned long long)atomic_load(&rt.sh->generation));
-		expect_healthy(&rt, NULL, NULL);
-		rel_stop(&rt);
-		rm_rf(c.dir);
+		rel_capture_done(&rt, &c, NULL);
 	}
 }
 
@@ -74,8 +68,7 @@ Test(reliability_lifecycle, b4_exec_from_non_leader, .timeout = 600)
  * finish within duration + 2 s while the storm goes on. */
 Test(reliability_lifecycle, b5_exec_storm, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		const char *args[] = {"exec", "20", NULL};
 		rel_start(&rt, args);
@@ -92,9 +85,7 @@ Test(reliability_lifecycle, b5_exec_storm, .timeout = 600)
 		for (uint64_t t0 = now_ms(); atomic_load(&rt.sh->generation) == gen1 && now_ms() - t0 < 3000;)
 			usleep(1000);
 		cr_expect(atomic_load(&rt.sh->generation) > gen1, "exec storm stopped after the capture");
-		expect_healthy(&rt, NULL, NULL);
-		rel_stop(&rt);
-		rm_rf(c.dir);
+		rel_capture_done(&rt, &c, NULL);
 	}
 }
 
@@ -103,8 +94,7 @@ Test(reliability_lifecycle, b5_exec_storm, .timeout = 600)
  * (100 ms by default), and nothing stays traced. */
 Test(reliability_lifecycle, b6_fork_vfork_storm, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		const char *args[] = {"fork", NULL};
 		rel_start(&rt, args);
@@ -131,9 +121,7 @@ Test(reliability_lifecycle, b6_fork_vfork_storm, .timeout = 600)
 		cr_expect(atomic_load(&rt.sh->children_ok) - ok0 > 100, "the fork storm stalled");
 		cr_expect(atomic_load(&rt.sh->vfork_long_done) > long0, "the 3 s vfork never completed");
 		struct health h = {.allow_sigchld = true};
-		expect_healthy(&rt, &h, NULL);
-		rel_stop(&rt);
-		rm_rf(c.dir);
+		rel_capture_done(&rt, &c, &h);
 	}
 }
 
@@ -145,20 +133,15 @@ static void exit_mid_capture(enum rel_command cmd, int loops)
 	for (int it = 0; it < loops; it++) {
 		struct rel_target rt;
 		const char *args[] = {"spin", "3", NULL};
-		rel_start(&rt, args);
 		struct capture c;
-		capture_start(&c, rt.t.pid, "10s", "1000");
+		rel_capture_start(&rt, &c, args, "10s", "1000");
 		/* Mid-capture means after the tool started holding it. */
 		for (uint64_t w0 = now_ms(); !traced_threads(rt.t.pid) && now_ms() - w0 < 5000;)
 			usleep(200);
 		usleep(100000 + (useconds_t)(rand() % 500) * 1000);
-		uint64_t t0 = now_ms();
-		atomic_store(&rt.sh->command, cmd);
-		int st = 0;
-		pid_t r;
-		while ((r = waitpid(rt.t.pid, &st, WNOHANG)) == 0 && now_ms() - t0 < 5000)
-			usleep(1000);
-		uint64_t waited = now_ms() - t0;
+		int st;
+		uint64_t waited;
+		pid_t r = rel_command_wait(&rt, cmd, 1000, &st, &waited);
 		cr_expect_eq(r, rt.t.pid);
 		rt.t.pid = 0;
 		cr_expect(waited < 1000, "iteration %d: real parent waited %llu ms for the status", it,

@@ -71,13 +71,11 @@ static void expect_stopped_then_resumes(struct rel_target *rt)
  * all arrive, in order. */
 Test(reliability_signals, a1_rt_signals_in_order, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		const char *args[] = {"signals", NULL};
-		rel_start(&rt, args);
 		struct capture c;
-		capture_start(&c, rt.t.pid, "4s", "1000");
+		rel_capture_start(&rt, &c, args, "4s", "1000");
 		sleep_ms(300);
 		for (int seq = 1; seq <= 10000; seq++) {
 			union sigval v = {.sival_int = seq};
@@ -97,9 +95,7 @@ Test(reliability_signals, a1_rt_signals_in_order, .timeout = 600)
 		cr_expect_eq(atomic_load(&rt.sh->rt_out_of_order), 0, "iteration %d: %llu out of order", it,
 			     (unsigned long long)atomic_load(&rt.sh->rt_out_of_order));
 		struct health h = {.sent_mask = SIGBIT(SIGRTMIN)};
-		expect_healthy(&rt, &h, NULL);
-		rel_stop(&rt);
-		rm_rf(c.dir);
+		rel_capture_done(&rt, &c, &h);
 	}
 }
 
@@ -107,8 +103,7 @@ Test(reliability_signals, a1_rt_signals_in_order, .timeout = 600)
  * within 100 ms, each with our pid and uid as sender. */
 Test(reliability_signals, a2_sigusr1_ping_pong, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		const char *args[] = {"signals", NULL};
 		rel_start(&rt, args);
@@ -132,9 +127,7 @@ Test(reliability_signals, a2_sigusr1_ping_pong, .timeout = 600)
 		cr_expect_eq(atomic_load(&rt.sh->usr1_bad_sender), 0, "wrong si_pid/si_uid/si_code");
 		cr_log_info("a2: worst ack %llu ms", (unsigned long long)worst);
 		struct health h = {.sent_mask = SIGBIT(SIGUSR1)};
-		expect_healthy(&rt, &h, NULL);
-		rel_stop(&rt);
-		rm_rf(c.dir);
+		rel_capture_done(&rt, &c, &h);
 	}
 }
 
@@ -142,8 +135,7 @@ Test(reliability_signals, a2_sigusr1_ping_pong, .timeout = 600)
  * SIGCONT, and resumes when we send one. */
 Test(reliability_signals, a3_pre_stopped_stays_stopped, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		start_stopped(&rt);
 		struct capture c;
@@ -187,8 +179,7 @@ Test(reliability_signals, a4_sigtstp_ttin_ttou_mid_capture, .timeout = 600)
  * handler runs exactly once. */
 Test(reliability_signals, a5_sigcont_mid_capture, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		start_stopped(&rt);
 		signal_mid_capture(&rt, SIGCONT);
@@ -203,8 +194,7 @@ Test(reliability_signals, a5_sigcont_mid_capture, .timeout = 600)
 /* A6: SIGTSTP with a handler: the handler runs, the target keeps running. */
 Test(reliability_signals, a6_sigtstp_handler_runs, .timeout = 600)
 {
-	int loops = rel_loops(2);
-	for (int it = 0; it < loops; it++) {
+	REL_REPEAT(it, 2) {
 		struct rel_target rt;
 		const char *args[] = {"spin", "3", "tstp", NULL};
 		rel_start(&rt, args);
@@ -292,9 +282,8 @@ Test(reliability_signals, a8_blocked_syscalls_eintr, .timeout = 600)
 {
 	struct rel_target rt;
 	const char *args[] = {"blocked", NULL};
-	rel_start(&rt, args);
 	struct capture c;
-	capture_start(&c, rt.t.pid, "2s", "99");
+	rel_capture_start(&rt, &c, args, "2s", "99");
 	free(capture_finish(&c, 10000));
 	uint64_t eintr[REL_NBLOCKED];
 	for (int i = 0; i < REL_NBLOCKED; i++) {
@@ -317,9 +306,8 @@ Test(reliability_signals, a8_blocked_syscalls_eintr, .timeout = 600)
 	uint64_t before[REL_NBLOCKED];
 	for (int i = 0; i < REL_NBLOCKED; i++)
 		before[i] = atomic_load(&rt.sh->eintr[i]);
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
-	const char *dargv[] = {target_path("reliability/rel_driver"), pid, "2000", "99", "nib", NULL};
+	const char *dargv[] = {target_path("reliability/rel_driver"), rt.pid, "2000", "99", "nib",
+			       NULL};
 	struct target drv = target_start(dargv, "started");
 	int st;
 	cr_assert_eq(waitpid(drv.pid, &st, 0), drv.pid);

@@ -220,9 +220,7 @@ Test(reliability_stress, a9_pause_bound_200_threads, .timeout = 600)
 	if (p50_ms * 99 / 1000 > 0.05)
 		cr_expect(min_hz < 99, "holds of %.1f ms (p50) and no lower rate", p50_ms);
 	cJSON_Delete(m);
-	expect_healthy(&rt, NULL, NULL);
-	rel_stop(&rt);
-	rm_rf(c.dir);
+	rel_capture_done(&rt, &c, NULL);
 }
 
 /* ---- A10 ---- */
@@ -445,15 +443,13 @@ Test(reliability_stress, b2_churn_attach_detach_cycles, .timeout = 600)
 
 	char dir[256];
 	make_tmpdir(dir, sizeof(dir));
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
 	uint64_t c0 = atomic_load(&rt.sh->churned), t0 = now_ms();
 	int failures = 0;
 	for (int i = 0; i < 20; i++) {
 		char out[300];
 		snprintf(out, sizeof(out), "%s/s%d", dir, i);
 		struct tool_result r;
-		const char *targs[] = {"-p", pid, "--snapshot", "-o", out, "-q", NULL};
+		const char *targs[] = {"-p", rt.pid, "--snapshot", "-o", out, "-q", NULL};
 		tool_run(&r, targs);
 		if (r.exit_code != 0 && failures++ < 3)
 			cr_expect_eq(r.exit_code, 0, "snapshot %d: exit %d: %s", i, r.exit_code, r.err);
@@ -497,18 +493,13 @@ Test(reliability_stress, b8_exit_races, .timeout = 600)
 	for (int it = 0; it < loops; it++) {
 		struct rel_target rt;
 		const char *args[] = {"exit_race", "3", NULL};
-		rel_start(&rt, args);
 		struct capture c;
-		capture_start(&c, rt.t.pid, "20s", "1000");
+		rel_capture_start(&rt, &c, args, "20s", "1000");
 		wait_traced(rt.t.pid, 5000);
 		sleep_ms((unsigned)(rand() % 150));
-		uint64_t t0 = now_ms();
-		atomic_store(&rt.sh->command, REL_CMD_EXIT_GROUP);
-		int st = 0;
-		pid_t r;
-		while ((r = waitpid(rt.t.pid, &st, WNOHANG)) == 0 && now_ms() - t0 < 5000)
-			usleep(500);
-		uint64_t waited = now_ms() - t0;
+		int st;
+		uint64_t waited;
+		pid_t r = rel_command_wait(&rt, REL_CMD_EXIT_GROUP, 500, &st, &waited);
 		if (waited > worst_wait)
 			worst_wait = waited;
 		cr_expect_eq(r, rt.t.pid, "iteration %d: the target did not exit", it);
@@ -579,9 +570,7 @@ Test(reliability_stress, b9_thread_in_d_all_along, .timeout = 600)
 	snprintf(tid, sizeof(tid), "%d", (int)vtid);
 	cr_expect_neq(task_state(rt.t.pid, tid), 't', "the vfork parent was left in a ptrace-stop");
 	struct health h = {.allow_sigchld = true};
-	expect_healthy(&rt, &h, NULL);
-	rel_stop(&rt);
-	rm_rf(c.dir);
+	rel_capture_done(&rt, &c, &h);
 }
 
 /* ---- B10 ---- */
@@ -639,9 +628,7 @@ static void idle_process(int nthreads, const char *dur)
 	cr_expect(listed >= (size_t)nthreads, "threads.txt lists %zu threads of %d", listed,
 		  nthreads + 2);
 	free(txt);
-	expect_healthy(&rt, NULL, NULL);
-	rel_stop(&rt);
-	rm_rf(c.dir);
+	rel_capture_done(&rt, &c, NULL);
 }
 
 /* B10: an idle process (every thread asleep) and a 2,000-thread one: H and
@@ -694,8 +681,7 @@ Test(reliability_stress, c4_ctrl_z_in_a_terminal, .timeout = 600)
 	if (!have_program("tmux"))
 		cr_skip_test("tmux not installed");
 	struct rel_target rt;
-	const char *args[] = {"spin", "2", NULL};
-	rel_start(&rt, args);
+	rel_start_spin2(&rt);
 	char dir[256], out[300], done[300], sock[64], cmd[4096];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/bundle-c4", dir);
@@ -805,18 +791,17 @@ static void under(const char *what, const char *const *prefix, size_t nprefix,
 		  bool (*tool_ok)(const char *log, int code))
 {
 	struct rel_target rt;
-	const char *args[] = {"spin", "2", NULL};
-	rel_start(&rt, args);
-	char dir[256], out[300], log[300], pid[16];
+	rel_start_spin2(&rt);
+	char dir[256], out[300], log[300];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/b", dir);
 	snprintf(log, sizeof(log), "%s/log", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
 	const char *argv[32];
 	size_t n = 0;
 	for (size_t i = 0; i < nprefix; i++)
 		argv[n++] = prefix[i];
-	const char *tool_args[] = {getenv("DIAG_ATTACH"), "-p", pid, "-d", "1s", "-o", out, "-q"};
+	const char *tool_args[] = {getenv("DIAG_ATTACH"), "-p", rt.pid, "-d", "1s", "-o", out,
+				   "-q"};
 	for (size_t i = 0; i < sizeof(tool_args) / sizeof(tool_args[0]); i++)
 		argv[n++] = tool_args[i];
 	argv[n] = NULL;

@@ -21,6 +21,13 @@
 
 #include "harness.h"
 
+/* A fresh directory in dir, and b = dir/b: where a test's bundle goes. */
+static void bundle_tmpdir(char dir[static 256], char b[static 300])
+{
+	make_tmpdir(dir, 256);
+	snprintf(b, 300, "%s/b", dir);
+}
+
 /* Capture target (with one argument, or none) for dur into out; with
  * --leak-watch and a timeline every leak_interval unless that is NULL. */
 static void capture(const char *target, const char *arg, const char *dur, const char *out,
@@ -44,8 +51,7 @@ static cJSON *report_json(const char *bundle)
 {
 	static struct tool_result r;
 	const char *args[] = {"report", "--json", bundle, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "report --json: exit %d: %s", r.exit_code, r.err);
+	tool_run_ok(&r, args);
 	cJSON *d = cJSON_Parse(r.out);
 	cr_assert(d, "report --json output does not parse: %.300s", r.out);
 	return d;
@@ -69,14 +75,12 @@ static const cJSON *group_with(const cJSON *groups, const char *fn)
 Test(report, burner_text_and_json)
 {
 	char dir[256], b[300];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(b, sizeof(b), "%s/b", dir);
+	bundle_tmpdir(dir, b);
 	capture("burner", "2", "3s", b, NULL);
 
 	struct tool_result r;
 	const char *args[] = {"report", b, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "report: exit %d: %s", r.exit_code, r.err);
+	tool_run_ok(&r, args);
 	cr_expect(strstr(r.out, "\033[") == NULL, "colour on a pipe");
 	const char *cpu = find_line(r.out, "CPU");
 	cr_assert(cpu, "no CPU section:\n%s", r.out);
@@ -115,8 +119,7 @@ Test(report, burner_text_and_json)
 Test(report, demo_groups_identical_stacks)
 {
 	char dir[256], b[300];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(b, sizeof(b), "%s/b", dir);
+	bundle_tmpdir(dir, b);
 	capture("demo", NULL, "2s", b, NULL);
 	cJSON *d = report_json(b);
 	const cJSON *groups = cJSON_GetObjectItem(d, "thread_groups");
@@ -157,8 +160,7 @@ static long count_lines_sum(const char *text, long *lines)
 Test(report, export_formats)
 {
 	char dir[256], b[300];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(b, sizeof(b), "%s/b", dir);
+	bundle_tmpdir(dir, b);
 	capture("burner", "2", "2s", b, NULL);
 	cJSON *d = report_json(b);
 	double cpu_samples =
@@ -174,8 +176,7 @@ Test(report, export_formats)
 	struct tool_result r;
 	long lines;
 	const char *a1[] = {"export", "--format", "collapsed", b, NULL};
-	tool_run(&r, a1);
-	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	tool_run_ok(&r, a1);
 	cr_expect_eq((double)count_lines_sum(r.out, &lines), cpu_samples,
 		     "collapsed cpu lines do not sum to the samples");
 	cr_expect(lines > 0 && strstr(r.out, "burn_heavy;spin_units "),
@@ -183,14 +184,12 @@ Test(report, export_formats)
 
 	const char *a2[] = {"export", "-f",	      "collapsed", "--profile",
 			    "wall",   "--per-thread", b,	   NULL};
-	tool_run(&r, a2);
-	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	tool_run_ok(&r, a2);
 	cr_expect_eq((double)count_lines_sum(r.out, &lines), wall_samples);
 	cr_expect(strstr(r.out, "locker/"), "per-thread prefix missing");
 
 	const char *a3[] = {"export", "--format", "speedscope", "--profile", "cpu", b, NULL};
-	tool_run(&r, a3);
-	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	tool_run_ok(&r, a3);
 	cJSON *s = cJSON_Parse(r.out);
 	cr_assert(s, "speedscope output does not parse");
 	cr_expect_str_eq(cJSON_GetObjectItem(s, "$schema")->valuestring,
@@ -266,8 +265,7 @@ static void expect_same_tree(const char *a, const char *b, const char *rel)
 Test(report, pem_round_trip)
 {
 	char dir[256], b[300], pem[300], mangled[300], out1[300], out2[300], out3[300];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(b, sizeof(b), "%s/b", dir);
+	bundle_tmpdir(dir, b);
 	snprintf(pem, sizeof(pem), "%s/b.pem", dir);
 	snprintf(mangled, sizeof(mangled), "%s/log.txt", dir);
 	snprintf(out1, sizeof(out1), "%s/r1", dir);
@@ -278,11 +276,9 @@ Test(report, pem_round_trip)
 
 	struct tool_result r;
 	const char *a1[] = {"pem", "-o", pem, b, NULL};
-	tool_run(&r, a1);
-	cr_assert_eq(r.exit_code, 0, "pem: %s", r.err);
+	tool_run_ok(&r, a1);
 	const char *a2[] = {"unpem", "-o", out1, pem, NULL};
-	tool_run(&r, a2);
-	cr_assert_eq(r.exit_code, 0, "unpem: %s", r.err);
+	tool_run_ok(&r, a2);
 	expect_same_tree(b, out1, "");
 	expect_same_tree(out1, b, "");
 	expect_verified(out1, "rebuilt bundle");
@@ -301,8 +297,7 @@ Test(report, pem_round_trip)
 	fclose(f);
 	free(text);
 	const char *a3[] = {"unpem", "-o", out2, mangled, NULL};
-	tool_run(&r, a3);
-	cr_assert_eq(r.exit_code, 0, "unpem of a prefixed log: %s", r.err);
+	tool_run_ok(&r, a3);
 	expect_same_tree(b, out2, "");
 
 	/* A changed character is caught, and nothing is presented as a bundle. */
@@ -337,8 +332,7 @@ Test(report, diff_names_leaking_counter)
 	capture("leak/leak_fds", "25", "4s", b, "250ms");
 	struct tool_result r;
 	const char *args[] = {"diff", a, b, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "diff: %s", r.err);
+	tool_run_ok(&r, args);
 	const char *l = find_line(r.out, "open_fds");
 	cr_assert(l, "open_fds not in diff:\n%s", r.out);
 	const char *eol = strchr(l, '\n');
@@ -346,8 +340,7 @@ Test(report, diff_names_leaking_counter)
 	cr_expect(mark && (!eol || mark < eol), "open_fds not flagged as growing in B:\n%s", r.out);
 
 	const char *aj[] = {"diff", "--json", a, b, NULL};
-	tool_run(&r, aj);
-	cr_assert_eq(r.exit_code, 0);
+	tool_run_ok(&r, aj);
 	cJSON *d = cJSON_Parse(r.out);
 	cr_assert(d, "diff --json does not parse");
 	const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "counters"), 0);
@@ -396,14 +389,12 @@ Test(report, html_in_headless_chromium, .timeout = 300)
 	if (!chromium)
 		cr_skip_test("chromium not installed (Debian package 'chromium')");
 	char dir[256], b[300], html[300];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(b, sizeof(b), "%s/b", dir);
+	bundle_tmpdir(dir, b);
 	snprintf(html, sizeof(html), "%s/report.html", dir);
 	capture("leak/leak_fds", "25", "4s", b, "200ms");
 	struct tool_result r;
 	const char *args[] = {"report", "--html", html, b, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "report --html: %s", r.err);
+	tool_run_ok(&r, args);
 	char *page = read_file(html, NULL);
 	cr_assert(page);
 	/* Self-contained: nothing to fetch. */
@@ -510,19 +501,15 @@ Test(report, go_goroutine_groups)
 	if (!fx || access(fx, X_OK) != 0)
 		cr_skip_test("Go fixture not built (no go on PATH)");
 	const char *argv[] = {fx, NULL};
-	struct target t = target_start(argv, "pid");
-	char dir[256], b[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(b, sizeof(b), "%s/b", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct target_run run;
+	run_begin(&run, argv, "pid", "b");
+	const char *b = run.out;
 	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "-o", b, "-q", NULL};
+	const char *args[] = {"-p", run.pid, "--snapshot", "-o", b, "-q", NULL};
 	tool_run(&r, args);
-	target_kill(&t);
+	target_kill(&run.t);
 	cr_assert_eq(r.exit_code, 0, "capture: %s", r.err);
-	char gtxt[400];
-	snprintf(gtxt, sizeof(gtxt), "%s/goroutine.txt", b);
-	if (access(gtxt, F_OK) != 0)
+	if (!path_exists(b, "goroutine.txt"))
 		cr_skip_test("this build does not capture goroutines");
 	cJSON *d = report_json(b);
 	const cJSON *groups = cJSON_GetObjectItem(d, "goroutine_groups");
@@ -536,5 +523,5 @@ Test(report, go_goroutine_groups)
 	const char *rep[] = {"report", b, NULL};
 	tool_run(&r, rep);
 	cr_expect(find_line(r.out, "GOROUTINES"), "no goroutine section:\n%s", r.out);
-	rm_rf(dir);
+	rm_rf(run.dir);
 }

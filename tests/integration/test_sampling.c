@@ -16,23 +16,20 @@
 #include "harness.h"
 #include "pprof_check.h"
 
-/* A target started from argv, its pid as text, and a fresh directory for
- * the tool's output (out = dir/b). */
-struct sampled {
-	struct target t;
-	char dir[256], out[300], pid[16];
-};
-
-static void sampled_start(struct sampled *s, const char *const *argv)
+/* The built target (with its one argument arg, or none), its pid as text,
+ * and a fresh directory for the tool's output (out = dir/b): harness.h's
+ * target_run. */
+static struct target_run sampled_start(const char *target, const char *arg)
 {
-	s->t = target_start(argv, "ready");
-	make_tmpdir(s->dir, sizeof(s->dir));
-	snprintf(s->out, sizeof(s->out), "%s/b", s->dir);
-	snprintf(s->pid, sizeof(s->pid), "%d", (int)s->t.pid);
+	/* arg NULL: no argument (it ends argv) */
+	const char *argv[] = {target_path(target), arg, NULL};
+	struct target_run s;
+	run_begin(&s, argv, "ready", "b");
+	return s;
 }
 
 /* After the tool exited: the target is healthy and the bundle verifies. */
-static void expect_target_and_bundle(const struct sampled *s)
+static void expect_target_and_bundle(const struct target_run *s)
 {
 	char why[256];
 	cr_expect(target_healthy(s->t.pid, false, why, sizeof(why)), "%s", why);
@@ -41,26 +38,45 @@ static void expect_target_and_bundle(const struct sampled *s)
 
 /* `diag-attach -p PID EXTRA... -o OUT -q`: it exits 0, the target is
  * healthy after it, and the bundle verifies. */
-static void sampled_capture(struct sampled *s, const char *const *extra)
+/* The tool's arguments for s: -p PID EXTRA... -o OUT -q, into args[16]. */
+static void sampled_args(const struct target_run *s, const char *const *extra,
+			 const char *args[16])
 {
-	const char *args[16] = {"-p", s->pid};
-	size_t n = 2;
+	size_t n = 0;
+	args[n++] = "-p";
+	args[n++] = s->pid;
 	for (size_t i = 0; extra[i] && n < 12; i++)
 		args[n++] = extra[i];
 	args[n++] = "-o";
 	args[n++] = s->out;
 	args[n++] = "-q";
 	args[n] = NULL;
-	struct tool_result r;
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
-	expect_target_and_bundle(s);
 }
 
-static void sampled_end(struct sampled *s)
+/* The same tool started in the background (output to /dev/null). */
+static pid_t sampled_spawn(const struct target_run *s, const char *const *extra)
 {
-	target_kill(&s->t);
-	rm_rf(s->dir);
+	const char *args[16];
+	sampled_args(s, extra, args);
+	return tool_spawn(args, NULL, NULL);
+}
+
+/* Does any sample of p have fn among its frames? */
+static bool any_sample_has(const Perftools__Profiles__Profile *p, const char *fn)
+{
+	for (size_t i = 0; i < p->n_sample; i++)
+		if (frames_have(p, p->sample[i], fn))
+			return true;
+	return false;
+}
+
+static void sampled_capture(struct target_run *s, const char *const *extra)
+{
+	const char *args[16];
+	sampled_args(s, extra, args);
+	struct tool_result r;
+	tool_run_ok(&r, args);
+	expect_target_and_bundle(s);
 }
 
 static Perftools__Profiles__Profile *load(const char *bundle, const char *member)
@@ -80,9 +96,7 @@ static Perftools__Profiles__Profile *load(const char *bundle, const char *member
 
 Test(sampling, cpu_split_and_wall_states)
 {
-	const char *argv[] = {target_path("burner"), "2", NULL};
-	struct sampled sa;
-	sampled_start(&sa, argv);
+	struct target_run sa = sampled_start("burner", "2");
 	const char *args[] = {"-d", "4s", "-F", "99", NULL};
 	sampled_capture(&sa, args);
 
@@ -180,33 +194,26 @@ Test(sampling, cpu_split_and_wall_states)
 	cr_expect(thread_max > 0 && thread_max <= process_max, "thread hold max %.1f us, process %.1f us",
 		  thread_max, process_max);
 	cJSON_Delete(m);
-	sampled_end(&sa);
+	run_end(&sa);
 }
 
 Test(sampling, thread_churn)
 {
-	const char *argv[] = {target_path("churn_threads"), NULL};
-	struct sampled sa;
-	sampled_start(&sa, argv);
+	struct target_run sa = sampled_start("churn_threads", NULL);
 	const char *args[] = {"-d", "3s", "-F", "199", NULL};
 	sampled_capture(&sa, args);
 	Perftools__Profiles__Profile *cpu = load(sa.out, "cpu.pprof");
-	bool steady = false;
-	for (size_t i = 0; i < cpu->n_sample && !steady; i++)
-		steady = frames_have(cpu, cpu->sample[i], "steady_work");
-	cr_expect(steady, "steady_work missing from cpu.pprof");
+	cr_expect(any_sample_has(cpu, "steady_work"), "steady_work missing from cpu.pprof");
 	perftools__profiles__profile__free_unpacked(cpu, NULL);
 	/* The target still makes progress: it creates threads. */
-	sampled_end(&sa);
+	run_end(&sa);
 }
 
 Test(sampling, target_exits_mid_capture)
 {
-	const char *argv[] = {target_path("churn_threads"), "2", NULL};
-	struct sampled sa;
-	sampled_start(&sa, argv);
-	const char *args[] = {"-p", sa.pid, "-d", "20s", "-o", sa.out, "-q", NULL};
-	pid_t tool = tool_spawn(args, NULL, NULL);
+	struct target_run sa = sampled_start("churn_threads", "2");
+	const char *args[] = {"-d", "20s", NULL};
+	pid_t tool = sampled_spawn(&sa, args);
 	/* The real parent (us) must see the true exit status. */
 	int status = 0;
 	cr_assert_eq(waitpid(sa.t.pid, &status, 0), sa.t.pid);
@@ -218,21 +225,16 @@ Test(sampling, target_exits_mid_capture)
 	cJSON *m = manifest_need(sa.out);
 	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(m, "target_exited")), "manifest does not say the target exited");
 	cJSON_Delete(m);
-	char path[400];
-	snprintf(path, sizeof(path), "%s/threads.txt", sa.out);
-	char *txt = read_file(path, NULL);
-	cr_expect(txt && strstr(txt, "steady_work"), "final snapshot lacks the last stacks");
-	free(txt);
-	sampled_end(&sa);
+	expect_member_has(sa.out, "threads.txt", "steady_work",
+			  "final snapshot lacks the last stacks");
+	run_end(&sa);
 }
 
 Test(sampling, sigint_releases_and_writes)
 {
-	const char *argv[] = {target_path("burner"), "1", NULL};
-	struct sampled sa;
-	sampled_start(&sa, argv);
-	const char *args[] = {"-p", sa.pid, "-F", "499", "-o", sa.out, "-q", NULL};
-	pid_t tool = tool_spawn(args, NULL, NULL);
+	struct target_run sa = sampled_start("burner", "1");
+	const char *args[] = {"-F", "499", NULL};
+	pid_t tool = sampled_spawn(&sa, args);
 	usleep(1500000);
 	kill(tool, SIGINT);
 	int code = tool_wait(tool, 5000);
@@ -242,14 +244,12 @@ Test(sampling, sigint_releases_and_writes)
 	cJSON *cap = cJSON_GetObjectItem(m, "capture");
 	cr_expect_str_eq(cJSON_GetObjectItem(cap, "ended_by")->valuestring, "signal");
 	cJSON_Delete(m);
-	sampled_end(&sa);
+	run_end(&sa);
 }
 
 Test(sampling, worker_crash_loses_only_samples_in_flight)
 {
-	const char *argv[] = {target_path("burner"), "1", NULL};
-	struct sampled sa;
-	sampled_start(&sa, argv);
+	struct target_run sa = sampled_start("burner", "1");
 	/* The interpretation worker crashes on its 20th unwind request. */
 	setenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT", "20", 1);
 	const char *args[] = {"-d", "1s", NULL};
@@ -264,10 +264,7 @@ Test(sampling, worker_crash_loses_only_samples_in_flight)
 	cJSON_Delete(m);
 	/* Samples after the crash were unwound by the restarted worker. */
 	Perftools__Profiles__Profile *cpu = load(sa.out, "cpu.pprof");
-	bool heavy = false;
-	for (size_t i = 0; i < cpu->n_sample && !heavy; i++)
-		heavy = frames_have(cpu, cpu->sample[i], "burn_heavy");
-	cr_expect(heavy, "no full stacks after the worker restarted");
+	cr_expect(any_sample_has(cpu, "burn_heavy"), "no full stacks after the worker restarted");
 	perftools__profiles__profile__free_unpacked(cpu, NULL);
-	sampled_end(&sa);
+	run_end(&sa);
 }

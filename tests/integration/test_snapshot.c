@@ -77,23 +77,20 @@ static const Perftools__Profiles__Sample *sample_for(const Perftools__Profiles__
 static void snapshot_variant(const char *target_name)
 {
 	const char *argv[] = {target_path(target_name), NULL};
-	struct target t = target_start(argv, "ready");
-	char dir[256], out[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/bundle", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct target_run g;
+	run_begin(&g, argv, "ready", "bundle");
 
 	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "-o", out, "--annotate", "case=snapshot", NULL};
+	const char *args[] = {"-p", g.pid, "--snapshot", "-o", g.out, "--annotate", "case=snapshot",
+			      NULL};
 	tool_run(&r, args);
 	cr_assert_eq(r.exit_code, 0, "%s: exit %d: %s", target_name, r.exit_code, r.err);
 
 	char why[256];
-	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
+	cr_expect(target_healthy(g.t.pid, false, why, sizeof(why)), "%s", why);
 
 	char path[400];
-	snprintf(path, sizeof(path), "%s/threads.txt", out);
-	char *text = read_file(path, NULL);
+	char *text = read_in(g.out, "threads.txt");
 	cr_assert(text, "no threads.txt");
 	char *a = thread_block(text, "parker-a");
 	char *b = thread_block(text, "parker-b");
@@ -109,14 +106,14 @@ static void snapshot_variant(const char *target_name)
 	/* The main thread comes first. */
 	cr_expect(strstr(text, "Thread ") && strncmp(strstr(text, "Thread "), "Thread ", 7) == 0);
 	char main_hdr[64];
-	snprintf(main_hdr, sizeof(main_hdr), "Thread %d ", (int)t.pid);
+	snprintf(main_hdr, sizeof(main_hdr), "Thread %d ", (int)g.t.pid);
 	cr_expect(strstr(text, main_hdr) == strstr(text, "Thread "), "main thread not first");
 	free(a);
 	free(b);
 	free(rec);
 	free(text);
 
-	snprintf(path, sizeof(path), "%s/threads.pprof", out);
+	snprintf(path, sizeof(path), "%s/threads.pprof", g.out);
 	Perftools__Profiles__Profile *p = NULL;
 	cr_assert_eq(pprof_read_file(path, &p), 0, "threads.pprof does not decode");
 	cr_expect_eq(p->n_sample, 4);
@@ -142,10 +139,10 @@ static void snapshot_variant(const char *target_name)
 	}
 
 	/* verify holds, then catches a tampered member. */
-	const char *vargs[] = {"verify", out, NULL};
+	const char *vargs[] = {"verify", g.out, NULL};
 	tool_run(&r, vargs);
 	cr_expect_eq(r.exit_code, 0, "verify: %s %s", r.out, r.err);
-	snprintf(path, sizeof(path), "%s/threads.txt", out);
+	snprintf(path, sizeof(path), "%s/threads.txt", g.out);
 	FILE *f = fopen(path, "r+b");
 	cr_assert(f);
 	int c = fgetc(f);
@@ -156,8 +153,7 @@ static void snapshot_variant(const char *target_name)
 	cr_expect_eq(r.exit_code, 1, "verify missed tampering");
 	cr_expect(strstr(r.out, "threads.txt"), "verify did not name the member: %s", r.out);
 
-	target_kill(&t);
-	rm_rf(dir);
+	run_end(&g);
 }
 
 Test(snapshot, frame_pointers_non_pie) { snapshot_variant("chains_fp"); }
@@ -168,34 +164,30 @@ Test(snapshot, stripped_with_debuglink) { snapshot_variant("chains_stripped"); }
 Test(snapshot, stopped_target_stays_stopped)
 {
 	const char *argv[] = {target_path("chains_fp"), NULL};
-	struct target t = target_start(argv, "ready");
-	kill(t.pid, SIGSTOP);
-	char dir[256], out[300], pid[16];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/b", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct target_run g;
+	run_begin(&g, argv, "ready", "b");
+	kill(g.t.pid, SIGSTOP);
 	/* Wait until every thread shows T. */
 	for (int i = 0; i < 200; i++) {
 		char why[128];
-		if (!target_healthy(t.pid, false, why, sizeof(why)))
+		if (!target_healthy(g.t.pid, false, why, sizeof(why)))
 			break;
 		usleep(5000);
 	}
 	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "-o", out, NULL};
+	const char *args[] = {"-p", g.pid, "--snapshot", "-o", g.out, NULL};
 	tool_run(&r, args);
 	cr_expect_eq(r.exit_code, 0, "%s", r.err);
 	char why[256];
-	cr_expect(target_healthy(t.pid, true, why, sizeof(why)), "%s", why);
+	cr_expect(target_healthy(g.t.pid, true, why, sizeof(why)), "%s", why);
 	/* Still stopped: every thread in T. */
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)t.pid);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)g.t.pid);
 	char *st = read_file(path, NULL);
 	cr_expect(st && strstr(st, "State:\tT"), "target no longer stopped:\n%s", st);
 	free(st);
-	kill(t.pid, SIGCONT);
-	target_kill(&t);
-	rm_rf(dir);
+	kill(g.t.pid, SIGCONT);
+	run_end(&g);
 }
 
 /* Run upstream pprof's -traces on file with PPROF_BINARY_PATH set; stdout
@@ -227,11 +219,9 @@ Test(snapshot, with_binaries_copies_modules_by_build_id)
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
 	struct tool_result r;
 	const char *args[] = {"-p", pid, "--snapshot", "--with-binaries=64M", "-o", out, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	tool_run_ok(&r, args);
 	char path[600];
-	snprintf(path, sizeof(path), "%s/manifest.json", out);
-	char *m = read_file(path, NULL);
+	char *m = read_in(out, "manifest.json");
 	cr_assert(m);
 	/* The stripped ELF that ran, and its debuglink file next to it. */
 	const char *bid = strstr(m, "\"build_id\":\t\"");
@@ -287,10 +277,8 @@ Test(snapshot, with_binaries_copies_modules_by_build_id)
 	char out2[300];
 	snprintf(out2, sizeof(out2), "%s/c", dir);
 	const char *args2[] = {"-p", pid, "--snapshot", "--with-binaries=1K", "-o", out2, NULL};
-	tool_run(&r, args2);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
-	snprintf(path, sizeof(path), "%s/manifest.json", out2);
-	m = read_file(path, NULL);
+	tool_run_ok(&r, args2);
+	m = read_in(out2, "manifest.json");
 	cr_expect(m && strstr(m, "over --with-binaries cap"), "cap not reported");
 	free(m);
 	target_kill(&t);
@@ -304,17 +292,12 @@ Test(snapshot, with_binaries_copies_modules_by_build_id)
 Test(snapshot, names_only_symbols)
 {
 	const char *argv[] = {target_path("chains_stripped"), NULL};
-	struct target t = target_start(argv, "ready");
-	char dir[256], out[300], pid[16], path[600];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(out, sizeof(out), "%s/b", dir);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct target_run g;
+	run_begin(&g, argv, "ready", "b");
 	struct tool_result r;
-	const char *args[] = {"-p", pid, "--snapshot", "--symbols=names", "-o", out, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
-	snprintf(path, sizeof(path), "%s/threads.txt", out);
-	char *text = read_file(path, NULL);
+	const char *args[] = {"-p", g.pid, "--snapshot", "--symbols=names", "-o", g.out, NULL};
+	tool_run_ok(&r, args);
+	char *text = read_in(g.out, "threads.txt");
 	cr_assert(text);
 	char *a = thread_block(text, "parker-a");
 	cr_assert(a, "no parker-a in:\n%s", text);
@@ -323,18 +306,16 @@ Test(snapshot, names_only_symbols)
 		char needle[96];
 		snprintf(needle, sizeof(needle), "  %s+0x", chain_a[i]);
 		p = strstr(p, needle);
-		cr_assert(p, "frame %s missing or out of order:\n%s", chain_a[i], a);
+		cr_assert(p, "frame %s missing or g.out of order:\n%s", chain_a[i], a);
 	}
 	cr_expect(!strstr(text, ".c:"), "file:line resolved with --symbols=names:\n%s", text);
 	cr_expect(!strstr(text, "[inlined]"), "inline frame with --symbols=names");
 	cr_expect(!strstr(text, "@@"), "symbol version suffix left in:\n%s", text);
 	free(a);
 	free(text);
-	snprintf(path, sizeof(path), "%s/manifest.json", out);
-	char *m = read_file(path, NULL);
+	char *m = read_in(g.out, "manifest.json");
 	cr_expect(m && strstr(m, "\"symbols\":\t\"names\""), "manifest does not say names");
 	free(m);
-	expect_verified(out, NULL);
-	target_kill(&t);
-	rm_rf(dir);
+	expect_verified(g.out, NULL);
+	run_end(&g);
 }

@@ -11,6 +11,25 @@
 
 #include "harness.h"
 
+/* Every 100 ms, up to tries times, capture the tmux session's pane into
+ * the file screen: true once it shows want (and want2, unless NULL). */
+static bool screen_shows(const char *session, const char *screen, int tries, const char *want,
+			 const char *want2)
+{
+	for (int i = 0; i < tries; i++) {
+		usleep(100000);
+		char cmd[1024];
+		snprintf(cmd, sizeof(cmd), "tmux capture-pane -p -t %s > %s", session, screen);
+		sh(cmd);
+		char *text = read_file(screen, NULL);
+		bool seen = text && strstr(text, want) && (!want2 || strstr(text, want2));
+		free(text);
+		if (seen)
+			return true;
+	}
+	return false;
+}
+
 Test(top, live_view_in_tmux_quits_on_q)
 {
 	if (!have_program("tmux"))
@@ -27,28 +46,12 @@ Test(top, live_view_in_tmux_quits_on_q)
 	/* Wait for a refresh that names the hot function. */
 	char screen[300];
 	snprintf(screen, sizeof(screen), "/tmp/%s.screen", session);
-	bool hot = false;
-	for (int i = 0; i < 100 && !hot; i++) {
-		usleep(100000);
-		snprintf(cmd, sizeof(cmd), "tmux capture-pane -p -t %s > %s", session, screen);
-		sh(cmd);
-		char *text = read_file(screen, NULL);
-		hot = text && strstr(text, "spin_units") && strstr(text, "SELF%");
-		free(text);
-	}
+	bool hot = screen_shows(session, screen, 100, "spin_units", "SELF%");
 	cr_expect(hot, "top never showed spin_units");
 
 	snprintf(cmd, sizeof(cmd), "tmux send-keys -t %s q", session);
 	sh(cmd);
-	bool exited = false;
-	for (int i = 0; i < 50 && !exited; i++) {
-		usleep(100000);
-		snprintf(cmd, sizeof(cmd), "tmux capture-pane -p -t %s > %s", session, screen);
-		sh(cmd);
-		char *text = read_file(screen, NULL);
-		exited = text && strstr(text, "TOP-EXIT=0");
-		free(text);
-	}
+	bool exited = screen_shows(session, screen, 50, "TOP-EXIT=0", NULL);
 	cr_expect(exited, "top did not quit with exit 0 on q");
 	char why[256];
 	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);

@@ -108,22 +108,28 @@ const char *pprof_str(const Perftools__Profiles__Profile *p, int64_t idx)
 	return p->string_table[idx];
 }
 
+/* The element of arr[0..n) whose id is want, or NULL: locations and
+ * functions are looked up the same way (a GNU statement expression, so it
+ * keeps each array's element type). */
+#define FIND_BY_ID(arr, n, want)                                                                   \
+	({                                                                                         \
+		__typeof__(*(arr)) found_ = NULL;                                                  \
+		for (size_t i_ = 0; i_ < (n) && !found_; i_++)                                     \
+			if ((arr)[i_]->id == (want))                                               \
+				found_ = (arr)[i_];                                                \
+		found_;                                                                            \
+	})
+
 const Perftools__Profiles__Location *pprof_location(const Perftools__Profiles__Profile *p,
 						    uint64_t id)
 {
-	for (size_t i = 0; p && i < p->n_location; i++)
-		if (p->location[i]->id == id)
-			return p->location[i];
-	return NULL;
+	return p ? FIND_BY_ID(p->location, p->n_location, id) : NULL;
 }
 
 const Perftools__Profiles__Function *pprof_function(const Perftools__Profiles__Profile *p,
 						    uint64_t id)
 {
-	for (size_t i = 0; p && i < p->n_function; i++)
-		if (p->function[i]->id == id)
-			return p->function[i];
-	return NULL;
+	return p ? FIND_BY_ID(p->function, p->n_function, id) : NULL;
 }
 
 int pprof_sample_frames(const Perftools__Profiles__Profile *p,

@@ -12,6 +12,7 @@
 #define LEAK_COMMON_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -56,6 +57,20 @@ static inline void leak_run(double period, void (*tick)(unsigned long n))
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
 			;
 	}
+}
+
+/* main() of a target whose ticks start threads: attr gets 64 KiB stacks
+ * (a long run leaks threads, not gigabytes of address space), then
+ * "ready", then tick(n) every 1/rate s, rate from argv[1] (def if absent). */
+static inline void leak_threads_main(int argc, char **argv, double def, pthread_attr_t *attr,
+				     void (*tick)(unsigned long n))
+{
+	double rate = leak_arg_rate(argc, argv, 1, def, 0);
+
+	pthread_attr_init(attr);
+	pthread_attr_setstacksize(attr, 64 * 1024);
+	leak_ready();
+	leak_run(1 / rate, tick);
 }
 
 #endif

@@ -32,10 +32,5 @@ static void tick(unsigned long n)
 
 int main(int argc, char **argv)
 {
-	double rate = leak_arg_rate(argc, argv, 1, 2, 0);
-
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	leak_ready();
-	leak_run(1 / rate, tick);
+	leak_threads_main(argc, argv, 2, &attr, tick);
 }

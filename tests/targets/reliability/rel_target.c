@@ -215,6 +215,22 @@ static void start(void *(*fn)(void *), void *arg)
 	pthread_detach(t);
 }
 
+/* n threads of fn, then the probe (whose gaps the tests read): the
+ * threads every scenario starts with. */
+static void start_with_probe(void *(*fn)(void *), int n)
+{
+	for (int i = 0; i < n; i++)
+		start(fn, NULL);
+	start(probe_main, NULL);
+}
+
+/* Sleep 1 ms: the poll interval of the scenarios' setup loops. */
+static void nap_1ms(void)
+{
+	struct timespec ts = {0, 1000000};
+	nanosleep(&ts, NULL);
+}
+
 static void ready(void)
 {
 	atomic_store(&sh->ready_pid, getpid());
@@ -239,9 +255,16 @@ static _Noreturn void obey_commands(void)
 		default:
 			break;
 		}
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
+		nap_1ms();
 	}
+}
+
+/* Say ready, then do what the test commands: how every scenario ends its
+ * setup. */
+static _Noreturn void ready_and_obey(void)
+{
+	ready();
+	obey_commands();
 }
 
 static void *rt_recv_main(void *arg)
@@ -294,8 +317,7 @@ static void mode_signals(void)
 	start(rt_recv_main, NULL);
 	start(usr1_recv_main, NULL);
 	start(probe_main, NULL);
-	ready();
-	obey_commands();
+	ready_and_obey();
 }
 
 static void *execer_main(void *arg)
@@ -321,8 +343,7 @@ static void mode_exec(unsigned ms)
 	for (int i = 0; i < 6; i++)
 		start(spinner_main, NULL);
 	start(execer_main, (void *)(uintptr_t)ms);
-	ready();
-	obey_commands();
+	ready_and_obey();
 }
 
 static void check_child(pid_t pid, int want_code)
@@ -403,8 +424,7 @@ static void mode_fork(void)
 	start(forker_main, NULL);
 	start(vforker_main, NULL);
 	start(vfork_long_main, NULL);
-	ready();
-	obey_commands();
+	ready_and_obey();
 }
 
 /* A8. Each thread blocks in one call forever; a return with EINTR is
@@ -512,11 +532,9 @@ static void mode_blocked(void)
 		}
 		if (in == REL_NBLOCKED)
 			break;
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
+		nap_1ms();
 	}
-	ready();
-	obey_commands();
+	ready_and_obey();
 }
 
 /* B1/B2: thread churn. The children do nothing: the point is the rate at
@@ -555,11 +573,8 @@ static void *churner_main(void *arg)
 static void mode_churn(int n, unsigned rate)
 {
 	churn_rate = rate;
-	for (int i = 0; i < n; i++)
-		start(churner_main, NULL);
-	start(probe_main, NULL);
-	ready();
-	obey_commands();
+	start_with_probe(churner_main, n);
+	ready_and_obey();
 }
 
 /* B9: a thread in vfork for SECS seconds: in D (killable), so no
@@ -602,20 +617,16 @@ static char thread_state(pid_t tid)
 
 static void mode_vfork_hold(long secs, int n)
 {
-	for (int i = 0; i < n; i++)
-		start(spinner_main, NULL);
-	start(probe_main, NULL);
+	start_with_probe(spinner_main, n);
 	start(vfork_hold_main, (void *)(intptr_t)secs);
 	/* Ready once the vfork parent is in D. */
 	for (;;) {
 		pid_t tid = atomic_load(&sh->vfork_tid);
 		if (tid && atomic_load(&sh->vfork_child) && thread_state(tid) == 'D')
 			break;
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
+		nap_1ms();
 	}
-	ready();
-	obey_commands();
+	ready_and_obey();
 }
 
 /* B10: an idle process, or a huge one (2,000 threads) that is idle too. */
@@ -653,8 +664,7 @@ static void mode_idle(int n)
 			die("pthread_create");
 	}
 	start(heartbeat_main, NULL);
-	ready();
-	obey_commands();
+	ready_and_obey();
 }
 
 /* A9: many spinners, released together once the process is ready. */
@@ -665,8 +675,7 @@ static void *crowd_spinner_main(void *arg)
 	(void)arg;
 	pthread_setname_np(pthread_self(), "spinner");
 	while (!atomic_load(&crowd_go)) {
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
+		nap_1ms();
 	}
 	spin_work();
 	return NULL;
@@ -674,9 +683,7 @@ static void *crowd_spinner_main(void *arg)
 
 static void mode_crowd(int n)
 {
-	for (int i = 0; i < n; i++)
-		start(crowd_spinner_main, NULL);
-	start(probe_main, NULL);
+	start_with_probe(crowd_spinner_main, n);
 	ready();
 	atomic_store(&crowd_go, 1);
 	obey_commands();
@@ -704,9 +711,7 @@ static void *racer_main(void *arg)
 
 static void mode_exit_race(int n)
 {
-	for (int i = 0; i < n; i++)
-		start(racer_main, NULL);
-	start(probe_main, NULL);
+	start_with_probe(racer_main, n);
 	ready();
 	for (;;) {
 		struct timespec ts = {1, 0};
@@ -734,9 +739,7 @@ int main(int argc, char **argv)
 			generation = 1;
 			atomic_fetch_add(&sh->generation, 1);
 		}
-		for (int i = 0; i < n; i++)
-			start(spinner_main, NULL);
-		start(probe_main, NULL);
+		start_with_probe(spinner_main, n);
 		ready();
 		obey_commands();
 	}

@@ -55,95 +55,106 @@ static char *make_bundle(char *dir, size_t size)
 	return tmp;
 }
 
+/* A bundle from make_bundle, with a path buffer and the problems
+ * bundle_verify reports: what the tampering tests start from. */
+struct made {
+	char dir[4096], path[4096];
+	char *tmp; /* tmpdir_remove() it */
+	struct problems p;
+};
+
+static void make_checked_bundle(struct made *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->tmp = make_bundle(m->dir, sizeof(m->dir));
+}
+
 Test(verify, intact)
 {
-	char dir[4096];
-	char *tmp = make_bundle(dir, sizeof(dir));
-	struct problems p = { 0 };
+	struct made m;
 
-	cr_assert_eq(bundle_verify(dir, record, &p), 0);
-	cr_assert_eq(p.n, 0);
-	tmpdir_remove(tmp);
+	make_checked_bundle(&m);
+	cr_assert_eq(bundle_verify(m.dir, record, &m.p), 0);
+	cr_assert_eq(m.p.n, 0);
+	tmpdir_remove(m.tmp);
 }
 
 Test(verify, tampering_is_named)
 {
-	char dir[4096], path[4096];
-	char *tmp = make_bundle(dir, sizeof(dir));
-	struct problems p = { 0 };
+	struct made m;
 	FILE *f;
 
+	make_checked_bundle(&m);
 	/* flip a byte, same size */
-	f = fopen(tmpdir_join(path, sizeof(path), dir, "a.txt"), "r+");
+	f = fopen(tmpdir_join(m.path, sizeof(m.path), m.dir, "a.txt"), "r+");
 	cr_assert_not_null(f);
 	fputc('A', f);
 	fclose(f);
 	/* grow */
-	f = fopen(tmpdir_join(path, sizeof(path), dir, "b.txt"), "a");
+	f = fopen(tmpdir_join(m.path, sizeof(m.path), m.dir, "b.txt"), "a");
 	fputc('b', f);
 	fclose(f);
 	/* delete, including inside a subdirectory */
-	cr_assert_eq(unlink(tmpdir_join(path, sizeof(path), dir, "c.txt")), 0);
-	cr_assert_eq(unlink(tmpdir_join(path, sizeof(path), dir, "leak/open_fds-1/threads.txt")), 0);
+	cr_assert_eq(unlink(tmpdir_join(m.path, sizeof(m.path), m.dir, "c.txt")), 0);
+	cr_assert_eq(unlink(tmpdir_join(m.path, sizeof(m.path), m.dir, "leak/open_fds-1/threads.txt")),
+		     0);
 	/* add files, at the top, in a subdirectory, a leftover temp, a symlink */
-	tmpdir_write_file(tmpdir_join(path, sizeof(path), dir, "extra.txt"), "x");
-	tmpdir_write_file(tmpdir_join(path, sizeof(path), dir, "leak/open_fds-1/extra"), "x");
-	tmpdir_write_file(tmpdir_join(path, sizeof(path), dir, "z.pb.gz.tmp"), "x");
-	cr_assert_eq(mkdir(tmpdir_join(path, sizeof(path), dir, "new"), 0700), 0);
-	tmpdir_write_file(tmpdir_join(path, sizeof(path), dir, "new/deep"), "x");
-	cr_assert_eq(symlink("/etc", tmpdir_join(path, sizeof(path), dir, "etc-link")), 0);
+	tmpdir_write_file(tmpdir_join(m.path, sizeof(m.path), m.dir, "extra.txt"), "x");
+	tmpdir_write_file(tmpdir_join(m.path, sizeof(m.path), m.dir, "leak/open_fds-1/extra"), "x");
+	tmpdir_write_file(tmpdir_join(m.path, sizeof(m.path), m.dir, "z.pb.gz.tmp"), "x");
+	cr_assert_eq(mkdir(tmpdir_join(m.path, sizeof(m.path), m.dir, "new"), 0700), 0);
+	tmpdir_write_file(tmpdir_join(m.path, sizeof(m.path), m.dir, "new/deep"), "x");
+	cr_assert_eq(symlink("/etc", tmpdir_join(m.path, sizeof(m.path), m.dir, "etc-link")), 0);
 
-	cr_assert_eq(bundle_verify(dir, record, &p), 1);
-	dump(&p);
-	cr_assert(has(&p, "a.txt: sha256 mismatch"));
-	cr_assert(has(&p, "b.txt: size mismatch"));
-	cr_assert(has(&p, "c.txt: missing"));
-	cr_assert(has(&p, "leak/open_fds-1/threads.txt: missing"));
-	cr_assert(has(&p, "extra.txt: not listed in manifest"));
-	cr_assert(has(&p, "leak/open_fds-1/extra: not listed in manifest"));
-	cr_assert(has(&p, "z.pb.gz.tmp: not listed in manifest"));
-	cr_assert(has(&p, "new/deep: not listed in manifest"));
-	cr_assert(has(&p, "etc-link: not listed in manifest"));
-	cr_assert_eq(p.n, 9);
+	cr_assert_eq(bundle_verify(m.dir, record, &m.p), 1);
+	dump(&m.p);
+	cr_assert(has(&m.p, "a.txt: sha256 mismatch"));
+	cr_assert(has(&m.p, "b.txt: size mismatch"));
+	cr_assert(has(&m.p, "c.txt: missing"));
+	cr_assert(has(&m.p, "leak/open_fds-1/threads.txt: missing"));
+	cr_assert(has(&m.p, "extra.txt: not listed in manifest"));
+	cr_assert(has(&m.p, "leak/open_fds-1/extra: not listed in manifest"));
+	cr_assert(has(&m.p, "z.pb.gz.tmp: not listed in manifest"));
+	cr_assert(has(&m.p, "new/deep: not listed in manifest"));
+	cr_assert(has(&m.p, "etc-link: not listed in manifest"));
+	cr_assert_eq(m.p.n, 9);
 	/* a NULL callback is allowed: the verdict alone */
-	cr_assert_eq(bundle_verify(dir, NULL, NULL), 1);
-	tmpdir_remove(tmp);
+	cr_assert_eq(bundle_verify(m.dir, NULL, NULL), 1);
+	tmpdir_remove(m.tmp);
 }
 
 Test(verify, stream_tampering)
 {
-	char dir[4096], path[4096];
-	char *tmp = make_bundle(dir, sizeof(dir));
-	struct problems p = { 0 };
+	struct made m;
 
-	tmpdir_write_file(tmpdir_join(path, sizeof(path), dir, "runtime.jsonl"), "[]\n");
-	cr_assert_eq(bundle_verify(dir, record, &p), 1);
-	dump(&p);
-	cr_assert(has(&p, "runtime.jsonl: sha256 mismatch"));
-	cr_assert_eq(p.n, 1);
-	tmpdir_remove(tmp);
+	make_checked_bundle(&m);
+	tmpdir_write_file(tmpdir_join(m.path, sizeof(m.path), m.dir, "runtime.jsonl"), "[]\n");
+	cr_assert_eq(bundle_verify(m.dir, record, &m.p), 1);
+	dump(&m.p);
+	cr_assert(has(&m.p, "runtime.jsonl: sha256 mismatch"));
+	cr_assert_eq(m.p.n, 1);
+	tmpdir_remove(m.tmp);
 }
 
 Test(verify, manifest_errors)
 {
-	char dir[4096], path[4096];
-	char *tmp = make_bundle(dir, sizeof(dir));
-	struct problems p = { 0 };
+	struct made m;
 
-	tmpdir_join(path, sizeof(path), dir, "manifest.json");
-	tmpdir_write_file(path, "{ not json");
-	cr_assert_eq(bundle_verify(dir, record, &p), -EBADMSG);
-	tmpdir_write_file(path, "{\"members\": {}}");
-	cr_assert_eq(bundle_verify(dir, record, &p), -EBADMSG);
-	tmpdir_write_file(path, "{\"members\": [{\"name\": \"a.txt\", \"bytes\": 4}]}");
-	cr_assert_eq(bundle_verify(dir, record, &p), -EBADMSG);
-	tmpdir_write_file(path, "[]");
-	cr_assert_eq(bundle_verify(dir, record, &p), -EBADMSG);
-	cr_assert_eq(p.n, 0);
-	unlink(path);
-	cr_assert_eq(bundle_verify(dir, record, &p), -ENOENT);
-	cr_assert_eq(bundle_verify("/nonexistent/diag", record, &p), -ENOENT);
-	tmpdir_remove(tmp);
+	make_checked_bundle(&m);
+	tmpdir_join(m.path, sizeof(m.path), m.dir, "manifest.json");
+	tmpdir_write_file(m.path, "{ not json");
+	cr_assert_eq(bundle_verify(m.dir, record, &m.p), -EBADMSG);
+	tmpdir_write_file(m.path, "{\"members\": {}}");
+	cr_assert_eq(bundle_verify(m.dir, record, &m.p), -EBADMSG);
+	tmpdir_write_file(m.path, "{\"members\": [{\"name\": \"a.txt\", \"bytes\": 4}]}");
+	cr_assert_eq(bundle_verify(m.dir, record, &m.p), -EBADMSG);
+	tmpdir_write_file(m.path, "[]");
+	cr_assert_eq(bundle_verify(m.dir, record, &m.p), -EBADMSG);
+	cr_assert_eq(m.p.n, 0);
+	unlink(m.path);
+	cr_assert_eq(bundle_verify(m.dir, record, &m.p), -ENOENT);
+	cr_assert_eq(bundle_verify("/nonexistent/diag", record, &m.p), -ENOENT);
+	tmpdir_remove(m.tmp);
 }
 
 Test(verify, hostile_member_names)

@@ -104,6 +104,16 @@ static const struct sym_module *module_of(struct symbolizer *s, uintptr_t pc)
 	return NULL;
 }
 
+/* cr_assert that f is function fn, in this file, at line, offset bytes
+ * past the function's entry. */
+static void assert_frame(const struct sym_frame *f, const char *fn, int line, uint64_t offset)
+{
+	cr_assert_str_eq(f->function, fn);
+	cr_assert(ends_with(f->file, "test_symbolizer.c"), "file %s", f->file);
+	cr_assert_eq(f->line, line, "line %d want %d", f->line, line);
+	cr_assert_eq(f->function_offset, offset);
+}
+
 Test(symbolizer, function_entry)
 {
 	struct symbolizer *s = self_symbolizer();
@@ -111,13 +121,9 @@ Test(symbolizer, function_entry)
 	const struct sym_location *loc = lookup(s, pc);
 
 	cr_assert_geq(loc->nframes, 1);
-	cr_assert_str_eq(loc->frames[0].function, "sym_plain_fn");
-	cr_assert(ends_with(loc->frames[0].file, "test_symbolizer.c"), "file %s", loc->frames[0].file);
 	/* GCC puts the prologue on the line of the opening brace. */
-	cr_assert_eq(loc->frames[0].line, plain_decl_line + 1, "line %d want %d",
-		     loc->frames[0].line, plain_decl_line + 1);
+	assert_frame(&loc->frames[0], "sym_plain_fn", plain_decl_line + 1, 0);
 	cr_assert_eq(loc->frames[0].function_start_line, plain_decl_line);
-	cr_assert_eq(loc->frames[0].function_offset, 0);
 	cr_assert(!loc->frames[0].inlined);
 	cr_assert_not_null(loc->module);
 	cr_assert_eq(loc->module_offset, pc - loc->module->start + loc->module->offset);
@@ -133,11 +139,8 @@ Test(symbolizer, return_address)
 	const struct sym_location *loc = lookup(s, ra - 1);
 
 	cr_assert_eq(loc->nframes, 1);
-	cr_assert_str_eq(loc->frames[0].function, "sym_plain_fn");
-	cr_assert(ends_with(loc->frames[0].file, "test_symbolizer.c"));
-	cr_assert_eq(loc->frames[0].line, plain_line);
+	assert_frame(&loc->frames[0], "sym_plain_fn", plain_line, ra - 1 - (uintptr_t)sym_plain_fn);
 	cr_assert_eq(loc->frames[0].function_start_line, plain_decl_line);
-	cr_assert_eq(loc->frames[0].function_offset, ra - 1 - (uintptr_t)sym_plain_fn);
 	symbolizer_free(s);
 }
 
@@ -148,18 +151,12 @@ Test(symbolizer, inline_chain)
 	const struct sym_location *loc = lookup(s, ra - 1);
 
 	cr_assert_eq(loc->nframes, 2);
-	cr_assert_str_eq(loc->frames[0].function, "sym_inl_fn");
+	assert_frame(&loc->frames[0], "sym_inl_fn", inl_line, 0);
 	cr_assert(loc->frames[0].inlined);
-	cr_assert_eq(loc->frames[0].line, inl_line);
 	cr_assert_eq(loc->frames[0].function_start_line, inl_decl_line);
-	cr_assert_eq(loc->frames[0].function_offset, 0);
-	cr_assert(ends_with(loc->frames[0].file, "test_symbolizer.c"));
 
-	cr_assert_str_eq(loc->frames[1].function, "sym_outer_fn");
+	assert_frame(&loc->frames[1], "sym_outer_fn", call_line, ra - 1 - (uintptr_t)sym_outer_fn);
 	cr_assert(!loc->frames[1].inlined);
-	cr_assert_eq(loc->frames[1].line, call_line);
-	cr_assert(ends_with(loc->frames[1].file, "test_symbolizer.c"));
-	cr_assert_eq(loc->frames[1].function_offset, ra - 1 - (uintptr_t)sym_outer_fn);
 	symbolizer_free(s);
 }
 

@@ -94,6 +94,20 @@ static struct leakwatch *new_default(bool repeat)
 	return lw;
 }
 
+/* drive() on a fresh leakwatch in repeat mode, the jitter seeded with
+ * seed; the leakwatch is freed before returning (the run's numbers are
+ * copies). */
+static struct run drive_repeat(uint64_t seed, int counter, series_fn fn, double interval,
+			       double duration)
+{
+	struct leakwatch *lw = new_default(true);
+
+	rng_seed(seed);
+	struct run r = drive(lw, counter, fn, interval, duration);
+	leakwatch_free(lw);
+	return r;
+}
+
 /* ---- leaks that must fire ---- */
 
 static int64_t fast_fd_leak(double t, uint64_t i)
@@ -212,13 +226,20 @@ Test(leakwatch, sawtooth_with_flat_baseline_never_fires)
 	leakwatch_free(lw);
 }
 
-/* Rises by 100 over 30 s, falls back over 3 s, rests 27 s; period 60 s. */
-static int64_t fan_out(double t, uint64_t i)
+/* From 20, rises by height over 30 s, falls back over 3 s, rests 27 s;
+ * period 60 s. */
+static int64_t fan_out_by(double t, double height)
 {
 	double ph = fmod(t, 60.0);
 	double up = ph < 30 ? ph / 30 : ph < 33 ? 1 - (ph - 30) / 3 : 0;
 
-	return 20 + (int64_t)(100 * up) + jitter(1);
+	return 20 + (int64_t)(height * up) + jitter(1);
+}
+
+/* A fan-out of 100. */
+static int64_t fan_out(double t, uint64_t i)
+{
+	return fan_out_by(t, 100);
 }
 
 /*
@@ -231,36 +252,25 @@ static int64_t fan_out(double t, uint64_t i)
  */
 Test(leakwatch, fan_out_and_return_never_fires_after_first_rise)
 {
-	struct leakwatch *lw = new_default(true);
-	struct run r;
+	struct run r = drive_repeat(3, FDS, fan_out, 1.0, 3600);
 
-	rng_seed(3);
-	r = drive(lw, FDS, fan_out, 1.0, 3600);
 	cr_assert_leq(r.last.window_end_time - 1000.0, 30.0,
 		      "fired %zu times, last at %.0f s: a repeat rise fired", r.fires,
 		      r.last.window_end_time - 1000.0);
-	leakwatch_free(lw);
 }
 
 /* Same pattern under the floors the seed had in mind (a fan-out's transient
  * population below the rise floor): never fires at all. */
 static int64_t small_fan_out(double t, uint64_t i)
 {
-	double ph = fmod(t, 60.0);
-	double up = ph < 30 ? ph / 30 : ph < 33 ? 1 - (ph - 30) / 3 : 0;
-
-	return 20 + (int64_t)(14 * up) + jitter(1);
+	return fan_out_by(t, 14);
 }
 
 Test(leakwatch, fan_out_under_floor_never_fires)
 {
-	struct leakwatch *lw = new_default(true);
-	struct run r;
+	struct run r = drive_repeat(4, FDS, small_fan_out, 1.0, 3600);
 
-	rng_seed(4);
-	r = drive(lw, FDS, small_fan_out, 1.0, 3600);
 	cr_assert_eq(r.fires, 0);
-	leakwatch_free(lw);
 }
 
 /* The fan-out pattern after a rest at baseline with the counter already at
@@ -276,13 +286,9 @@ static int64_t warm_fan_out(double t, uint64_t i)
 
 Test(leakwatch, fan_out_in_a_warm_process_never_fires)
 {
-	struct leakwatch *lw = new_default(true);
-	struct run r;
+	struct run r = drive_repeat(5, FDS, warm_fan_out, 1.0, 3600);
 
-	rng_seed(5);
-	r = drive(lw, FDS, warm_fan_out, 1.0, 3600);
 	cr_assert_eq(r.fires, 0, "fired %zu times, first at %.0f s", r.fires, r.first_t);
-	leakwatch_free(lw);
 }
 
 static int64_t one_off_step(double t, uint64_t i)
@@ -304,12 +310,9 @@ Test(leakwatch, one_off_step_never_fires)
 	leakwatch_free(lw);
 
 	for (uint64_t seed = 1; seed <= 20; seed++) {
-		lw = new_default(true);
-		rng_seed(seed);
-		r = drive(lw, FDS, one_off_step_noisy, 1.0, 1800);
+		r = drive_repeat(seed, FDS, one_off_step_noisy, 1.0, 1800);
 		cr_assert_eq(r.fires, 0, "seed %" PRIu64 ": noisy step fired at %.0f s", seed,
 			     r.first_t);
-		leakwatch_free(lw);
 	}
 }
 
@@ -320,13 +323,9 @@ static int64_t flat_noise(double t, uint64_t i)
 
 Test(leakwatch, noise_around_a_flat_line_never_fires)
 {
-	struct leakwatch *lw = new_default(true);
-	struct run r;
+	struct run r = drive_repeat(11, FDS, flat_noise, 1.0, 3600);
 
-	rng_seed(11);
-	r = drive(lw, FDS, flat_noise, 1.0, 3600);
 	cr_assert_eq(r.fires, 0, "fired at %.0f s", r.first_t);
-	leakwatch_free(lw);
 }
 
 /* ---- gaps, unwatched counters, repeat ---- */

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../../../lib/elf_img.h"
 #include "symbolize/unwind/unwind.h"
 
 /* ---- a test opener that counts and may refuse ---- */
@@ -242,16 +243,7 @@ static void make_image(uint8_t *img, enum hostile h)
 {
 	memset(img, 0, IMG);
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_DYN;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
-	eh->e_phoff = sizeof(*eh);
-	eh->e_phentsize = sizeof(Elf64_Phdr);
-	eh->e_phnum = 3;
+	elf_img_header(eh, 3);
 	Elf64_Phdr *ph = (Elf64_Phdr *)(img + eh->e_phoff);
 	/* One r-x segment with everything, as old linkers laid files out. */
 	ph[0] = (Elf64_Phdr){.p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0,
