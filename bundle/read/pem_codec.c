@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "bundle/bundle.h"
+#include "bundle/gzip.h"
 
 #define BEGIN_LINE "-----BEGIN " PEM_LABEL "-----"
 #define END_LINE   "-----END " PEM_LABEL "-----"
@@ -85,60 +85,6 @@ static bool is_gzip(const uint8_t *d, size_t n)
 	return n >= 2 && d[0] == 0x1f && d[1] == 0x8b;
 }
 
-static int gzip_buf(const uint8_t *in, size_t n, uint8_t **ret, size_t *ret_len)
-{
-	z_stream zs;
-	memset(&zs, 0, sizeof(zs));
-	if (deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	size_t cap = deflateBound(&zs, (uLong)n) + 64;
-	uint8_t *out = malloc(cap);
-	if (!out) {
-		deflateEnd(&zs);
-		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = (uInt)n;
-	zs.next_out = out;
-	zs.avail_out = (uInt)cap;
-	int zr = deflate(&zs, Z_FINISH);
-	*ret_len = cap - zs.avail_out;
-	deflateEnd(&zs);
-	if (zr != Z_STREAM_END) {
-		free(out);
-		return -ENOMEM;
-	}
-	*ret = out;
-	return 0;
-}
-
-static int gunzip_buf(const uint8_t *in, size_t n, size_t expect, uint8_t **ret, size_t *ret_len)
-{
-	/* Size comes from the block header; a lying header only makes the
-	 * sha256 check fail, it cannot overflow anything. */
-	size_t cap = expect + 1;
-	uint8_t *out = malloc(cap);
-	z_stream zs;
-	memset(&zs, 0, sizeof(zs));
-	if (!out || inflateInit2(&zs, 15 + 16) != Z_OK) {
-		free(out);
-		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = (uInt)n;
-	zs.next_out = out;
-	zs.avail_out = (uInt)cap;
-	int zr = inflate(&zs, Z_FINISH);
-	*ret_len = cap - zs.avail_out;
-	inflateEnd(&zs);
-	if (zr != Z_STREAM_END || *ret_len != expect) {
-		free(out);
-		return -EBADMSG;
-	}
-	*ret = out;
-	return 0;
-}
-
 static int encode_one(const char *bundle_id, size_t part, size_t parts, const char *name,
 		      const uint8_t *data, size_t len, FILE *out)
 {
@@ -149,7 +95,7 @@ static int encode_one(const char *bundle_id, size_t part, size_t parts, const ch
 	bool gz = !is_gzip(data, len);
 	uint8_t *z = NULL;
 	size_t zlen = 0;
-	if (gz && gzip_buf(data, len, &z, &zlen) < 0)
+	if (gz && bundle_gzip(data, len, 9, &z, &zlen) < 0)
 		return -ENOMEM;
 	fprintf(out,
 		"%s\nBundle: %s\nPart: %zu/%zu\nMember: %s\nSize: %zu\nSha256: %s\nEncoding: "
@@ -344,8 +290,14 @@ static int block_finish(struct pem_bundle *b, struct block *k, const char *want_
 	if (k->encoding && strcmp(k->encoding, "gzip+base64") == 0) {
 		uint8_t *plain;
 		size_t plen;
-		e = gunzip_buf(raw, rawlen, k->size, &plain, &plen);
+		/* Bounded by the block's Size: a lying header only makes the
+		 * size or sha256 check fail, it cannot make us inflate a bomb. */
+		e = bundle_gunzip(raw, rawlen, k->size, &plain, &plen);
 		free(raw);
+		if (e == 0 && plen != k->size) {
+			free(plain);
+			e = -EBADMSG;
+		}
 		if (e < 0) {
 			b->bad_blocks++;
 			return e == -ENOMEM ? e : 0;
