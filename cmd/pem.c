@@ -261,9 +261,12 @@ int cmd_unpem(int argc, char **argv)
 	snprintf(id, sizeof(id), "%s", b->bundle_id);
 	size_t parts = b->parts;
 	pem_bundle_free(b);
-	if (e == -EEXIST || e == -ENOTDIR || e == -EACCES || e == -ENOENT) {
+	if (e == -EEXIST || e == -ENOTDIR || e == -EACCES || e == -ENOENT || e == -ELOOP) {
 		die_message("cannot create bundle directory '%s': %s", output,
-			    e == -EEXIST ? "it exists and is not empty" : strerror(-e));
+			    e == -EEXIST  ? "it exists and is not empty"
+			    : e == -ELOOP ? "it, or a directory in it, is a symbolic link; "
+					    "refusing to follow it"
+					  : strerror(-e));
 		return EXIT_OUTPUT_DIR;
 	}
 	if (e == -EINVAL) {
