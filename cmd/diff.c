@@ -68,15 +68,14 @@ int cmd_diff(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	static const struct cli_command cmd = {"diff", "jn:h", opts, usage, take_option};
+	static const struct cli_command cmd = {
+		.name = "diff", .shortopts = "jn:h", .longopts = opts, .usage = usage,
+		.take = take_option, .min_operands = 2, .max_operands = 2,
+		.synopsis = "diff [--json] A B"};
 	struct diff_args o = {.top = 10, .color = -1};
 	int rc = cli_parse_options(&cmd, argc, argv, &o);
 	if (rc != CLI_CONTINUE)
 		return rc;
-	if (argc - optind != 2) {
-		die_message("usage: diag-attach diff [--json] A B");
-		return EXIT_USAGE;
-	}
 	struct bundle_reader *a, *b;
 	rc = cli_open_bundle(argv[optind], &a);
 	if (rc != EXIT_OK)

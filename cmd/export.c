@@ -85,17 +85,15 @@ int cmd_export(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	static const struct cli_command cmd = {"export", "f:p:to:h", opts, usage, take_option};
+	static const struct cli_command cmd = {
+		.name = "export", .shortopts = "f:p:to:h", .longopts = opts, .usage = usage,
+		.take = take_option, .min_operands = 1, .max_operands = 1,
+		.synopsis = "export [--format collapsed|speedscope] [--profile cpu|wall] DIR"};
 	struct export_args o = {.format = "collapsed"};
 	int rc = cli_parse_options(&cmd, argc, argv, &o);
 	if (rc != CLI_CONTINUE)
 		return rc;
 	const char *format = o.format, *profile = o.profile, *value = o.value, *output = o.output;
-	if (optind != argc - 1) {
-		die_message("usage: diag-attach export [--format collapsed|speedscope] [--profile "
-			    "cpu|wall] DIR");
-		return EXIT_USAGE;
-	}
 	bool speedscope = strcmp(format, "speedscope") == 0;
 	if (!speedscope && strcmp(format, "collapsed") != 0) {
 		die_message("unknown format '%s'", format);

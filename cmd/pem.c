@@ -90,16 +90,15 @@ int cmd_pem(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	static const struct cli_command cmd = {"pem", "o:h", opts, pem_usage, take_option};
+	static const struct cli_command cmd = {
+		.name = "pem", .shortopts = "o:h", .longopts = opts, .usage = pem_usage,
+		.take = take_option, .min_operands = 1, .max_operands = 1,
+		.synopsis = "pem [-o FILE] DIR"};
 	struct pem_args o = {0};
 	int rc = cli_parse_options(&cmd, argc, argv, &o);
 	if (rc != CLI_CONTINUE)
 		return rc;
 	const char *output = o.output;
-	if (optind != argc - 1) {
-		die_message("usage: diag-attach pem [-o FILE] DIR");
-		return EXIT_USAGE;
-	}
 	const char *dir = argv[optind];
 	struct bundle_reader *r;
 	rc = cli_open_bundle(dir, &r);
@@ -194,16 +193,17 @@ int cmd_unpem(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	static const struct cli_command cmd = {"unpem", "o:h", opts, unpem_usage, take_option};
+	static const struct cli_command cmd = {
+		.name = "unpem", .shortopts = "o:h", .longopts = opts, .usage = unpem_usage,
+		.take = take_option, .min_operands = 0, .max_operands = 1,
+		.synopsis = "unpem -o DIR [FILE]"};
 	struct pem_args o = {0};
 	int rc = cli_parse_options(&cmd, argc, argv, &o);
 	if (rc != CLI_CONTINUE)
 		return rc;
 	const char *output = o.output, *want = o.want;
-	if (!output || argc - optind > 1) {
-		die_message("usage: diag-attach unpem -o DIR [FILE]");
-		return EXIT_USAGE;
-	}
+	if (!output)
+		return cli_usage_error(&cmd);
 	const char *input = optind < argc ? argv[optind] : "-";
 	char *text = NULL;
 	size_t len = 0;

@@ -80,15 +80,14 @@ int cmd_report(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	static const struct cli_command cmd = {"report", "jn:h", opts, usage, take_option};
+	static const struct cli_command cmd = {
+		.name = "report", .shortopts = "jn:h", .longopts = opts, .usage = usage,
+		.take = take_option, .min_operands = 1, .max_operands = 1,
+		.synopsis = "report [--json | --html FILE] DIR"};
 	struct report_args o = {.top = 15, .color = -1 /* auto */};
 	int rc = cli_parse_options(&cmd, argc, argv, &o);
 	if (rc != CLI_CONTINUE)
 		return rc;
-	if (optind != argc - 1) {
-		die_message("usage: diag-attach report [--json | --html FILE] DIR");
-		return EXIT_USAGE;
-	}
 	if (o.json && o.html) {
 		die_message("--json and --html are alternatives; pick one");
 		return EXIT_USAGE;

@@ -27,6 +27,23 @@ static void print_stack(const cJSON *stack, FILE *out)
 	}
 }
 
+/* One side's first, last and slope of counter name, formatted as the
+ * report formats counters; "-" for a side that lacks the counter. */
+static void side_values(const char *name, const cJSON *x, char first[32], char last[32],
+			char slope[32])
+{
+	char *outs[] = {first, last, slope};
+	static const char *const keys[] = {"first", "last", "slope_per_s"};
+	for (size_t i = 0; i < 3; i++) {
+		if (x)
+			format_counter_value(
+				name, cJSON_GetObjectItemCaseSensitive(x, keys[i])->valuedouble,
+				outs[i], 32);
+		else
+			snprintf(outs[i], 32, "-");
+	}
+}
+
 void diff_print_text(const cJSON *d, FILE *out, bool color)
 {
 	const char *bold = color ? "\033[1m" : "", *red = color ? "\033[31m" : "",
@@ -58,32 +75,9 @@ void diff_print_text(const cJSON *d, FILE *out, bool color)
 			continue;
 		const cJSON *xa = cJSON_GetObjectItemCaseSensitive(c, "a"),
 			    *xb = cJSON_GetObjectItemCaseSensitive(c, "b");
-		char a1[32] = "-", a2[32] = "-", b1[32] = "-", b2[32] = "-", s1[32] = "-",
-		     s2[32] = "-";
-		if (xa) {
-			format_counter_value(
-				name, cJSON_GetObjectItemCaseSensitive(xa, "first")->valuedouble,
-				a1, sizeof(a1));
-			format_counter_value(
-				name, cJSON_GetObjectItemCaseSensitive(xa, "last")->valuedouble, a2,
-				sizeof(a2));
-			format_counter_value(
-				name,
-				cJSON_GetObjectItemCaseSensitive(xa, "slope_per_s")->valuedouble,
-				s1, sizeof(s1));
-		}
-		if (xb) {
-			format_counter_value(
-				name, cJSON_GetObjectItemCaseSensitive(xb, "first")->valuedouble,
-				b1, sizeof(b1));
-			format_counter_value(
-				name, cJSON_GetObjectItemCaseSensitive(xb, "last")->valuedouble, b2,
-				sizeof(b2));
-			format_counter_value(
-				name,
-				cJSON_GetObjectItemCaseSensitive(xb, "slope_per_s")->valuedouble,
-				s2, sizeof(s2));
-		}
+		char a1[32], a2[32], b1[32], b2[32], s1[32], s2[32];
+		side_values(name, xa, a1, a2, s1);
+		side_values(name, xb, b1, b2, s2);
 		fprintf(out, "  %s%-28s%s %10s -> %-10s | %10s -> %-10s | %s/s -> %s/s%s%s%s\n",
 			grow ? red : "", name, grow ? off : "", a1, a2, b1, b2, s1, s2,
 			grow ? red : "",

@@ -26,7 +26,15 @@ int cli_parse_options(const struct cli_command *cmd, int argc, char **argv, void
 		if (rc != CLI_CONTINUE)
 			return rc;
 	}
+	if (argc - optind < cmd->min_operands || argc - optind > cmd->max_operands)
+		return cli_usage_error(cmd);
 	return CLI_CONTINUE;
+}
+
+int cli_usage_error(const struct cli_command *cmd)
+{
+	die_message("usage: diag-attach %s", cmd->synopsis);
+	return EXIT_USAGE;
 }
 
 int cli_parse_color(const char *arg, int *ret)

@@ -27,14 +27,24 @@ struct cli_command {
 	 * store it in ctx. Returns CLI_CONTINUE, or the exit status to return
 	 * after printing why (an invalid value). */
 	int (*take)(void *ctx, int c, const char *arg);
+	/* After the options: how many operands, and the one-line synopsis
+	 * ("report [--json | --html FILE] DIR") printed as "usage: diag-attach
+	 * SYNOPSIS" when there are fewer or more. */
+	int min_operands, max_operands;
+	const char *synopsis;
 };
 
 /* Run getopt_long over argv from its start (the subcommand's name is
- * argv[0]). Returns CLI_CONTINUE with the operands from optind on, or the
- * status to exit with now: EXIT_OK after --help (printed to stdout),
- * EXIT_USAGE after an unknown option or missing argument (getopt's message
- * plus "Try 'diag-attach NAME --help'"), or what take returned. */
+ * argv[0]), then count the operands. Returns CLI_CONTINUE with the operands
+ * from optind on, or the status to exit with now: EXIT_OK after --help
+ * (printed to stdout), EXIT_USAGE after an unknown option or missing
+ * argument (getopt's message plus "Try 'diag-attach NAME --help'") or a
+ * wrong number of operands (the synopsis), or what take returned. */
 int cli_parse_options(const struct cli_command *cmd, int argc, char **argv, void *ctx);
+
+/* Print the synopsis as a usage error (for a rule the operand count does
+ * not express, e.g. a required option) and return EXIT_USAGE. */
+int cli_usage_error(const struct cli_command *cmd);
 
 /* --color[=WHEN]: NULL or "always" 1, "never" 0, "auto" -1 (into *ret).
  * Otherwise prints the accepted words and returns EXIT_USAGE. */
