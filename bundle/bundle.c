@@ -40,21 +40,30 @@ struct bundle {
 	struct bundle_stream *streams;
 };
 
-static int dir_is_empty(int fd)
+int bundle_opendir_dup(int fd, DIR **ret)
 {
 	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	struct dirent *de;
-	DIR *d;
-	int r = 1;
 
 	if (dfd < 0)
 		return -errno;
-	d = fdopendir(dfd);
-	if (!d) {
-		r = -errno;
+	*ret = fdopendir(dfd);
+	if (!*ret) {
+		int r = -errno;
 		close(dfd);
 		return r;
 	}
+	return 0;
+}
+
+static int dir_is_empty(int fd)
+{
+	struct dirent *de;
+	DIR *d;
+	int r = bundle_opendir_dup(fd, &d);
+
+	if (r < 0)
+		return r;
+	r = 1;
 	errno = 0;
 	while ((de = readdir(d))) {
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {

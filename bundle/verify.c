@@ -116,19 +116,13 @@ static int walk(struct verify *v, int dirfd, const char *prefix, int depth)
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	DIR *d;
-	int r = 0, dfd;
+	int r;
 
 	if (depth > 16)
 		return -ELOOP;
-	dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-	if (dfd < 0)
-		return -errno;
-	d = fdopendir(dfd);
-	if (!d) {
-		r = -errno;
-		close(dfd);
+	r = bundle_opendir_dup(dirfd, &d);
+	if (r < 0)
 		return r;
-	}
 	rewinddir(d);
 	while ((errno = 0, de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
