@@ -40,21 +40,30 @@ struct bundle {
 	struct bundle_stream *streams;
 };
 
-static int dir_is_empty(int fd)
+int bundle_opendir_dup(int fd, DIR **ret)
 {
 	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	struct dirent *de;
-	DIR *d;
-	int r = 1;
 
 	if (dfd < 0)
 		return -errno;
-	d = fdopendir(dfd);
-	if (!d) {
-		r = -errno;
+	*ret = fdopendir(dfd);
+	if (!*ret) {
+		int r = -errno;
 		close(dfd);
 		return r;
 	}
+	return 0;
+}
+
+static int dir_is_empty(int fd)
+{
+	struct dirent *de;
+	DIR *d;
+	int r = bundle_opendir_dup(fd, &d);
+
+	if (r < 0)
+		return r;
+	r = 1;
 	errno = 0;
 	while ((de = readdir(d))) {
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
@@ -305,8 +314,6 @@ void bundle_abandon(struct bundle *b)
 		bundle_free(b);
 }
 
-/* Sync, hash (by re-reading what actually reached the file) and record each
- * stream as an ordinary member. */
 /* Every member written so far, and its directory entry, on disk. */
 static int sync_members(struct bundle *b)
 {
@@ -329,6 +336,8 @@ static int sync_members(struct bundle *b)
 	return 0;
 }
 
+/* Sync, hash (by re-reading what actually reached the file) and record each
+ * stream as an ordinary member. */
 static int streams_close(struct bundle *b)
 {
 	for (struct bundle_stream *s = b->streams; s; s = s->next) {
@@ -406,11 +415,36 @@ static void sync_parent(const char *dir)
 	free(copy);
 }
 
-static int write_manifest(struct bundle *b, cJSON *manifest)
+/* With every member synced: the directory, then the manifest text, then
+ * the directory again; that order is what lets a manifest vouch for its
+ * members. Does not free b. */
+static int finish(struct bundle *b, const void *manifest, size_t len)
+{
+	int r;
+
+	/* Member renames must be durable before the manifest that vouches
+	 * for them can be. */
+	if (fsync(b->dirfd) < 0)
+		return -errno;
+	r = bundle_atomic_write_at(b->dirfd, BUNDLE_MANIFEST, manifest, len);
+	if (r < 0)
+		return r;
+	if (fsync(b->dirfd) < 0) {
+		r = -errno;
+		/* Not durable means not done: a manifest that may vanish on
+		 * crash must not be reported as a finished bundle now. */
+		(void)unlinkat(b->dirfd, BUNDLE_MANIFEST, 0);
+		return r;
+	}
+	sync_parent(b->dir);
+	return 0;
+}
+
+/* cJSON's layout plus the final newline every manifest of ours ends in. */
+static int manifest_text(cJSON *manifest, char **ret, size_t *ret_len)
 {
 	char *text = cJSON_Print(manifest);
 	size_t len;
-	int r;
 
 	if (!text)
 		return -ENOMEM;
@@ -420,16 +454,17 @@ static int write_manifest(struct bundle *b, cJSON *manifest)
 		cJSON_free(text);
 		return -ENOMEM;
 	}
-	text = nl;
-	text[len++] = '\n';
-	text[len] = '\0';
-	r = bundle_atomic_write_at(b->dirfd, BUNDLE_MANIFEST, text, len);
-	free(text);
-	return r;
+	nl[len++] = '\n';
+	nl[len] = '\0';
+	*ret = nl;
+	*ret_len = len;
+	return 0;
 }
 
 int bundle_finalize(struct bundle *b, cJSON *manifest)
 {
+	char *text = NULL;
+	size_t len;
 	int r;
 
 	if (!b) {
@@ -455,25 +490,27 @@ int bundle_finalize(struct bundle *b, cJSON *manifest)
 	r = manifest_add_members(b, manifest);
 	if (r < 0)
 		goto out;
-	/* Member renames must be durable before the manifest that vouches
-	 * for them can be. */
-	if (fsync(b->dirfd) < 0) {
-		r = -errno;
-		goto out;
-	}
-	r = write_manifest(b, manifest);
+	r = manifest_text(manifest, &text, &len);
 	if (r < 0)
 		goto out;
-	if (fsync(b->dirfd) < 0) {
-		r = -errno;
-		/* Not durable means not done: a manifest that may vanish on
-		 * crash must not be reported as a finished bundle now. */
-		(void)unlinkat(b->dirfd, BUNDLE_MANIFEST, 0);
-		goto out;
-	}
-	sync_parent(b->dir);
+	r = finish(b, text, len);
 out:
+	free(text);
 	cJSON_Delete(manifest);
+	bundle_free(b);
+	return r;
+}
+
+int bundle_finalize_verbatim(struct bundle *b, const void *manifest, size_t len)
+{
+	int r;
+
+	if (!b)
+		return -EINVAL;
+	if (b->streams || (!manifest && len))
+		r = -EINVAL; /* nothing would hash the streams into the text */
+	else if ((r = sync_members(b)) == 0)
+		r = finish(b, manifest ? manifest : "", len);
 	bundle_free(b);
 	return r;
 }

@@ -58,6 +58,16 @@ int bundle_stream_append(struct bundle_stream *s, const void *data, size_t len);
  * directory is partial, exactly as after bundle_abandon. */
 int bundle_finalize(struct bundle *b, cJSON *manifest);
 
+/* Finalize with manifest.json given as exact bytes, for a bundle rebuilt
+ * from a copy (unpem) whose manifest must stay byte for byte what was
+ * shipped. Members are synced and the bytes written as bundle_finalize
+ * writes its manifest (manifest.json.tmp, fsync, rename, fsync the
+ * directory), but nothing is added or checked: the caller vouches that the
+ * text lists what was written, and bundle_verify is how to find out.
+ * -EINVAL if a stream is open (its hash would be in no manifest). Ends b's
+ * life whatever it returns, exactly like bundle_finalize. */
+int bundle_finalize_verbatim(struct bundle *b, const void *manifest, size_t len);
+
 /* Abandon: close everything, leave no manifest, free b. Files written so
  * far stay (the directory is visibly partial). Safe on NULL. Use this or
  * bundle_finalize, exactly once. */

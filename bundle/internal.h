@@ -5,6 +5,7 @@
 #ifndef DIAG_BUNDLE_INTERNAL_H
 #define DIAG_BUNDLE_INTERNAL_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,6 +38,10 @@ int bundle_atomic_write_at(int dirfd, const char *leaf, const void *data, size_t
  * (sync_file_range) and the caller must fsync leaf before anything vouches
  * for it (bundle_finalize does, for every member, before the manifest). */
 int bundle_write_unsynced_at(int dirfd, const char *leaf, const void *data, size_t len);
+
+/* A DIR stream over a duplicate of fd (fd itself stays open and the
+ * caller's), positioned wherever fd's offset is. 0 or -errno. */
+int bundle_opendir_dup(int fd, DIR **ret);
 
 /* 64-bit hash of bytes, continuing from h (start with BUNDLE_HASH_SEED). */
 #define BUNDLE_HASH_SEED 0xcbf29ce484222325ULL

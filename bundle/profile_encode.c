@@ -9,6 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "bundle/gzip.h"
 #include "bundle/profile.pb-c.h"
 #include "bundle/profile_internal.h"
 
@@ -199,41 +200,6 @@ static int build(const struct profile_builder *pb, struct msgs *x, Perftools__Pr
 	return 0;
 }
 
-static int gzip_buf(const uint8_t *in, size_t len, uint8_t **ret, size_t *ret_len)
-{
-	z_stream zs;
-	uint8_t *out;
-	size_t bound;
-	int zr;
-
-	if (len > UINT_MAX)
-		return -EFBIG; /* one-shot deflate takes a uInt length */
-	memset(&zs, 0, sizeof(zs));
-	/* windowBits 15 + 16: a gzip header and trailer, which is what pprof
-	 * and `gzip -d` expect, rather than a zlib wrapper. */
-	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	bound = deflateBound(&zs, (uLong)len);
-	out = malloc(bound);
-	if (!out) {
-		deflateEnd(&zs);
-		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = (uInt)len;
-	zs.next_out = out;
-	zs.avail_out = (uInt)bound;
-	zr = deflate(&zs, Z_FINISH);
-	deflateEnd(&zs);
-	if (zr != Z_STREAM_END) {
-		free(out);
-		return zr == Z_MEM_ERROR ? -ENOMEM : -EIO;
-	}
-	*ret = out;
-	*ret_len = zs.total_out;
-	return 0;
-}
-
 int profile_builder_encode_gz(struct profile_builder *pb, uint8_t **ret, size_t *ret_len)
 {
 	Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
@@ -255,7 +221,7 @@ int profile_builder_encode_gz(struct profile_builder *pb, uint8_t **ret, size_t 
 		goto out;
 	}
 	perftools__profiles__profile__pack(&p, buf);
-	r = gzip_buf(buf, len, ret, ret_len);
+	r = bundle_gzip(buf, len, Z_DEFAULT_COMPRESSION, ret, ret_len);
 out:
 	free(buf);
 	msgs_free(&x);

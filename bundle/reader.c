@@ -11,8 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
-
+#include "bundle/gzip.h"
 #include "bundle/profile.pb-c.h"
 
 /* A decoded profile keeps its protobuf message alive: frame names and
@@ -61,11 +60,11 @@ static bool name_is_safe(const char *name)
 	return true;
 }
 
-static int read_path(const char *path, char **ret, size_t *ret_len)
+int bundle_read_file_at(int dirfd, const char *path, size_t max_len, char **ret, size_t *ret_len)
 {
 	/* A hostile bundle: a FIFO must not hang us, a symlink must not lead
 	 * outside the bundle. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
@@ -74,10 +73,11 @@ static int read_path(const char *path, char **ret, size_t *ret_len)
 		close(fd);
 		return e;
 	}
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max_len) {
 		close(fd);
-		return -EINVAL;
+		return S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
 	}
+	/* st_size is a first guess only: the file may be growing. */
 	size_t cap = (size_t)st.st_size + 1, n = 0;
 	char *buf = malloc(cap);
 	if (!buf) {
@@ -86,11 +86,11 @@ static int read_path(const char *path, char **ret, size_t *ret_len)
 	}
 	for (;;) {
 		if (n + 1 >= cap) {
-			char *nb = realloc(buf, cap * 2);
+			char *nb = n < max_len ? realloc(buf, cap * 2) : NULL;
 			if (!nb) {
 				free(buf);
 				close(fd);
-				return -ENOMEM;
+				return n < max_len ? -ENOMEM : -EFBIG;
 			}
 			buf = nb;
 			cap *= 2;
@@ -109,6 +109,10 @@ static int read_path(const char *path, char **ret, size_t *ret_len)
 		n += (size_t)k;
 	}
 	close(fd);
+	if (n > max_len) {
+		free(buf);
+		return -EFBIG;
+	}
 	buf[n] = '\0';
 	*ret = buf;
 	*ret_len = n;
@@ -207,53 +211,12 @@ int bundle_reader_read(const struct bundle_reader *r, const char *name, char **r
 	char *path;
 	if (asprintf(&path, "%s/%s", r->dir, name) < 0)
 		return -ENOMEM;
-	int e = read_path(path, ret, ret_len);
+	int e = bundle_read_file_at(AT_FDCWD, path, SIZE_MAX, ret, ret_len);
 	free(path);
 	return e;
 }
 
 /* ---- profiles ---- */
-
-static int gunzip(const void *gz, size_t len, uint8_t **ret, size_t *ret_len)
-{
-	size_t cap = len * 4 + 1024, n = 0;
-	uint8_t *out = malloc(cap);
-	z_stream zs;
-	int zr;
-
-	if (!out)
-		return -ENOMEM;
-	memset(&zs, 0, sizeof(zs));
-	if (inflateInit2(&zs, 15 + 16) != Z_OK) {
-		free(out);
-		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)gz;
-	zs.avail_in = (uInt)len;
-	do {
-		if (n == cap) {
-			uint8_t *o = realloc(out, cap * 2);
-			if (!o) {
-				zr = Z_MEM_ERROR;
-				break;
-			}
-			out = o;
-			cap *= 2;
-		}
-		zs.next_out = out + n;
-		zs.avail_out = (uInt)(cap - n);
-		zr = inflate(&zs, Z_NO_FLUSH);
-		n = cap - zs.avail_out;
-	} while (zr == Z_OK);
-	inflateEnd(&zs);
-	if (zr != Z_STREAM_END) {
-		free(out);
-		return zr == Z_MEM_ERROR ? -ENOMEM : -EBADMSG;
-	}
-	*ret = out;
-	*ret_len = n;
-	return 0;
-}
 
 static const char *pstr(const Perftools__Profiles__Profile *p, int64_t idx)
 {
@@ -389,7 +352,7 @@ int bundle_reader_profile(struct bundle_reader *r, const char *name,
 		return e;
 	uint8_t *raw;
 	size_t rawlen;
-	e = gunzip(gz, gzlen, &raw, &rawlen);
+	e = bundle_gunzip(gz, gzlen, SIZE_MAX, &raw, &rawlen);
 	free(gz);
 	if (e < 0)
 		return e;

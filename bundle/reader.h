@@ -48,6 +48,13 @@ bool bundle_reader_has(const struct bundle_reader *r, const char *name);
 int bundle_reader_read(const struct bundle_reader *r, const char *name, char **ret,
 		       size_t *ret_len);
 
+/* Read the whole regular file path (relative to dirfd, or AT_FDCWD) plus a
+ * terminating NUL (not counted in *ret_len), as the reader reads members:
+ * never through a symlink at the last component, never blocking on a
+ * FIFO. -EINVAL: not a regular file; -EFBIG: more than max_len bytes
+ * (SIZE_MAX: no bound). The caller owns and frees *ret. */
+int bundle_read_file_at(int dirfd, const char *path, size_t max_len, char **ret, size_t *ret_len);
+
 /* ---- profiles ---- */
 
 struct bundle_frame {

@@ -16,6 +16,7 @@
 
 #include "bundle/bundle.h"
 #include "bundle/internal.h"
+#include "bundle/reader.h"
 
 /* The manifest is small (one entry per member); anything huge is not ours. */
 #define MANIFEST_MAX (64u << 20)
@@ -37,42 +38,15 @@ static void problem(struct verify *v, const char *member, const char *what)
 
 static int read_manifest(int dirfd, cJSON **ret)
 {
-	struct stat st;
 	char *buf;
-	size_t off = 0;
-	int fd = openat(dirfd, BUNDLE_MANIFEST, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	size_t len;
+	int r = bundle_read_file_at(dirfd, BUNDLE_MANIFEST, MANIFEST_MAX, &buf, &len);
 
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		int r = -errno;
-		close(fd);
+	if (r == -EINVAL)
+		return -EBADMSG; /* a FIFO or a directory is no manifest */
+	if (r < 0)
 		return r;
-	}
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > MANIFEST_MAX) {
-		close(fd);
-		return S_ISREG(st.st_mode) ? -EFBIG : -EBADMSG;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (off < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + off, (size_t)st.st_size - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int r = n < 0 ? -errno : -EBADMSG;
-			free(buf);
-			close(fd);
-			return r;
-		}
-		off += (size_t)n;
-	}
-	close(fd);
-	buf[off] = '\0';
-	*ret = cJSON_ParseWithLength(buf, off);
+	*ret = cJSON_ParseWithLength(buf, len);
 	free(buf);
 	return *ret ? 0 : -EBADMSG;
 }
@@ -142,19 +116,13 @@ static int walk(struct verify *v, int dirfd, const char *prefix, int depth)
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	DIR *d;
-	int r = 0, dfd;
+	int r;
 
 	if (depth > 16)
 		return -ELOOP;
-	dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-	if (dfd < 0)
-		return -errno;
-	d = fdopendir(dfd);
-	if (!d) {
-		r = -errno;
-		close(dfd);
+	r = bundle_opendir_dup(dirfd, &d);
+	if (r < 0)
 		return r;
-	}
 	rewinddir(d);
 	while ((errno = 0, de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))

@@ -3,16 +3,17 @@
 #include "export.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bundle/read/export_format.h"
+#include "bundle/read/output_file.h"
 #include "bundle/reader.h"
 #include "cmd/cli/exit_codes.h"
-#include "bundle/read/export_format.h"
-#include "report.h"
+#include "cmd/cli/open_bundle.h"
+#include "cmd/cli/options.h"
 #include "cmd/cli/util.h"
 
 static void usage(FILE *out)
@@ -43,9 +44,38 @@ static void usage(FILE *out)
 	      out);
 }
 
+struct export_args {
+	const char *format, *profile, *value, *output;
+	bool per_thread;
+};
+
+enum { OPT_VALUE = 256 };
+
+static int take_option(void *ctx, int c, const char *arg)
+{
+	struct export_args *o = ctx;
+	switch (c) {
+	case 'f':
+		o->format = arg;
+		break;
+	case 'p':
+		o->profile = arg;
+		break;
+	case OPT_VALUE:
+		o->value = arg;
+		break;
+	case 't':
+		o->per_thread = true;
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	}
+	return CLI_CONTINUE;
+}
+
 int cmd_export(int argc, char **argv)
 {
-	enum { OPT_VALUE = 256 };
 	static const struct option opts[] = {
 		{"format", required_argument, NULL, 'f'},
 		{"profile", required_argument, NULL, 'p'},
@@ -55,40 +85,15 @@ int cmd_export(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *format = "collapsed", *profile = NULL, *value = NULL, *output = NULL;
-	bool per_thread = false;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:p:to:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			format = optarg;
-			break;
-		case 'p':
-			profile = optarg;
-			break;
-		case OPT_VALUE:
-			value = optarg;
-			break;
-		case 't':
-			per_thread = true;
-			break;
-		case 'o':
-			output = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		default:
-			fputs("Try 'diag-attach export --help' for more information.\n", stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc - 1) {
-		die_message("usage: diag-attach export [--format collapsed|speedscope] [--profile "
-			    "cpu|wall] DIR");
-		return EXIT_USAGE;
-	}
+	static const struct cli_command cmd = {
+		.name = "export", .shortopts = "f:p:to:h", .longopts = opts, .usage = usage,
+		.take = take_option, .min_operands = 1, .max_operands = 1,
+		.synopsis = "export [--format collapsed|speedscope] [--profile cpu|wall] DIR"};
+	struct export_args o = {.format = "collapsed"};
+	int rc = cli_parse_options(&cmd, argc, argv, &o);
+	if (rc != CLI_CONTINUE)
+		return rc;
+	const char *format = o.format, *profile = o.profile, *value = o.value, *output = o.output;
 	bool speedscope = strcmp(format, "speedscope") == 0;
 	if (!speedscope && strcmp(format, "collapsed") != 0) {
 		die_message("unknown format '%s'", format);
@@ -101,7 +106,7 @@ int cmd_export(int argc, char **argv)
 	}
 	const char *dir = argv[optind];
 	struct bundle_reader *r;
-	int rc = report_open_bundle(dir, &r);
+	rc = cli_open_bundle(dir, &r);
 	if (rc != EXIT_OK)
 		return rc;
 
@@ -143,16 +148,14 @@ int cmd_export(int argc, char **argv)
 	bool by_time = value ? strcmp(value, "time") == 0 : speedscope;
 	size_t vi = by_time && p->nvalues ? p->nvalues - 1 : 0;
 
-	FILE *out = stdout;
-	char *tmp = NULL;
-	if (output && strcmp(output, "-") != 0) {
-		if (asprintf(&tmp, "%s.tmp", output) < 0 || !(out = fopen(tmp, "w"))) {
-			die_message("cannot write '%s': %s", output, strerror(errno));
-			free(tmp);
-			bundle_reader_free(r);
-			return EXIT_WRITE_FAILED;
-		}
+	struct output_file of;
+	e = output_file_open(&of, output);
+	if (e < 0) {
+		die_message("cannot write '%s': %s", output, strerror(-e));
+		bundle_reader_free(r);
+		return EXIT_WRITE_FAILED;
 	}
+	FILE *out = of.fp;
 	if (speedscope) {
 		const cJSON *t =
 			cJSON_GetObjectItemCaseSensitive(bundle_reader_manifest(r), "target");
@@ -164,19 +167,11 @@ int cmd_export(int argc, char **argv)
 			 cJSON_IsNumber(pid) ? pid->valuedouble : 0, profile);
 		e = export_speedscope(p, vi, name, out);
 	} else {
-		e = export_collapsed(p, vi, per_thread, out);
+		e = export_collapsed(p, vi, o.per_thread, out);
 	}
 	if (fflush(out) != 0 && e == 0)
 		e = -EIO;
-	if (tmp) {
-		if (fclose(out) != 0 && e == 0)
-			e = -EIO;
-		if (e == 0 && rename(tmp, output) < 0)
-			e = -errno;
-		if (e < 0)
-			unlink(tmp);
-		free(tmp);
-	}
+	e = output_file_close(&of, e);
 	bundle_reader_free(r);
 	if (e == -ENOMEM) {
 		die_message("out of memory");

@@ -4,16 +4,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bundle/bundle.h"
-#include "cmd/cli/exit_codes.h"
 #include "bundle/read/pem_codec.h"
-#include "report.h"
+#include "cmd/cli/exit_codes.h"
+#include "cmd/cli/open_bundle.h"
+#include "cmd/cli/options.h"
 #include "cmd/cli/util.h"
 
 static void pem_usage(FILE *out)
@@ -66,6 +66,23 @@ static void unpem_usage(FILE *out)
 	      out);
 }
 
+/* pem's and unpem's options: -o and, for unpem, --bundle. */
+struct pem_args {
+	const char *output, *want;
+};
+
+enum { OPT_BUNDLE = 256 };
+
+static int take_option(void *ctx, int c, const char *arg)
+{
+	struct pem_args *o = ctx;
+	if (c == 'o')
+		o->output = arg;
+	else if (c == OPT_BUNDLE)
+		o->want = arg;
+	return CLI_CONTINUE;
+}
+
 int cmd_pem(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -73,34 +90,23 @@ int cmd_pem(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *output = NULL;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
-		case 'h':
-			pem_usage(stdout);
-			return EXIT_OK;
-		default:
-			fputs("Try 'diag-attach pem --help' for more information.\n", stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc - 1) {
-		die_message("usage: diag-attach pem [-o FILE] DIR");
-		return EXIT_USAGE;
-	}
+	static const struct cli_command cmd = {
+		.name = "pem", .shortopts = "o:h", .longopts = opts, .usage = pem_usage,
+		.take = take_option, .min_operands = 1, .max_operands = 1,
+		.synopsis = "pem [-o FILE] DIR"};
+	struct pem_args o = {0};
+	int rc = cli_parse_options(&cmd, argc, argv, &o);
+	if (rc != CLI_CONTINUE)
+		return rc;
+	const char *output = o.output;
 	const char *dir = argv[optind];
 	struct bundle_reader *r;
-	int rc = report_open_bundle(dir, &r);
+	rc = cli_open_bundle(dir, &r);
 	if (rc != EXIT_OK)
 		return rc;
 	/* Shipping a damaged bundle through logs only moves the problem
 	 * somewhere harder to look at: refuse up front. */
-	if (!report_check_intact(dir)) {
+	if (!cli_bundle_intact(dir)) {
 		die_message("bundle '%s' is damaged; not encoding it", dir);
 		hint_message("see: diag-attach verify %s", dir);
 		bundle_reader_free(r);
@@ -181,36 +187,23 @@ static void verify_problem(void *ctx, const char *member, const char *problem)
 
 int cmd_unpem(int argc, char **argv)
 {
-	enum { OPT_BUNDLE = 256 };
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"bundle", required_argument, NULL, OPT_BUNDLE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *output = NULL, *want = NULL;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
-		case OPT_BUNDLE:
-			want = optarg;
-			break;
-		case 'h':
-			unpem_usage(stdout);
-			return EXIT_OK;
-		default:
-			fputs("Try 'diag-attach unpem --help' for more information.\n", stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (!output || argc - optind > 1) {
-		die_message("usage: diag-attach unpem -o DIR [FILE]");
-		return EXIT_USAGE;
-	}
+	static const struct cli_command cmd = {
+		.name = "unpem", .shortopts = "o:h", .longopts = opts, .usage = unpem_usage,
+		.take = take_option, .min_operands = 0, .max_operands = 1,
+		.synopsis = "unpem -o DIR [FILE]"};
+	struct pem_args o = {0};
+	int rc = cli_parse_options(&cmd, argc, argv, &o);
+	if (rc != CLI_CONTINUE)
+		return rc;
+	const char *output = o.output, *want = o.want;
+	if (!output)
+		return cli_usage_error(&cmd);
 	const char *input = optind < argc ? argv[optind] : "-";
 	char *text = NULL;
 	size_t len = 0;
@@ -261,9 +254,12 @@ int cmd_unpem(int argc, char **argv)
 	snprintf(id, sizeof(id), "%s", b->bundle_id);
 	size_t parts = b->parts;
 	pem_bundle_free(b);
-	if (e == -EEXIST || e == -ENOTDIR || e == -EACCES || e == -ENOENT) {
+	if (e == -EEXIST || e == -ENOTDIR || e == -EACCES || e == -ENOENT || e == -ELOOP) {
 		die_message("cannot create bundle directory '%s': %s", output,
-			    e == -EEXIST ? "it exists and is not empty" : strerror(-e));
+			    e == -EEXIST  ? "it exists and is not empty"
+			    : e == -ELOOP ? "it, or a directory in it, is a symbolic link; "
+					    "refusing to follow it"
+					  : strerror(-e));
 		return EXIT_OUTPUT_DIR;
 	}
 	if (e == -EINVAL) {

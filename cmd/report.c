@@ -3,17 +3,16 @@
 #include "report.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "bundle/bundle.h"
-#include "cmd/cli/exit_codes.h"
 #include "bundle/read/html.h"
 #include "bundle/read/report_model.h"
 #include "bundle/read/report_text.h"
+#include "cmd/cli/exit_codes.h"
+#include "cmd/cli/open_bundle.h"
+#include "cmd/cli/options.h"
 #include "cmd/cli/util.h"
 
 static void usage(FILE *out)
@@ -43,42 +42,35 @@ static void usage(FILE *out)
 	      out);
 }
 
-int report_open_bundle(const char *dir, struct bundle_reader **ret)
+struct report_args {
+	bool json;
+	const char *html;
+	long top;
+	int color;
+};
+
+enum { OPT_HTML = 256, OPT_COLOR };
+
+static int take_option(void *ctx, int c, const char *arg)
 {
-	int e = bundle_reader_open(dir, ret);
-	if (e == 0)
-		return EXIT_OK;
-	if (e == -ENOENT) {
-		die_message("'%s' is not a bundle: no manifest.json", dir);
-		hint_message("a capture that was interrupted leaves no manifest; capture again");
-	} else if (e == -EBADMSG) {
-		die_message("'%s': manifest.json is malformed", dir);
-	} else if (e == -ENOMEM) {
-		die_message("out of memory");
-		return EXIT_INTERNAL;
-	} else {
-		die_message("cannot read bundle '%s': %s", dir, strerror(-e));
+	struct report_args *o = ctx;
+	switch (c) {
+	case 'j':
+		o->json = true;
+		break;
+	case OPT_HTML:
+		o->html = arg;
+		break;
+	case 'n':
+		return cli_parse_top(arg, 100000, &o->top);
+	case OPT_COLOR:
+		return cli_parse_color(arg, &o->color);
 	}
-	return EXIT_VERIFY_FAILED;
-}
-
-static void warn_problem(void *ctx, const char *member, const char *problem)
-{
-	bool *intact = ctx;
-	*intact = false;
-	fprintf(stderr, "diag-attach: warning: %s: %s\n", member, problem);
-}
-
-bool report_check_intact(const char *dir)
-{
-	bool intact = true;
-	int r = bundle_verify(dir, warn_problem, &intact);
-	return r == 0 && intact;
+	return CLI_CONTINUE;
 }
 
 int cmd_report(int argc, char **argv)
 {
-	enum { OPT_HTML = 256, OPT_COLOR };
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
 		{"html", required_argument, NULL, OPT_HTML},
@@ -88,67 +80,28 @@ int cmd_report(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	bool json = false;
-	const char *html = NULL;
-	long top = 15;
-	int color = -1; /* auto */
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "jn:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case OPT_HTML:
-			html = optarg;
-			break;
-		case 'n': {
-			char *end;
-			top = strtol(optarg, &end, 10);
-			if (*end || top <= 0 || top > 100000) {
-				die_message("invalid --top '%s': a positive number", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		}
-		case OPT_COLOR:
-			if (!optarg || strcmp(optarg, "always") == 0)
-				color = 1;
-			else if (strcmp(optarg, "never") == 0)
-				color = 0;
-			else if (strcmp(optarg, "auto") == 0)
-				color = -1;
-			else {
-				die_message("invalid --color '%s': auto, always or never", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		default:
-			fputs("Try 'diag-attach report --help' for more information.\n", stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc - 1) {
-		die_message("usage: diag-attach report [--json | --html FILE] DIR");
-		return EXIT_USAGE;
-	}
-	if (json && html) {
+	static const struct cli_command cmd = {
+		.name = "report", .shortopts = "jn:h", .longopts = opts, .usage = usage,
+		.take = take_option, .min_operands = 1, .max_operands = 1,
+		.synopsis = "report [--json | --html FILE] DIR"};
+	struct report_args o = {.top = 15, .color = -1 /* auto */};
+	int rc = cli_parse_options(&cmd, argc, argv, &o);
+	if (rc != CLI_CONTINUE)
+		return rc;
+	if (o.json && o.html) {
 		die_message("--json and --html are alternatives; pick one");
 		return EXIT_USAGE;
 	}
 	const char *dir = argv[optind];
 	struct bundle_reader *r;
-	int rc = report_open_bundle(dir, &r);
+	rc = cli_open_bundle(dir, &r);
 	if (rc != EXIT_OK)
 		return rc;
-	bool intact = report_check_intact(dir);
+	bool intact = cli_bundle_intact(dir);
 	if (!intact)
 		hint_message("the bundle is damaged; what follows is what could still be read");
 
-	struct report_options ro = {.top = (size_t)top, .with_flame = html != NULL};
+	struct report_options ro = {.top = (size_t)o.top, .with_flame = o.html != NULL};
 	cJSON *doc;
 	if (report_build_json(r, &ro, &doc) < 0) {
 		bundle_reader_free(r);
@@ -156,7 +109,7 @@ int cmd_report(int argc, char **argv)
 		return EXIT_INTERNAL;
 	}
 	rc = intact ? EXIT_OK : EXIT_VERIFY_FAILED;
-	if (json) {
+	if (o.json) {
 		char *s = cJSON_Print(doc);
 		if (!s) {
 			rc = EXIT_INTERNAL;
@@ -164,18 +117,16 @@ int cmd_report(int argc, char **argv)
 			puts(s);
 			free(s);
 		}
-	} else if (html) {
-		int e = html_write_file(doc, html);
+	} else if (o.html) {
+		int e = html_write_file(doc, o.html);
 		if (e < 0) {
-			die_message("cannot write '%s': %s", html, strerror(-e));
+			die_message("cannot write '%s': %s", o.html, strerror(-e));
 			rc = e == -ENOMEM ? EXIT_INTERNAL : EXIT_WRITE_FAILED;
-		} else if (strcmp(html, "-") != 0) {
-			fprintf(stderr, "diag-attach: wrote %s\n", html);
+		} else if (strcmp(o.html, "-") != 0) {
+			fprintf(stderr, "diag-attach: wrote %s\n", o.html);
 		}
 	} else {
-		bool use_color =
-			color == 1 || (color == -1 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
-		report_print_text(doc, stdout, use_color, (size_t)top);
+		report_print_text(doc, stdout, cli_use_color(o.color), (size_t)o.top);
 	}
 	if (fflush(stdout) != 0 && rc == EXIT_OK)
 		rc = EXIT_WRITE_FAILED;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "bundle/read/html_assets.h"
+#include "bundle/read/output_file.h"
 
 static void put_escaped(const char *s, FILE *out)
 {
@@ -93,28 +94,9 @@ int html_write(const cJSON *doc, FILE *out)
 
 int html_write_file(const cJSON *doc, const char *path)
 {
-	if (strcmp(path, "-") == 0) {
-		int e = html_write(doc, stdout);
-		return e == 0 && fflush(stdout) != 0 ? -errno : e;
-	}
-	char *tmp;
-	if (asprintf(&tmp, "%s.tmp", path) < 0)
-		return -ENOMEM;
-	FILE *f = fopen(tmp, "w");
-	if (!f) {
-		int e = -errno;
-		free(tmp);
-		return e;
-	}
-	int e = html_write(doc, f);
-	if (fflush(f) != 0 && e == 0)
-		e = -errno;
-	if (fclose(f) != 0 && e == 0)
-		e = -errno;
-	if (e == 0 && rename(tmp, path) < 0)
-		e = -errno;
+	struct output_file of;
+	int e = output_file_open(&of, path);
 	if (e < 0)
-		unlink(tmp);
-	free(tmp);
-	return e;
+		return e;
+	return output_file_close(&of, html_write(doc, of.fp));
 }

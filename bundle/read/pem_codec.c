@@ -1,16 +1,12 @@
 /* pem_codec: see pem_codec.h. */
 #include "bundle/read/pem_codec.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #include "bundle/bundle.h"
+#include "bundle/gzip.h"
 
 #define BEGIN_LINE "-----BEGIN " PEM_LABEL "-----"
 #define END_LINE   "-----END " PEM_LABEL "-----"
@@ -85,60 +81,6 @@ static bool is_gzip(const uint8_t *d, size_t n)
 	return n >= 2 && d[0] == 0x1f && d[1] == 0x8b;
 }
 
-static int gzip_buf(const uint8_t *in, size_t n, uint8_t **ret, size_t *ret_len)
-{
-	z_stream zs;
-	memset(&zs, 0, sizeof(zs));
-	if (deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	size_t cap = deflateBound(&zs, (uLong)n) + 64;
-	uint8_t *out = malloc(cap);
-	if (!out) {
-		deflateEnd(&zs);
-		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = (uInt)n;
-	zs.next_out = out;
-	zs.avail_out = (uInt)cap;
-	int zr = deflate(&zs, Z_FINISH);
-	*ret_len = cap - zs.avail_out;
-	deflateEnd(&zs);
-	if (zr != Z_STREAM_END) {
-		free(out);
-		return -ENOMEM;
-	}
-	*ret = out;
-	return 0;
-}
-
-static int gunzip_buf(const uint8_t *in, size_t n, size_t expect, uint8_t **ret, size_t *ret_len)
-{
-	/* Size comes from the block header; a lying header only makes the
-	 * sha256 check fail, it cannot overflow anything. */
-	size_t cap = expect + 1;
-	uint8_t *out = malloc(cap);
-	z_stream zs;
-	memset(&zs, 0, sizeof(zs));
-	if (!out || inflateInit2(&zs, 15 + 16) != Z_OK) {
-		free(out);
-		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = (uInt)n;
-	zs.next_out = out;
-	zs.avail_out = (uInt)cap;
-	int zr = inflate(&zs, Z_FINISH);
-	*ret_len = cap - zs.avail_out;
-	inflateEnd(&zs);
-	if (zr != Z_STREAM_END || *ret_len != expect) {
-		free(out);
-		return -EBADMSG;
-	}
-	*ret = out;
-	return 0;
-}
-
 static int encode_one(const char *bundle_id, size_t part, size_t parts, const char *name,
 		      const uint8_t *data, size_t len, FILE *out)
 {
@@ -149,7 +91,7 @@ static int encode_one(const char *bundle_id, size_t part, size_t parts, const ch
 	bool gz = !is_gzip(data, len);
 	uint8_t *z = NULL;
 	size_t zlen = 0;
-	if (gz && gzip_buf(data, len, &z, &zlen) < 0)
+	if (gz && bundle_gzip(data, len, 9, &z, &zlen) < 0)
 		return -ENOMEM;
 	fprintf(out,
 		"%s\nBundle: %s\nPart: %zu/%zu\nMember: %s\nSize: %zu\nSha256: %s\nEncoding: "
@@ -344,8 +286,14 @@ static int block_finish(struct pem_bundle *b, struct block *k, const char *want_
 	if (k->encoding && strcmp(k->encoding, "gzip+base64") == 0) {
 		uint8_t *plain;
 		size_t plen;
-		e = gunzip_buf(raw, rawlen, k->size, &plain, &plen);
+		/* Bounded by the block's Size: a lying header only makes the
+		 * size or sha256 check fail, it cannot make us inflate a bomb. */
+		e = bundle_gunzip(raw, rawlen, k->size, &plain, &plen);
 		free(raw);
+		if (e == 0 && plen != k->size) {
+			free(plain);
+			e = -EBADMSG;
+		}
 		if (e < 0) {
 			b->bad_blocks++;
 			return e == -ENOMEM ? e : 0;
@@ -460,99 +408,36 @@ void pem_bundle_free(struct pem_bundle *b)
 
 /* ---- writing ---- */
 
-static int dir_is_empty(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return -errno;
-	struct dirent *de;
-	int r = 1;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			r = 0;
-			break;
-		}
-	closedir(d);
-	return r;
-}
-
-static int write_file(int dirfd, const char *name, const uint8_t *d, size_t n)
-{
-	/* Subdirectories of the member name (leak/open_fds-1/...). */
-	char *path = strdup(name);
-	if (!path)
-		return -ENOMEM;
-	for (char *p = strchr(path, '/'); p; p = strchr(p + 1, '/')) {
-		*p = '\0';
-		if (mkdirat(dirfd, path, 0700) < 0 && errno != EEXIST) {
-			int e = -errno;
-			free(path);
-			return e;
-		}
-		*p = '/';
-	}
-	free(path);
-	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	size_t off = 0;
-	while (off < n) {
-		ssize_t k = write(fd, d + off, n - off);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			int e = -errno;
-			close(fd);
-			return e;
-		}
-		off += (size_t)k;
-	}
-	if (fsync(fd) < 0) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	return close(fd) < 0 ? -errno : 0;
-}
-
 int pem_bundle_write(const struct pem_bundle *b, const char *dir)
 {
+	const struct pem_file *manifest = NULL;
 	for (size_t i = 0; i < b->parts; i++)
 		if (!b->have[i])
 			return -ENODATA;
-	for (size_t i = 0; i < b->parts; i++)
+	for (size_t i = 0; i < b->parts; i++) {
 		if (!name_ok(b->files[i].name))
 			return -EINVAL;
-	if (mkdir(dir, 0700) < 0) {
-		if (errno != EEXIST)
-			return -errno;
-		int r = dir_is_empty(dir);
-		if (r < 0)
-			return r;
-		if (r == 0)
-			return -EEXIST;
+		if (strcmp(b->files[i].name, "manifest.json") == 0)
+			manifest = &b->files[i];
 	}
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	int e = 0;
-	ssize_t manifest = -1;
-	for (size_t i = 0; i < b->parts && e == 0; i++) {
-		if (strcmp(b->files[i].name, "manifest.json") == 0) {
-			manifest = (ssize_t)i;
-			continue;
+	if (!manifest)
+		return -ENODATA;
+	/* The bundle module's own writer: the directory is refused if it is
+	 * a symlink, and each member path is walked component by component
+	 * without following symlinks, so a link planted in the output cannot
+	 * send a member outside it. */
+	struct bundle *out;
+	int e = bundle_create(dir, &out);
+	if (e < 0)
+		return e;
+	for (size_t i = 0; i < b->parts; i++) {
+		const struct pem_file *f = &b->files[i];
+		if (f != manifest && (e = bundle_write_member(out, f->name, f->data, f->len)) < 0) {
+			bundle_abandon(out);
+			return e;
 		}
-		e = write_file(dfd, b->files[i].name, b->files[i].data, b->files[i].len);
 	}
-	/* The manifest last: until it exists the directory is a partial
-	 * bundle, exactly as during a capture. */
-	if (e == 0 && manifest < 0)
-		e = -ENODATA;
-	if (e == 0)
-		e = write_file(dfd, "manifest.json", b->files[manifest].data,
-			       b->files[manifest].len);
-	if (e == 0 && fsync(dfd) < 0)
-		e = -errno;
-	close(dfd);
-	return e;
+	/* The shipped manifest byte for byte, last: until it exists the
+	 * directory is a partial bundle, exactly as during a capture. */
+	return bundle_finalize_verbatim(out, manifest->data, manifest->len);
 }

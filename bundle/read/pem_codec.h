@@ -66,11 +66,16 @@ struct pem_bundle {
 int pem_decode(const char *text, size_t len, const char *want_id, struct pem_bundle **ret);
 void pem_bundle_free(struct pem_bundle *b);
 
-/* Write the decoded files into dir (absent, or an empty directory), the
- * members first and manifest.json last, as a capture does: 0700
- * directories, 0600 files. Every part must be present (-ENODATA
- * otherwise). -EEXIST: dir is not empty; -EINVAL: a member name that would
- * leave dir. */
+/* Write the decoded files into dir (absent, or an empty directory) through
+ * the bundle module's writer, as a capture does: members first (atomic,
+ * 0700 directories, 0600 files, no symlink followed in any component of a
+ * member's name), manifest.json last and byte for byte as decoded. Every
+ * part must be present, manifest.json among them (-ENODATA otherwise).
+ * bundle_create's errors for dir (-EEXIST: not empty, -ELOOP: a symlink,
+ * -ENOTDIR, -EACCES, ...); -EINVAL: a member name that would leave dir or
+ * that a bundle cannot hold; -ELOOP / -ENOTDIR also when a directory in a
+ * member's path is a symlink or not a directory; write errors as
+ * bundle_write_member's. On failure dir has no manifest (a partial bundle). */
 int pem_bundle_write(const struct pem_bundle *b, const char *dir);
 
 #endif

@@ -319,6 +319,20 @@ Test(report, pem_round_trip)
 	/* An existing non-empty output directory is refused. */
 	tool_run(&r, a2);
 	cr_expect_eq(r.exit_code, 9, "unpem into a full dir: exit %d", r.exit_code);
+
+	/* A symlinked output directory is not followed, even to an empty
+	 * directory: unpem writes as the bundle writer does. */
+	char empty[300], link[300];
+	snprintf(empty, sizeof(empty), "%s/empty", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	cr_assert_eq(mkdir(empty, 0700), 0);
+	cr_assert_eq(symlink(empty, link), 0);
+	const char *a5[] = {"unpem", "-o", link, pem, NULL};
+	tool_run(&r, a5);
+	cr_expect_eq(r.exit_code, 9, "unpem into a symlinked dir: exit %d", r.exit_code);
+	cr_expect(strstr(r.err, "symbolic link"), "no symlink message: %s", r.err);
+	snprintf(mpath, sizeof(mpath), "%s/manifest.json", empty);
+	cr_expect(access(mpath, F_OK) != 0, "unpem wrote through a symlinked output dir");
 	rm_rf(dir);
 }
 

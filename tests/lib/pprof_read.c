@@ -7,56 +7,16 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "bundle/gzip.h"
+#include "bundle/reader.h"
 #include "pprof_read.h"
-
-static int gunzip(const void *gz, size_t len, uint8_t **ret, size_t *ret_len)
-{
-	size_t cap = len * 4 + 1024, n = 0;
-	uint8_t *out = malloc(cap);
-	z_stream zs;
-	int zr;
-
-	if (!out)
-		return -ENOMEM;
-	memset(&zs, 0, sizeof(zs));
-	/* 15 + 16: gzip only. pprof's files must be gzipped, and a test
-	 * should notice if they are not. */
-	if (inflateInit2(&zs, 15 + 16) != Z_OK) {
-		free(out);
-		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)gz;
-	zs.avail_in = (uInt)len;
-	do {
-		if (n == cap) {
-			uint8_t *o = realloc(out, cap *= 2);
-			if (!o) {
-				zr = Z_MEM_ERROR;
-				break;
-			}
-			out = o;
-		}
-		zs.next_out = out + n;
-		zs.avail_out = (uInt)(cap - n);
-		zr = inflate(&zs, Z_NO_FLUSH);
-		n = cap - zs.avail_out;
-	} while (zr == Z_OK);
-	inflateEnd(&zs);
-	if (zr != Z_STREAM_END) {
-		free(out);
-		return zr == Z_MEM_ERROR ? -ENOMEM : -EBADMSG;
-	}
-	*ret = out;
-	*ret_len = n;
-	return 0;
-}
 
 int pprof_read_buf(const void *gz, size_t len, Perftools__Profiles__Profile **ret)
 {
 	Perftools__Profiles__Profile *p;
 	uint8_t *raw;
 	size_t rlen;
-	int r = gunzip(gz, len, &raw, &rlen);
+	int r = bundle_gunzip(gz, len, SIZE_MAX, &raw, &rlen);
 
 	if (r < 0)
 		return r;
@@ -70,33 +30,13 @@ int pprof_read_buf(const void *gz, size_t len, Perftools__Profiles__Profile **re
 
 int pprof_read_file(const char *path, Perftools__Profiles__Profile **ret)
 {
-	struct stat st;
-	uint8_t *buf;
-	size_t off = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+	char *buf;
+	size_t len;
+	int r = bundle_read_file_at(AT_FDCWD, path, SIZE_MAX, &buf, &len);
 
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		close(fd);
+	if (r < 0)
 		return r;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (off < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + off, (size_t)st.st_size - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
-	close(fd);
-	r = pprof_read_buf(buf, off, ret);
+	r = pprof_read_buf(buf, len, ret);
 	free(buf);
 	return r;
 }

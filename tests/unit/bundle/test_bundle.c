@@ -2,11 +2,15 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "bundle/bundle.h"
+#include "bundle/gzip.h"
 #include "tmpdir.h"
 
 static mode_t mode_of(const char *path)
@@ -200,4 +204,62 @@ Test(bundle, finalize_with_null_manifest_and_no_members)
 	cr_assert_eq(bundle_verify(dir, NULL, NULL), 0);
 	cr_assert_eq(bundle_finalize(NULL, cJSON_CreateObject()), -EINVAL);
 	tmpdir_remove(tmp);
+}
+
+Test(bundle, finalize_verbatim_keeps_manifest_bytes)
+{
+	char *tmp = tmpdir_make(), dir[4096], p[4096], hex[65], text[512];
+	struct bundle *b;
+	struct bundle_stream *s;
+	size_t len;
+
+	/* A manifest laid out unlike cJSON's own (one line), as a copy made
+	 * elsewhere may be: it must come back byte for byte. */
+	bundle_sha256_hex("abc", 3, hex);
+	snprintf(text, sizeof(text),
+		 "{\"tool\":\"diag-attach\",\"members\":[{\"name\":\"d/m.txt\",\"bytes\":3,"
+		 "\"sha256\":\"%s\"}]}",
+		 hex);
+	tmpdir_join(dir, sizeof(dir), tmp, "b");
+	cr_assert_eq(bundle_create(dir, &b), 0);
+	cr_assert_eq(bundle_write_member(b, "d/m.txt", "abc", 3), 0);
+	cr_assert_eq(bundle_finalize_verbatim(b, text, strlen(text)), 0);
+	char *got = tmpdir_read_file(tmpdir_join(p, sizeof(p), dir, "manifest.json"), &len);
+	cr_assert_eq(len, strlen(text));
+	cr_assert_eq(memcmp(got, text, len), 0);
+	cr_assert_eq(mode_of(p), 0600);
+	cr_assert_neq(access(tmpdir_join(p, sizeof(p), dir, "manifest.json.tmp"), F_OK), 0);
+	free(got);
+	cr_assert_eq(bundle_verify(dir, NULL, NULL), 0);
+
+	/* An open stream would be in no manifest: refused, nothing written. */
+	tmpdir_join(dir, sizeof(dir), tmp, "c");
+	cr_assert_eq(bundle_create(dir, &b), 0);
+	cr_assert_eq(bundle_stream_open(b, "runtime.jsonl", &s), 0);
+	cr_assert_eq(bundle_finalize_verbatim(b, "{}", 2), -EINVAL);
+	cr_assert_neq(access(tmpdir_join(p, sizeof(p), dir, "manifest.json"), F_OK), 0);
+	cr_assert_eq(bundle_finalize_verbatim(NULL, "{}", 2), -EINVAL);
+	tmpdir_remove(tmp);
+}
+
+Test(bundle, gzip_round_trip_and_bound)
+{
+	static const char plain[] = "a line that repeats, a line that repeats, a line that repeats";
+	uint8_t *gz, *out;
+	size_t gzlen, outlen;
+
+	cr_assert_eq(bundle_gzip(plain, sizeof(plain), 9, &gz, &gzlen), 0);
+	cr_assert(gzlen >= 2 && gz[0] == 0x1f && gz[1] == 0x8b, "not gzip");
+	cr_assert_eq(bundle_gunzip(gz, gzlen, SIZE_MAX, &out, &outlen), 0);
+	cr_assert_eq(outlen, sizeof(plain));
+	cr_assert_eq(memcmp(out, plain, outlen), 0);
+	free(out);
+	/* Exactly the bound is fine; one byte less is -EFBIG, not a
+	 * truncated success. */
+	cr_assert_eq(bundle_gunzip(gz, gzlen, sizeof(plain), &out, &outlen), 0);
+	free(out);
+	cr_assert_eq(bundle_gunzip(gz, gzlen, sizeof(plain) - 1, &out, &outlen), -EFBIG);
+	cr_assert_eq(bundle_gunzip(gz, gzlen - 4, SIZE_MAX, &out, &outlen), -EBADMSG);
+	cr_assert_eq(bundle_gunzip(plain, sizeof(plain), SIZE_MAX, &out, &outlen), -EBADMSG);
+	free(gz);
 }

@@ -1,0 +1,24 @@
+/*
+ * open_bundle: how the subcommands that read a bundle (report, export,
+ * pem, diff) open one and judge whether it is intact, in the same words
+ * for all of them. Prints (it is cmd/'s); the reading itself is
+ * bundle_reader's.
+ */
+#ifndef DIAG_CMD_CLI_OPEN_BUNDLE_H
+#define DIAG_CMD_CLI_OPEN_BUNDLE_H
+
+#include <stdbool.h>
+
+#include "bundle/reader.h"
+
+/* Open dir, printing the failure ("not a bundle", "malformed manifest")
+ * with a hint. Returns EXIT_OK with *ret set (the caller frees it with
+ * bundle_reader_free), or the exit status to return (EXIT_VERIFY_FAILED
+ * for a missing or malformed manifest, EXIT_INTERNAL for out of memory). */
+int cli_open_bundle(const char *dir, struct bundle_reader **ret);
+
+/* Re-hash the bundle's members; print each problem to stderr as a
+ * warning. Returns true if intact. */
+bool cli_bundle_intact(const char *dir);
+
+#endif
