@@ -29,26 +29,6 @@ static void on_stop_signal(int sig)
 	capture_stop_requests++;
 }
 
-static void install_signal_handlers(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop_signal;
-	sigemptyset(&sa.sa_mask);
-	/* Restart syscalls: a signal must never cut a ptrace wait short in a
-	 * way that leaves a thread held; the loops check the flag instead. */
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	/* Never be stopped by job control while we may hold threads (a stopped
-	 * tool freezes the target), and get EPIPE/EFBIG instead of dying. */
-	signal(SIGTSTP, SIG_IGN);
-	signal(SIGTTIN, SIG_IGN);
-	signal(SIGTTOU, SIG_IGN);
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGXFSZ, SIG_IGN);
-}
 
 static void usage(FILE *f)
 {
@@ -475,7 +455,7 @@ int cmd_capture(int argc, char **argv)
 	/* First of all: a stop signal must never kill us once we may hold
 	 * something, and the earlier the handlers are in, the smaller the
 	 * window in which it still could (before main, it always can). */
-	install_signal_handlers();
+	cli_install_stop_handlers(on_stop_signal);
 	capture_trace_phase("started");
 	struct capture_options opt;
 	bool quiet = false;

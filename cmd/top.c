@@ -334,14 +334,7 @@ int cmd_top(int argc, char **argv)
 		exit_code = EXIT_INTERNAL;
 		goto out;
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGTSTP, SIG_IGN);
+	cli_install_stop_handlers(on_signal);
 	bool tty = isatty(STDOUT_FILENO);
 	raw_tty();
 

@@ -10,6 +10,7 @@
 #define DIAG_SYMBOLIZE_ARRAYS_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -55,6 +56,31 @@ static inline int array_reserve(void *items, size_t *cap, size_t need, size_t el
 	*p = n;
 	*cap = c;
 	return 0;
+}
+
+/* A growable byte buffer that remembers a failed allocation, so that a
+ * writer appends without checking and looks at `failed` once at the end
+ * (the workers' messages, the symbol table's wire form). The bytes are
+ * kept NUL-terminated. */
+struct byte_buf {
+	uint8_t *p;
+	size_t len, cap;
+	bool failed;
+};
+
+/* Append n bytes of d (d may be NULL when n is 0). */
+static inline void byte_buf_put(struct byte_buf *b, const void *d, size_t n)
+{
+	if (b->failed)
+		return;
+	if (array_reserve(&b->p, &b->cap, b->len + n + 1, 1, 4096) < 0) {
+		b->failed = true;
+		return;
+	}
+	if (n)
+		memcpy(b->p + b->len, d, n);
+	b->len += n;
+	b->p[b->len] = 0;
 }
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,13 +36,19 @@ int parse_duration_ns(const char *s, uint64_t *ret)
 	return 0;
 }
 
+/* One line on stderr: prefix, the message, a newline. */
+static void message(const char *prefix, const char *fmt, va_list ap)
+{
+	fputs(prefix, stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 void die_message(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("diag-attach: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	message("diag-attach: ", fmt, ap);
 	va_end(ap);
 }
 
@@ -49,8 +56,27 @@ void hint_message(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("hint: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	message("hint: ", fmt, ap);
 	va_end(ap);
+}
+
+void cli_install_stop_handlers(void (*handler)(int))
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	/* Restart syscalls: a signal must never cut a ptrace wait short in a
+	 * way that leaves a thread held; the loops check the flag instead. */
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* Never be stopped by job control while we may hold threads (a stopped
+	 * tool freezes the target), and get EPIPE/EFBIG instead of dying. */
+	signal(SIGTSTP, SIG_IGN);
+	signal(SIGTTIN, SIG_IGN);
+	signal(SIGTTOU, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
 }

@@ -8,6 +8,7 @@
  * marked with the version.
  */
 #include "internal.h"
+#include "symbolize/arrays.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -186,17 +187,9 @@ static void sb_add(struct sbuf *b, const char *s, size_t n)
 {
 	if (b->oom)
 		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t nc = b->cap ? b->cap : 256;
-		while (nc < b->len + n + 1)
-			nc *= 2;
-		char *np = realloc(b->p, nc);
-		if (!np) {
-			b->oom = true;
-			return;
-		}
-		b->p = np;
-		b->cap = nc;
+	if (array_reserve(&b->p, &b->cap, b->len + n + 1, 1, 256) < 0) {
+		b->oom = true;
+		return;
 	}
 	memcpy(b->p + b->len, s, n);
 	b->len += n;

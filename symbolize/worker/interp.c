@@ -133,27 +133,9 @@ static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ns)
 	return 0;
 }
 
-struct msg {
-	uint8_t *p;
-	size_t len, cap;
-	bool failed;
-};
-
-static void msg_put(struct msg *m, const void *d, size_t n)
+static void msg_u32(struct byte_buf *m, uint32_t v)
 {
-	if (m->failed || n == 0) /* d may be NULL when there is nothing to add */
-		return;
-	if (array_reserve(&m->p, &m->cap, m->len + n, 1, 65536) < 0) {
-		m->failed = true;
-		return;
-	}
-	memcpy(m->p + m->len, d, n);
-	m->len += n;
-}
-
-static void msg_u32(struct msg *m, uint32_t v)
-{
-	msg_put(m, &v, 4);
+	byte_buf_put(m, &v, 4);
 }
 
 struct cursor {
@@ -313,7 +295,7 @@ static void worker_sym_for(struct worker_state *w, const uint8_t *maps, size_t l
 	free(copy);
 }
 
-static void worker_unwind(struct worker_state *w, struct cursor *c, struct msg *out)
+static void worker_unwind(struct worker_state *w, struct cursor *c, struct byte_buf *out)
 {
 	uint32_t maps_len = take_u32(c);
 	const uint8_t *maps = take(c, maps_len);
@@ -353,12 +335,12 @@ static void worker_unwind(struct worker_state *w, struct cursor *c, struct msg *
 			unwinder_unwind(w->uw, tc, pcs, UNWIND_MAX_FRAMES_DEFAULT, &got, &truncated);
 		msg_u32(out, (uint32_t)got);
 		msg_u32(out, truncated);
-		msg_put(out, pcs, got * sizeof(uint64_t));
+		byte_buf_put(out, pcs, got * sizeof(uint64_t));
 	}
 	w->tc.stack = NULL;
 }
 
-static void worker_symbolize(struct worker_state *w, struct cursor *c, struct msg *out)
+static void worker_symbolize(struct worker_state *w, struct cursor *c, struct byte_buf *out)
 {
 	uint32_t maps_len = take_u32(c);
 	const uint8_t *maps = take(c, maps_len);
@@ -375,7 +357,7 @@ static void worker_symbolize(struct worker_state *w, struct cursor *c, struct ms
 			uint8_t *enc;
 			size_t len;
 			if (symtab_encode(st, &enc, &len) == 0) {
-				msg_put(out, enc, len);
+				byte_buf_put(out, enc, len);
 				free(enc);
 			}
 		}
@@ -417,7 +399,7 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 		if (!body || read_all(fd, body, len, 0) < 0)
 			_exit(4);
 		struct cursor c = {.p = body, .len = len};
-		struct msg out = {0};
+		struct byte_buf out = {0};
 		if (kind == 'U' && crash_at && ++unwinds == crash_at)
 			raise(SIGSEGV);
 		if (kind == 'U')
@@ -577,7 +559,7 @@ static void drain_pending(struct channel *ch, uint64_t deadline_ns)
 
 /* Send one request; a channel without a worker gets one first (a bounded
  * number of times). */
-static int send_request(struct interp *in, struct channel *ch, uint8_t kind, const struct msg *body)
+static int send_request(struct interp *in, struct channel *ch, uint8_t kind, const struct byte_buf *body)
 {
 	if (ch->fd < 0) {
 		if (ch->restarts >= MAX_RESTARTS || start_worker(in, ch) < 0)
@@ -595,7 +577,7 @@ static int send_request(struct interp *in, struct channel *ch, uint8_t kind, con
 /* One round trip. *reply is malloc'd (may be empty). On any failure the
  * worker is killed (it is confused, crashed or hung) and restarted for the
  * next request. */
-static int round_trip(struct interp *in, struct channel *ch, uint8_t kind, const struct msg *body,
+static int round_trip(struct interp *in, struct channel *ch, uint8_t kind, const struct byte_buf *body,
 		      uint8_t **reply, size_t *reply_len, unsigned timeout_ms)
 {
 	*reply = NULL;
@@ -625,10 +607,10 @@ static int round_trip(struct interp *in, struct channel *ch, uint8_t kind, const
 	return 0;
 }
 
-static void maps_body(struct msg *m, const char *maps, size_t len)
+static void maps_body(struct byte_buf *m, const char *maps, size_t len)
 {
 	msg_u32(m, (uint32_t)len);
-	msg_put(m, maps, len);
+	byte_buf_put(m, maps, len);
 }
 
 static void leaf_only(const struct process_capture *pc, struct unwound_stack *stacks)
@@ -663,7 +645,7 @@ void interp_unwind(struct interp *in, const struct process_capture *pc,
 		}
 		return;
 	}
-	struct msg m = {0};
+	struct byte_buf m = {0};
 	maps_body(&m, pc->maps_text, pc->maps_len);
 	msg_u32(&m, (uint32_t)pc->nthreads);
 	for (size_t i = 0; i < pc->nthreads; i++) {
@@ -671,10 +653,10 @@ void interp_unwind(struct interp *in, const struct process_capture *pc,
 		uint32_t slen = tc->outcome == THREAD_CAPTURED ? (uint32_t)tc->stack_len : 0;
 		msg_u32(&m, (uint32_t)tc->tid);
 		msg_u32(&m, (uint32_t)tc->outcome);
-		msg_put(&m, &tc->regs, sizeof(tc->regs));
-		msg_put(&m, &tc->stack_start, 8);
+		byte_buf_put(&m, &tc->regs, sizeof(tc->regs));
+		byte_buf_put(&m, &tc->stack_start, 8);
 		msg_u32(&m, slen);
-		msg_put(&m, tc->stack, slen);
+		byte_buf_put(&m, tc->stack, slen);
 	}
 	uint8_t *reply = NULL;
 	size_t rlen = 0;
@@ -718,7 +700,7 @@ void interp_prepare(struct interp *in, const char *maps_text, size_t maps_len)
 		}
 		return;
 	}
-	struct msg m = {0};
+	struct byte_buf m = {0};
 	maps_body(&m, maps_text, maps_len);
 	uint8_t *reply = NULL;
 	size_t rlen = 0;
@@ -743,10 +725,10 @@ int interp_symbolize(struct interp *in, const char *maps_text, size_t maps_len,
 		*ret = st;
 		return 0;
 	}
-	struct msg m = {0};
+	struct byte_buf m = {0};
 	maps_body(&m, maps_text, maps_len);
 	msg_u32(&m, (uint32_t)n);
-	msg_put(&m, addrs, n * 8);
+	byte_buf_put(&m, addrs, n * 8);
 	uint8_t *reply = NULL;
 	size_t rlen = 0;
 	int r = m.failed ? -ENOMEM : round_trip(in, &in->symbols, 'S', &m, &reply, &rlen, SYMBOLIZE_TIMEOUT_MS);
@@ -777,10 +759,10 @@ bool interp_warm(struct interp *in, const char *maps_text, size_t maps_len, cons
 	drain_pending(ch, 0);
 	if (ch->pending)
 		return false;
-	struct msg m = {0};
+	struct byte_buf m = {0};
 	maps_body(&m, maps_text, maps_len);
 	msg_u32(&m, (uint32_t)n);
-	msg_put(&m, addrs, n * 8);
+	byte_buf_put(&m, addrs, n * 8);
 	bool sent = !m.failed && send_request(in, ch, 'W', &m) == 0;
 	free(m.p);
 	ch->pending = sent;

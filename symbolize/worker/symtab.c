@@ -299,35 +299,17 @@ const char *symtab_main_build_id(const struct symtab *st)
 /* ---- wire format: little-endian u32/u64, strings as u32 length + bytes
  * with 0xffffffff for NULL. ---- */
 
-struct out_buf {
-	uint8_t *p;
-	size_t len, cap;
-	bool failed;
-};
-
-static void put(struct out_buf *o, const void *d, size_t n)
+static void put_u32(struct byte_buf *o, uint32_t v)
 {
-	if (o->failed)
-		return;
-	if (array_reserve(&o->p, &o->cap, o->len + n, 1, 4096) < 0) {
-		o->failed = true;
-		return;
-	}
-	memcpy(o->p + o->len, d, n);
-	o->len += n;
+	byte_buf_put(o, &v, 4);
 }
 
-static void put_u32(struct out_buf *o, uint32_t v)
+static void put_u64(struct byte_buf *o, uint64_t v)
 {
-	put(o, &v, 4);
+	byte_buf_put(o, &v, 8);
 }
 
-static void put_u64(struct out_buf *o, uint64_t v)
-{
-	put(o, &v, 8);
-}
-
-static void put_str(struct out_buf *o, const char *s)
+static void put_str(struct byte_buf *o, const char *s)
 {
 	if (!s) {
 		put_u32(o, UINT32_MAX);
@@ -337,12 +319,12 @@ static void put_str(struct out_buf *o, const char *s)
 	if (n > MAX_STRING)
 		n = MAX_STRING;
 	put_u32(o, (uint32_t)n);
-	put(o, s, n);
+	byte_buf_put(o, s, n);
 }
 
 int symtab_encode(const struct symtab *st, uint8_t **ret, size_t *ret_len)
 {
-	struct out_buf o = {0};
+	struct byte_buf o = {0};
 	put_str(&o, st->main_build_id);
 	put_u32(&o, (uint32_t)st->nmodules);
 	for (size_t i = 0; i < st->nmodules; i++) {

@@ -387,24 +387,13 @@ static void expect_total_matches(const char *engine, bool loaded)
 	rm_window(&w);
 }
 
-Test(cpu_truth, totals_perf_quiet, .timeout = 120)
+/* Each engine, on a quiet machine and then with both cores loaded. */
+Test(cpu_truth, totals_both_engines_quiet_and_loaded, .timeout = 300)
 {
-	expect_total_matches("perf", false);
-}
-
-Test(cpu_truth, totals_perf_loaded, .timeout = 120)
-{
-	expect_total_matches("perf", true);
-}
-
-Test(cpu_truth, totals_ptrace_quiet, .timeout = 120)
-{
-	expect_total_matches("ptrace", false);
-}
-
-Test(cpu_truth, totals_ptrace_loaded, .timeout = 120)
-{
-	expect_total_matches("ptrace", true);
+	static const char *const engines[] = {"perf", "ptrace"};
+	for (size_t i = 0; i < 2; i++)
+		for (int loaded = 0; loaded < 2; loaded++)
+			expect_total_matches(engines[i], loaded);
 }
 
 /* ---- kernel frames ---- */

@@ -65,24 +65,18 @@ static void report_self(void)
 	pthread_mutex_unlock(&park_lock);
 }
 
+/* The work itself: a multiply-xor chain the compiler cannot fold. */
 NOINLINE void spin_units(unsigned units);
 NOINLINE void spin_units(unsigned units)
 {
-	for (unsigned long i = 0; i < units * 100000ul; i++)
-		sink += i;
+	for (unsigned long i = units * 100000ul; i; i--)
+		sink ^= i * 2654435761ul;
 }
 
 NOINLINE void spin_heavy(void);
-NOINLINE void spin_heavy(void)
-{
-	spin_units(3);
-}
-
 NOINLINE void spin_light(void);
-NOINLINE void spin_light(void)
-{
-	spin_units(1);
-}
+NOINLINE void spin_heavy(void) { spin_units(3); }
+NOINLINE void spin_light(void) { spin_units(1); }
 
 NOINLINE void *spin_main(void *arg);
 NOINLINE void *spin_main(void *arg)
@@ -117,14 +111,16 @@ NOINLINE void *duty_main(void *arg)
 	return NULL;
 }
 
+/* Both ends of the pipe, one thread each; the writer stops at the end of
+ * the burst and its close ends the reader. */
+static char pipe_block[65536];
+
 NOINLINE void *pipe_writer(void *arg);
 NOINLINE void *pipe_writer(void *arg)
 {
 	(void)arg;
-	static char block[65536];
-	while (now_ns() < burn_until_ns)
-		if (write(pipe_fds[1], block, sizeof(block)) < 0)
-			break;
+	while (now_ns() < burn_until_ns && write(pipe_fds[1], pipe_block, sizeof(pipe_block)) > 0)
+		;
 	close(pipe_fds[1]);
 	report_self();
 	return NULL;
@@ -133,9 +129,9 @@ NOINLINE void *pipe_writer(void *arg)
 NOINLINE void *pipe_reader(void *arg);
 NOINLINE void *pipe_reader(void *arg)
 {
+	static char sink_block[sizeof(pipe_block)];
 	(void)arg;
-	static char block[65536];
-	while (read(pipe_fds[0], block, sizeof(block)) > 0)
+	while (read(pipe_fds[0], sink_block, sizeof(sink_block)) > 0)
 		;
 	report_self();
 	return NULL;
