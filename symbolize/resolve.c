@@ -15,6 +15,7 @@
  * fall back to the ELF symbol tables (.symtab, else .dynsym), which libdwfl
  * searches for us, and to whatever the line table knows.
  */
+#include <stddef.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <string.h>
 
 #include "symbolize/internal.h"
+#include "symbolize/arrays.h"
 
 static bool is_function_scope(int tag)
 {
@@ -176,21 +178,14 @@ static Dwarf_Die *cu_index_find(Dwfl_Module *mod, struct cu_index *idx, uint64_t
 {
 	Dwarf_Addr bias;
 	Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!dw)
 		return NULL;
 	if (!idx->built && (*err = cu_index_build(dw, idx)) < 0)
 		return NULL;
-	hi = idx->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (idx->ranges[mid].lo <= pc - bias)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = addr_first_above(idx->ranges, idx->n, sizeof(idx->ranges[0]), offsetof(struct cu_range, lo),
+			      pc - bias);
 	/* Ranges of different CUs do not overlap in sane DWARF; look back a
 	 * little in case they do. */
 	for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++) {

@@ -630,14 +630,7 @@ static size_t walk_frame_pointers(const struct thread_capture *tc, uint64_t rbp,
 
 static void find_stack_mapping(struct unwinder *u, uint64_t sp)
 {
-	size_t lo = 0, hi = u->nall;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (u->all_ends[mid] <= sp)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = addr_first_above(u->all_ends, u->nall, sizeof(u->all_ends[0]), 0, sp);
 	bool found = lo < u->nall && u->all_starts[lo] <= sp;
 	u->stack_map_start = found ? u->all_starts[lo] : 0;
 	u->stack_map_end = found ? u->all_ends[lo] : 0;
