@@ -44,6 +44,31 @@ void format_profile_value(double v, const char *unit, char *out, size_t out_size
 	}
 }
 
+/* What the CPU profile holds, as the capture's summary line said it: the
+ * engine, the samples against what the target's CPU time asks for, and a
+ * warning below 90 %, so a thin profile is not read as a full one. */
+static void print_cpu_line(const cJSON *c, FILE *out, const struct style *st)
+{
+	const cJSON *cpu = get(c, "cpu");
+	if (!cpu || !get(c, "cpu_engine"))
+		return;
+	double got = num(cpu, "samples", 0), want = num(cpu, "samples_expected", 0);
+	double share = want > 0 ? 100.0 * got / want : 100.0;
+	const cJSON *perf = get(cpu, "perf");
+	fprintf(out, "cpu       engine %s: %.0f samples for %.2f s of target CPU (%s%.0f%%%s of the %.0f it asks for)",
+		str(c, "cpu_engine", "?"), got, num(cpu, "target_cpu_s", 0),
+		share < 90 ? st->yellow : "", share, share < 90 ? st->off : "", want);
+	if (perf)
+		fprintf(out, ", %.0f lost, %.0f throttled", num(perf, "lost", 0), num(perf, "throttled", 0));
+	fputc('\n', out);
+	if (get(c, "cpu_engine_fallback"))
+		fprintf(out, "          %sperf events refused (%s): CPU samples from ptrace stops%s\n",
+			st->yellow, str(c, "cpu_engine_fallback", ""), st->off);
+	if (share < 90 && want >= num(c, "frequency_hz", 0))
+		fprintf(out, "          %sonly %.0f%% of the CPU samples were taken: read the shares, "
+			"not the totals%s\n", st->yellow, share, st->off);
+}
+
 static void print_header(const cJSON *doc, FILE *out, const struct style *st)
 {
 	const cJSON *t = get(doc, "target");
@@ -66,6 +91,7 @@ static void print_header(const cJSON *doc, FILE *out, const struct style *st)
 		if (get(c, "ended_by"))
 			fprintf(out, ", ended by %s", str(c, "ended_by", ""));
 		fputc('\n', out);
+		print_cpu_line(c, out, st);
 		if (num(c, "missed_ticks", 0) || num(c, "failed_ticks", 0))
 			fprintf(out, "          %.0f ticks, %.0f missed, %.0f failed\n",
 				num(c, "ticks", 0), num(c, "missed_ticks", 0),

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -509,4 +510,56 @@ Test(cpu_truth, yield_on_a_saturated_machine, .timeout = 180)
 	perftools__profiles__profile__free_unpacked(p, NULL);
 	rm_window(&ours);
 	rm_window(&perf);
+}
+
+/* ---- the fallback ---- */
+
+/* An unprivileged user with kernel.perf_event_paranoid >= 2 may not
+ * sample kernel time: perf events are refused, the capture falls back to
+ * ptrace stops and says so, and --cpu-engine perf fails with exit 15. */
+Test(cpu_truth, fallback_when_perf_events_are_refused, .timeout = 120)
+{
+	char paranoid[16] = "";
+	shell_output("cat /proc/sys/kernel/perf_event_paranoid", paranoid, sizeof(paranoid));
+	if (geteuid() != 0 || atoi(paranoid) < 2)
+		cr_skip_test("needs root to drop to nobody, and perf_event_paranoid >= 2 (it is %s)",
+			     paranoid);
+	if (!can_exec_as(65534, 65534, target_path("cpu_window")))
+		cr_skip_test("nobody cannot execute the build tree");
+	const char *argv[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+			      target_path("cpu_window"), "spin", "1", "60000", NULL};
+	struct target t = target_start(argv, "ready");
+	go(&t);
+	char tmp[256], out[300], pid[16];
+	make_tmpdir(tmp, sizeof(tmp));
+	cr_assert_eq(chmod(tmp, 0777), 0);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+
+	snprintf(out, sizeof(out), "%s/auto", tmp);
+	struct tool_result r;
+	const char *args[] = {"-p", pid, "-d", "2s", "-o", out, NULL};
+	tool_run_as(&r, 65534, 65534, args);
+	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "perf events refused") && strstr(r.err, "cpu engine ptrace"),
+		  "stderr does not say it fell back: %s", r.err);
+	cJSON *m = manifest_load(out);
+	const cJSON *cap = cJSON_GetObjectItem(m, "capture");
+	const cJSON *eng = cJSON_GetObjectItem(cap, "cpu_engine");
+	cr_expect(cJSON_IsString(eng) && strcmp(eng->valuestring, "ptrace") == 0);
+	cr_expect(cJSON_IsString(cJSON_GetObjectItem(cap, "cpu_engine_fallback")));
+	cJSON_Delete(m);
+	/* report says it too, at the top */
+	const char *rargs[] = {"report", out, NULL};
+	tool_run(&r, rargs);
+	cr_expect(strstr(r.out, "cpu       engine ptrace") && strstr(r.out, "perf events refused"),
+		  "report: %s", r.out);
+
+	snprintf(out, sizeof(out), "%s/forced", tmp);
+	const char *fargs[] = {"-p", pid, "-d", "1s", "--cpu-engine", "perf", "-o", out, NULL};
+	tool_run_as(&r, 65534, 65534, fargs);
+	cr_expect_eq(r.exit_code, 15, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "perf events") != NULL, "%s", r.err);
+	cr_expect(!path_exists(out, "manifest.json"), "a bundle despite the refusal");
+	target_kill(&t);
+	rm_rf(tmp);
 }

@@ -90,13 +90,31 @@ NOINLINE void *spin_main(void *arg)
 	return NULL;
 }
 
-NOINLINE void duty_work(unsigned long long ns);
-NOINLINE void duty_work(unsigned long long ns)
+/* Loop iterations per millisecond of duty_work, measured once before
+ * "ready": the work itself then reads no clock (a clock_gettime in the
+ * loop put 0-7 % of the samples in the vdso, varying from run to run). */
+static unsigned long duty_iters_per_ms;
+
+NOINLINE void duty_work(unsigned long iters);
+NOINLINE void duty_work(unsigned long iters)
 {
-	unsigned long long end = now_ns() + ns;
-	while (now_ns() < end)
-		for (int i = 0; i < 1000; i++)
-			sink += (unsigned long)i;
+	for (unsigned long i = 0; i < iters; i++)
+		sink += i;
+}
+
+static void calibrate_duty(void)
+{
+	unsigned long iters = 100000;
+	for (;;) {
+		unsigned long long t0 = now_ns();
+		duty_work(iters);
+		unsigned long long dt = now_ns() - t0;
+		if (dt >= 20000000ull) {
+			duty_iters_per_ms = (unsigned long)(iters * 1000000ull / dt);
+			return;
+		}
+		iters *= 2;
+	}
 }
 
 NOINLINE void *duty_main(void *arg);
@@ -104,7 +122,7 @@ NOINLINE void *duty_main(void *arg)
 {
 	(void)arg;
 	while (now_ns() < burn_until_ns) {
-		duty_work(2000000ull);
+		duty_work(2 * duty_iters_per_ms);
 		poll(NULL, 0, 8);
 	}
 	report_self();
@@ -147,6 +165,8 @@ int main(int argc, char **argv)
 	unsigned long long burn_ns = strtoull(argv[3], NULL, 10) * 1000000ull;
 	if (n < 1 || n > 64)
 		return 2;
+	if (strcmp(argv[1], "duty") == 0)
+		calibrate_duty();
 	printf("ready\n");
 	fflush(stdout);
 	char line[64];
