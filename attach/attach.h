@@ -188,6 +188,14 @@ struct attach_options {
 	 * stopping them (default off). Avoids the EINTR described at the top,
 	 * at the price of a sample that may be a few microseconds stale. */
 	bool no_interrupt_blocked;
+	/* With no_interrupt_blocked: only the calls that return EINTR after a
+	 * stop on a current kernel (epoll_wait and epoll_pwait(2), semop and
+	 * semtimedop, rt_sigtimedwait, io_getevents and io_pgetevents:
+	 * signal(7)) are read from /proc; a thread in any other call (read,
+	 * poll, futex, nanosleep... which the kernel restarts) is stopped as
+	 * usual, so it keeps its full registers (frame pointers) in the
+	 * sample. Default off (every blocked thread is read). */
+	bool only_eintr_prone;
 	/* Detach each thread the moment its registers and stack are copied,
 	 * instead of holding every thread until the last one is: a busy thread
 	 * then stands still only for its own stop and copy, not for the slowest

@@ -116,6 +116,7 @@ void attach_options_init(struct attach_options *o)
 	o->while_held = NULL;
 	o->while_held_ctx = NULL;
 	o->no_interrupt_blocked = false;
+	o->only_eintr_prone = false;
 	const char *hold = getenv("DIAG_ATTACH_TEST_HOLD_MS");
 	o->test_hold_ms = hold ? (unsigned)strtoul(hold, NULL, 10) : 0;
 }
@@ -669,6 +670,30 @@ static void copy_stack(struct capture_run *run, struct thread_capture *tc, uint6
  * Reading /proc/TID/syscall takes the target's cred_guard_mutex (killably):
  * an exec in the target waits for us to reap the threads it killed, which
  * is why the reaper runs on a thread of its own. */
+/* Calls that return EINTR after a ptrace stop even without a signal
+ * handler, on the kernels we run on (signal(7), "Interruption of system
+ * calls and library functions by stop signals"). */
+static bool eintr_prone(long nr)
+{
+	switch (nr) {
+	case SYS_epoll_wait:
+	case SYS_epoll_pwait:
+#ifdef SYS_epoll_pwait2
+	case SYS_epoll_pwait2:
+#endif
+	case SYS_semop:
+	case SYS_semtimedop:
+	case SYS_rt_sigtimedwait:
+	case SYS_io_getevents:
+#ifdef SYS_io_pgetevents
+	case SYS_io_pgetevents:
+#endif
+		return true;
+	default:
+		return false;
+	}
+}
+
 static void sample_blocked_from_proc(struct capture_run *run, struct thread_capture *tc)
 {
 	if (tc->state != 'S' && tc->state != 'D')
@@ -683,6 +708,8 @@ static void sample_blocked_from_proc(struct capture_run *run, struct thread_capt
 	long nr = strtol(p, &end, 10);
 	if (end == p)
 		return;
+	if (run->o->only_eintr_prone && !eintr_prone(nr))
+		return;
 	unsigned long long v[8];
 	p = end;
 	for (int i = 0; i < 8; i++) {
@@ -696,10 +723,19 @@ static void sample_blocked_from_proc(struct capture_run *run, struct thread_capt
 	tc->regs.rsp = v[6];
 	tc->regs.rip = v[7];
 	tc->syscall_nr = nr;
+	copy_stack(run, tc, tc->regs.rsp);
+	/* The copy is good only if the thread slept through it: the same
+	 * call, arguments, SP and PC after it as before. One that woke is
+	 * running now, and stopping it (as usual, below) interrupts nothing. */
+	char again[256];
+	ssize_t n2 = procfs_read_at(run->t->task_dirfd, path, again, sizeof(again));
+	if (n2 <= 0 || strcmp(buf, again) != 0) {
+		tc->syscall_nr = -1;
+		return;
+	}
 	tc->not_stopped = true;
 	tc->outcome = THREAD_CAPTURED;
 	run->nnot_stopped++;
-	copy_stack(run, tc, tc->regs.rsp);
 }
 
 /* Tids a pass found that no earlier pass of this capture listed. */

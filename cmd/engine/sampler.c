@@ -842,6 +842,14 @@ int sampler_run(struct capture_session *s)
 	 * and each stopped thread is let go as soon as it is copied. */
 	sp.ao.skip_idle = true;
 	sp.ao.release_each = true;
+	/* The EINTR rule: a sampling capture, its final capture included,
+	 * never stops a thread blocked in a call that returns EINTR after a
+	 * stop (epoll_wait, semop, sigtimedwait, io_getevents: signal(7)); it
+	 * is read from /proc/TID/syscall and its resting stack instead (every
+	 * blocked thread with --no-interrupt-blocked). Snapshots and leak
+	 * dumps may interrupt, to hold every thread at once. */
+	sp.ao.only_eintr_prone = !sp.ao.no_interrupt_blocked;
+	sp.ao.no_interrupt_blocked = true;
 	sp.cpu = stackagg_new(2);
 	sp.wall = stackagg_new(2);
 	sp.pause.reservoir = malloc(PAUSE_RESERVOIR * sizeof(uint64_t));
@@ -1052,7 +1060,7 @@ int sampler_run(struct capture_session *s)
 		cJSON_AddItemToObject(cap, "rate_adaptations", sp.adaptations);
 		sp.adaptations = NULL;
 		cJSON_AddNumberToObject(cap, "threads_reaped", (double)attach_reaped_threads());
-		cJSON_AddBoolToObject(cap, "no_interrupt_blocked", o->attach.no_interrupt_blocked);
+		cJSON_AddBoolToObject(cap, "no_interrupt_blocked", sp.ao.no_interrupt_blocked);
 		cJSON_AddNumberToObject(cap, "stack_bytes_max", (double)o->attach.stack_bytes_max);
 		cJSON_AddNumberToObject(cap, "stop_timeout_ms", o->attach.stop_timeout_ms);
 		const char *ended = sp.target_exited ? "target_exited"

@@ -86,11 +86,17 @@ static int run_snapshot(struct capture_session *s)
 	cJSON_AddStringToObject(s->manifest, "mode", "snapshot");
 
 	uint64_t max = 0, total = 0;
-	size_t captured = 0;
+	size_t captured = 0, interrupted = 0;
 	for (size_t i = 0; i < pc.nthreads; i++) {
 		if (pc.threads[i].outcome != THREAD_CAPTURED)
 			continue;
 		captured++;
+		/* Stopped while asleep in a system call: it may have seen one
+		 * EINTR (epoll_wait, semop, sigtimedwait...), as under eu-stack
+		 * or gdb; --no-interrupt-blocked reads such threads instead. */
+		const struct thread_capture *tc = &pc.threads[i];
+		if (!tc->not_stopped && (tc->state == 'S' || tc->state == 'D') && tc->syscall_nr >= 0)
+			interrupted++;
 		total += pc.threads[i].hold_ns;
 		if (pc.threads[i].hold_ns > max)
 			max = pc.threads[i].hold_ns;
@@ -102,6 +108,8 @@ static int run_snapshot(struct capture_session *s)
 	cJSON_AddNumberToObject(pause, "thread_hold_total_us", (double)total / 1000.0);
 	cJSON_AddNumberToObject(pause, "late_threads", (double)pc.nlate);
 	cJSON_AddNumberToObject(pause, "exited_threads", (double)pc.ngone);
+	cJSON_AddNumberToObject(pause, "threads_interrupted_in_syscall", (double)interrupted);
+	cJSON_AddNumberToObject(pause, "threads_read_without_stop", (double)pc.nnot_stopped);
 	process_capture_release(&pc);
 	return 0;
 }

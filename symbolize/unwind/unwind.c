@@ -25,6 +25,7 @@
  * programs; beyond the cap the rest is read from the target's memory. */
 #define IMAGE_MAX_BYTES (128u << 20)
 #define MAX_PHDRS 256
+#define VDSO_MAX_BYTES (1u << 20) /* a vdso is a few pages */
 /* .eh_frame_hdr's binary-search table: "datarel | sdata4", the only one
  * dwarf_search_unwind_table's remote lookup understands. */
 #define DW_EH_PE_datarel_sdata4 0x3b
@@ -48,6 +49,7 @@ struct module_image {
 
 struct exec_mapping {
 	uint64_t start, limit, offset;
+	bool vdso;                /* [vdso]: no file; its image is read from the target */
 	char *line;               /* the maps line: identity across maps updates */
 	struct module_image *img; /* NULL until first needed */
 };
@@ -116,6 +118,26 @@ static bool pread_all(int fd, void *buf, size_t len, uint64_t off)
 	return true;
 }
 
+/* Where a module's bytes come from: its file (the opener's descriptor),
+ * or, for the vdso, which has no file, a copy of its image out of the
+ * target's memory: the kernel maps it whole, so an offset in the ELF is an
+ * offset in the mapping. Either is parsed as hostile. */
+struct image_src {
+	int fd;             /* -1: mem */
+	const uint8_t *mem;
+	uint64_t size;
+};
+
+static bool src_read(const struct image_src *s, void *buf, size_t len, uint64_t off)
+{
+	if (s->fd >= 0)
+		return pread_all(s->fd, buf, len, off);
+	if (off > s->size || len > s->size - off)
+		return false;
+	memcpy(buf, s->mem + off, len);
+	return true;
+}
+
 /* Decode one encoded pointer of .eh_frame_hdr at hdr[*pos], where hdr (len
  * bytes) sits at link-time address hdr_vaddr. Only what a header can hold
  * without dereferencing anything: fixed-size formats, absolute, pc- or
@@ -168,14 +190,14 @@ static const Elf64_Phdr *load_containing_offset(const Elf64_Phdr *ph, size_t n, 
 /* Fill img from fd, the file mapped executable at m. Every number below
  * comes from the target's file: offsets are compared by subtraction so that
  * nothing wraps. Returns false when the module cannot have tables. */
-static bool image_read(struct module_image *img, int fd, const struct exec_mapping *m)
+static bool image_read(struct module_image *img, const struct image_src *src,
+		       const struct exec_mapping *m)
 {
-	struct stat st;
 	Elf64_Ehdr eh;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(eh))
+	uint64_t size = src->size;
+	if (size < sizeof(eh))
 		return false;
-	uint64_t size = (uint64_t)st.st_size;
-	if (!pread_all(fd, &eh, sizeof(eh), 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	if (!src_read(src, &eh, sizeof(eh), 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
 	    eh.e_machine != EM_X86_64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
 	    eh.e_phnum == 0 || eh.e_phnum > MAX_PHDRS || eh.e_phoff > size ||
@@ -183,7 +205,7 @@ static bool image_read(struct module_image *img, int fd, const struct exec_mappi
 		return false;
 	Elf64_Phdr ph[MAX_PHDRS];
 	size_t nph = eh.e_phnum;
-	if (!pread_all(fd, ph, nph * sizeof(Elf64_Phdr), eh.e_phoff))
+	if (!src_read(src, ph, nph * sizeof(Elf64_Phdr), eh.e_phoff))
 		return false;
 
 	/* The load bias, from the executable segment the mapping shows:
@@ -213,7 +235,7 @@ static bool image_read(struct module_image *img, int fd, const struct exec_mappi
 	uint8_t h[24];
 	size_t hl = hdr_len < sizeof(h) ? hdr_len : sizeof(h), pos = 4;
 	uint64_t eh_frame_vaddr = 0, fde_count;
-	if (!pread_all(fd, h, hl, hdr_off) || h[0] != 1 || h[3] != DW_EH_PE_datarel_sdata4 ||
+	if (!src_read(src, h, hl, hdr_off) || h[0] != 1 || h[3] != DW_EH_PE_datarel_sdata4 ||
 	    h[2] == DW_EH_PE_omit || (h[2] & 0x70) != 0)
 		return false;
 	bool have_eh_frame = h[1] != DW_EH_PE_omit;
@@ -245,7 +267,7 @@ static bool image_read(struct module_image *img, int fd, const struct exec_mappi
 	if (!img->data)
 		return false;
 	size_t avail = (size_t)((a_end < size ? a_end : size) - a_from);
-	if (!pread_all(fd, img->data, avail, a_from)) {
+	if (!src_read(src, img->data, avail, a_from)) {
 		free(img->data);
 		img->data = NULL;
 		return false;
@@ -273,16 +295,29 @@ static struct module_image *image_for(struct unwinder *u, struct exec_mapping *m
 	struct module_image *img = calloc(1, sizeof(*img));
 	if (!img)
 		return NULL;
-	if (u->have_opener) {
+	if (m->vdso) {
+		/* Its CFI is in target memory: without it a thread caught in
+		 * clock_gettime lost every caller. */
+		size_t len = (size_t)(m->limit - m->start);
+		uint8_t *copy = len <= VDSO_MAX_BYTES ? malloc(len) : NULL;
+		if (copy && attach_read_memory(u->pid, m->start, copy, len) == (ssize_t)len) {
+			struct image_src src = {.fd = -1, .mem = copy, .size = len};
+			img->usable = image_read(img, &src, m);
+		}
+		free(copy);
+	} else if (u->have_opener) {
 		struct unwind_module mod = {
 			.start = m->start, .limit = m->limit, .offset = m->offset,
 			.maps_line = m->line, .maps_line_len = strlen(m->line),
 		};
 		int fd = u->opener.open(u->opener.arg, &mod);
-		if (fd >= 0) {
-			img->usable = image_read(img, fd, m);
-			close(fd);
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+			struct image_src src = {.fd = fd, .size = (uint64_t)st.st_size};
+			img->usable = image_read(img, &src, m);
 		}
+		if (fd >= 0)
+			close(fd);
 	}
 	m->img = img;
 	return img;
@@ -340,7 +375,8 @@ int unwinder_update_maps(struct unwinder *u, const char *text, size_t len)
 		/* perms follow a space; the path (if any) starts at the first '/'. */
 		bool exec = (size_t)(end - buf) + 5 <= bl && end[3] == 'x';
 		uint64_t offset = exec ? strtoull(end + 5, NULL, 16) : 0;
-		if (r < 0 || !exec || !memchr(p, '/', l))
+		bool vdso = exec && l >= 6 && memcmp(p + l - 6, "[vdso]", 6) == 0;
+		if (r < 0 || !exec || (!memchr(p, '/', l) && !vdso))
 			continue;
 		if (u->nmaps == cap) {
 			cap *= 2;
@@ -352,7 +388,7 @@ int unwinder_update_maps(struct unwinder *u, const char *text, size_t len)
 			u->maps = m;
 		}
 		struct exec_mapping *m = &u->maps[u->nmaps];
-		*m = (struct exec_mapping){.start = start, .limit = limit, .offset = offset};
+		*m = (struct exec_mapping){.start = start, .limit = limit, .offset = offset, .vdso = vdso};
 		m->line = strndup(p, l);
 		if (!m->line) {
 			r = -ENOMEM;

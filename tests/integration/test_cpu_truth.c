@@ -563,3 +563,72 @@ Test(cpu_truth, fallback_when_perf_events_are_refused, .timeout = 120)
 	target_kill(&t);
 	rm_rf(tmp);
 }
+
+/* ---- the vdso ---- */
+
+/* Stacks caught inside the vdso keep their callers (its CFI is read from
+ * the target's memory): in cpu.pprof, and in snapshots. */
+Test(cpu_truth, callers_kept_through_the_vdso, .timeout = 120)
+{
+	struct window w;
+	run_ours("clock", 1, 1500, HZ, NULL, &w);
+	Perftools__Profiles__Profile *p = load_cpu(&w);
+	double in_vdso = 0, whole = 0;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const char *names[256];
+		int nf = pprof_sample_frames(p, p->sample[i], names, 256);
+		if (nf <= 0 || !names[0] || !strstr(names[0], "vdso"))
+			continue;
+		double v = (double)p->sample[i]->value[1];
+		in_vdso += v;
+		bool loop = false, start = false;
+		for (int j = 1; j < nf; j++) {
+			loop |= names[j] && strcmp(names[j], "clock_loop") == 0;
+			start |= names[j] && strcmp(names[j], "start_thread") == 0;
+		}
+		if (loop && start)
+			whole += v;
+	}
+	cr_expect_gt(in_vdso, 0.2 * our_total_ns(p), "little time in the vdso: %.0f of %.0f ns", in_vdso,
+		     our_total_ns(p));
+	cr_expect_geq(whole, 0.95 * in_vdso,
+		      "only %.0f of the %.0f ns in the vdso reach clock_loop and start_thread", whole,
+		      in_vdso);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	rm_window(&w);
+
+	/* Snapshots: the thread is in the vdso most of the time; each stack
+	 * that is must go on to start_thread. */
+	struct target t = start_window("clock", 1, 3000);
+	go(&t);
+	char tmp[256], pid[16];
+	make_tmpdir(tmp, sizeof(tmp));
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	int in = 0, through = 0;
+	for (int k = 0; k < 8; k++) {
+		char out[300], txt[400];
+		snprintf(out, sizeof(out), "%s/s%d", tmp, k);
+		const char *args[] = {"-p", pid, "--snapshot", "-q", "-o", out, NULL};
+		struct tool_result r;
+		tool_run(&r, args);
+		cr_assert_eq(r.exit_code, 0, "snapshot: %s", r.err);
+		snprintf(txt, sizeof(txt), "%s/threads.txt", out);
+		char *text = read_file(txt, NULL);
+		cr_assert(text);
+		/* The clock thread's block: from "clock_loop"'s thread header on. */
+		const char *v = strstr(text, "__vdso_clock_gettime");
+		if (v) {
+			in++;
+			const char *end = strstr(v, "\n\n");
+			const char *st = strstr(v, "start_thread");
+			const char *cl = strstr(v, "clock_loop");
+			if (st && cl && (!end || (st < end && cl < end)))
+				through++;
+		}
+		free(text);
+	}
+	cr_expect_gt(in, 0, "no snapshot caught the thread in the vdso");
+	cr_expect_eq(through, in, "%d of %d stacks in the vdso lost their callers", in - through, in);
+	end_target(&t, &w);
+	rm_rf(tmp);
+}

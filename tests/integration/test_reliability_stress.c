@@ -433,11 +433,17 @@ Test(reliability_stress, b1_thread_churn, .timeout = 600)
 		double pbase = churn_rate(&rt, 1000);
 		char cmd[256];
 		snprintf(cmd, sizeof(cmd), "exec perf record -q -F 99 -g -p %d -o /dev/null -- sleep 4 "
-			 ">/dev/null 2>&1 &", (int)rt.t.pid);
-		sh(cmd);
+			 ">/dev/null 2>&1", (int)rt.t.pid);
+		pid_t perf = fork();
+		cr_assert(perf >= 0);
+		if (perf == 0) {
+			execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+			_exit(127);
+		}
 		sleep_ms(700);
 		perf_share = churn_rate(&rt, 2500) / pbase;
-		sleep_ms(1500);
+		/* perf must be gone before the next test measures a churn. */
+		waitpid(perf, NULL, 0);
 		fprintf(stderr, "b1: under perf record -F 99 -g the churn ran at %.1f%% of its baseline\n",
 			100 * perf_share);
 	}

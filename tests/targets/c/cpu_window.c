@@ -12,12 +12,16 @@
  *                                spin_light (1 unit) alternately, no syscalls
  *   cpu_window duty N BURN_MS    N threads: 2 ms of duty_work, then 8 ms
  *                                asleep in poll(), again and again
+ *   cpu_window clock N BURN_MS   N threads reading the clock in a loop
+ *                                (clock_main -> clock_loop -> clock_gettime):
+ *                                their time goes to the vdso
  *   cpu_window pipe 1 BURN_MS    one thread writes 64 KiB blocks into a pipe
  *                                (pipe_writer), another reads them (pipe_reader):
  *                                the time goes to the kernel's pipe paths
  *
  * Expected stacks: spin_units <- spin_heavy|spin_light <- spin_main <-
- * start_thread; duty_work <- duty_main; write <- pipe_writer.
+ * start_thread; duty_work <- duty_main; __vdso_clock_gettime <-
+ * clock_gettime <- clock_loop <- clock_main; write <- pipe_writer.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -129,6 +133,22 @@ NOINLINE void *duty_main(void *arg)
 	return NULL;
 }
 
+NOINLINE void clock_loop(void);
+NOINLINE void clock_loop(void)
+{
+	while (now_ns() < burn_until_ns)
+		;
+}
+
+NOINLINE void *clock_main(void *arg);
+NOINLINE void *clock_main(void *arg)
+{
+	(void)arg;
+	clock_loop();
+	report_self();
+	return NULL;
+}
+
 /* Both ends of the pipe, one thread each; the writer stops at the end of
  * the burst and its close ends the reader. */
 static char pipe_block[65536];
@@ -181,7 +201,9 @@ int main(int argc, char **argv)
 		pthread_create(&th[nth++], NULL, pipe_reader, NULL);
 		pthread_create(&th[nth++], NULL, pipe_writer, NULL);
 	} else {
-		void *(*fn)(void *) = strcmp(argv[1], "duty") == 0 ? duty_main : spin_main;
+		void *(*fn)(void *) = strcmp(argv[1], "duty") == 0    ? duty_main
+				      : strcmp(argv[1], "clock") == 0 ? clock_main
+								      : spin_main;
 		for (int i = 0; i < n; i++)
 			pthread_create(&th[nth++], NULL, fn, NULL);
 	}
