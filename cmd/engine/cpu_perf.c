@@ -135,8 +135,9 @@ static int on_sample(void *arg, const struct perf_sample *s)
 	cp->user[i] = s->have_user_regs;
 	if (!s->have_user_regs)
 		cp->kernel_only++;
-	cp->nkpcs[i] = cp->kernel_frames ? s->nkernel : 0;
-	memcpy(cp->kpcs[i], s->kernel_pcs, cp->nkpcs[i] * sizeof(uint64_t));
+	cp->nkpcs[i] = cp->kernel_frames && s->kernel_pcs ? s->nkernel : 0;
+	if (cp->nkpcs[i])
+		memcpy(cp->kpcs[i], s->kernel_pcs, cp->nkpcs[i] * sizeof(uint64_t));
 	cp->period_ns[i] = s->period_ns;
 	b->nthreads++;
 	if (b->nthreads == BATCH_MAX)
