@@ -75,6 +75,12 @@ int sym_elf_within(Elf *elf, uint64_t size)
 	if (!gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &phnum) != 0 ||
 	    elf_getshdrnum(elf, &shnum) != 0)
 		return -ENOEXEC;
+	/* A mapped module is an executable or a shared object; libdwfl takes
+	 * an ET_CORE for a core file and reads past the end of this one (an
+	 * 8613-byte input found by fuzz_elf_symbolize), and nothing else is
+	 * ever mapped by a loader. */
+	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
+		return -ENOEXEC;
 	size_t phent = gelf_fsize(elf, ELF_T_PHDR, 1, EV_CURRENT);
 	size_t shent = gelf_fsize(elf, ELF_T_SHDR, 1, EV_CURRENT);
 	if (!phent || !shent)
