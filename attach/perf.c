@@ -26,6 +26,8 @@
 #define RING_ORDER_MAX 9
 #define RING_ORDER_MIN 3
 #define RINGS_BYTES_MAX (64u << 20)
+/* Descriptors kept free for everything else a capture opens. */
+#define FDS_RESERVED 64
 
 /* The user registers we ask for, in perf's x86 numbering: every general
  * register, ip, flags, cs and ss. DS, ES, FS and GS are refused for a
@@ -42,6 +44,12 @@ struct ring {
 	size_t scratch_cap;
 };
 
+/* A set of tids: open addressing, 0 = empty. */
+struct tidset {
+	pid_t *slots;
+	size_t n, nslots;
+};
+
 struct perf_sampler {
 	pid_t pid;
 	struct perf_sampler_options opt;
@@ -50,10 +58,10 @@ struct perf_sampler {
 	struct ring *rings;
 	int *fds;
 	size_t nfds, fds_cap, peak_fds;
-	/* Threads that have events (opened by us or inherited): an open
-	 * addressing set of tids, 0 = empty. */
-	pid_t *tids;
-	size_t ntids, tids_slots;
+	size_t fd_budget; /* the soft RLIMIT_NOFILE, once raised */
+	/* Threads that have events (opened by us or inherited), and those
+	 * refused one (counted once, whatever the passes at the start). */
+	struct tidset followed, refused;
 	size_t page_size;
 	int ring_order;
 	struct perf_sampler_stats stats;
@@ -65,48 +73,47 @@ static int perf_event_open(struct perf_event_attr *a, pid_t tid, int cpu)
 	return (int)syscall(SYS_perf_event_open, a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static size_t tid_slot(const struct perf_sampler *ps, pid_t tid)
+static size_t tid_slot(const struct tidset *t, pid_t tid)
 {
-	return ((size_t)tid * 2654435761u) & (ps->tids_slots - 1);
+	return ((size_t)tid * 2654435761u) & (t->nslots - 1);
 }
 
-static bool tid_known(const struct perf_sampler *ps, pid_t tid)
+static bool tid_known(const struct tidset *t, pid_t tid)
 {
-	if (!ps->tids_slots)
+	if (!t->nslots)
 		return false;
-	for (size_t h = tid_slot(ps, tid); ps->tids[h]; h = (h + 1) & (ps->tids_slots - 1))
-		if (ps->tids[h] == tid)
+	for (size_t h = tid_slot(t, tid); t->slots[h]; h = (h + 1) & (t->nslots - 1))
+		if (t->slots[h] == tid)
 			return true;
 	return false;
 }
 
-static int tid_add(struct perf_sampler *ps, pid_t tid)
+static int tid_add(struct tidset *t, pid_t tid)
 {
-	if (tid_known(ps, tid))
+	if (tid_known(t, tid))
 		return 0;
-	if ((ps->ntids + 1) * 2 > ps->tids_slots) {
-		size_t n = ps->tids_slots ? ps->tids_slots * 2 : 64;
-		pid_t *t = calloc(n, sizeof(*t));
-		if (!t)
+	if ((t->n + 1) * 2 > t->nslots) {
+		size_t n = t->nslots ? t->nslots * 2 : 64;
+		pid_t *slots = calloc(n, sizeof(*slots));
+		if (!slots)
 			return -ENOMEM;
-		pid_t *old = ps->tids;
-		size_t old_n = ps->tids_slots;
-		ps->tids = t;
-		ps->tids_slots = n;
-		for (size_t i = 0; i < old_n; i++)
-			if (old[i]) {
-				size_t h = tid_slot(ps, old[i]);
-				while (t[h])
+		struct tidset old = *t;
+		t->slots = slots;
+		t->nslots = n;
+		for (size_t i = 0; i < old.nslots; i++)
+			if (old.slots[i]) {
+				size_t h = tid_slot(t, old.slots[i]);
+				while (slots[h])
 					h = (h + 1) & (n - 1);
-				t[h] = old[i];
+				slots[h] = old.slots[i];
 			}
-		free(old);
+		free(old.slots);
 	}
-	size_t h = tid_slot(ps, tid);
-	while (ps->tids[h])
-		h = (h + 1) & (ps->tids_slots - 1);
-	ps->tids[h] = tid;
-	ps->ntids++;
+	size_t h = tid_slot(t, tid);
+	while (t->slots[h])
+		h = (h + 1) & (t->nslots - 1);
+	t->slots[h] = tid;
+	t->n++;
 	return 0;
 }
 
@@ -152,6 +159,12 @@ static int map_ring(struct perf_sampler *ps, struct ring *r, int fd)
 static int open_thread(struct perf_sampler *ps, pid_t tid)
 {
 	int opened = 0, err = 0;
+	/* Leave descriptors for the rest of the capture (the bundle's files,
+	 * the workers' sockets, /proc): a thread past the budget goes without
+	 * an event, and is counted, rather than the bundle failing with
+	 * EMFILE. */
+	if (ps->nfds + (size_t)ps->ncpus + FDS_RESERVED > ps->fd_budget)
+		return -EMFILE;
 	for (int cpu = 0; cpu < ps->ncpus; cpu++) {
 		int fd = perf_event_open(&ps->attr, tid, cpu);
 		if (fd < 0) {
@@ -177,45 +190,54 @@ static int open_thread(struct perf_sampler *ps, pid_t tid)
 		return err ? err : -ENODEV;
 	/* Followed even if some CPU refused: opening it again would double
 	 * the CPUs that did not. The refusal is still reported. */
-	int a = tid_add(ps, tid);
+	int a = tid_add(&ps->followed, tid);
 	return a < 0 ? a : err;
 }
 
 /* Raise the soft descriptor limit to the hard one: one event per thread
  * and CPU adds up (512 threads on 2 CPUs: 1024). */
-static void raise_nofile(void)
+static size_t raise_nofile(void)
 {
 	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 1024;
+	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
 	}
+	return rl.rlim_cur == RLIM_INFINITY ? SIZE_MAX / 2 : (size_t)rl.rlim_cur;
 }
 
-int perf_sampler_scan(struct perf_sampler *ps)
+/* Open events for the threads of /proc/PID/task that have none yet; the
+ * number opened (>= 0) or -errno. */
+static int scan_threads(struct perf_sampler *ps)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)ps->pid);
 	DIR *d = opendir(path);
 	if (!d)
 		return errno == ENOENT ? -ESRCH : -errno;
-	int r = 0;
+	int r = 0, opened = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		char *end;
 		long tid = strtol(e->d_name, &end, 10);
-		if (*end || tid <= 0 || tid_known(ps, (pid_t)tid))
+		if (*end || tid <= 0 || tid_known(&ps->followed, (pid_t)tid) ||
+		    tid_known(&ps->refused, (pid_t)tid))
 			continue;
 		int o = open_thread(ps, (pid_t)tid);
 		if (o == -ENOMEM) {
 			r = o;
 			break;
 		}
-		if (o < 0 && o != -ESRCH)
+		if (o == 0)
+			opened++;
+		if (o < 0 && o != -ESRCH && tid_add(&ps->refused, (pid_t)tid) == 0)
 			ps->stats.threads_without_event++;
 	}
 	closedir(d);
-	return r;
+	return r < 0 ? r : opened;
 }
 
 int perf_sampler_open(pid_t pid, const struct perf_sampler_options *o, struct perf_sampler **ret)
@@ -268,7 +290,7 @@ int perf_sampler_open(pid_t pid, const struct perf_sampler_options *o, struct pe
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
 
-	raise_nofile();
+	ps->fd_budget = raise_nofile();
 	int r = open_thread(ps, pid);
 	if (r == -EINVAL) {
 		/* A kernel before 5.13 has no inherit_thread: follow threads
@@ -276,10 +298,19 @@ int perf_sampler_open(pid_t pid, const struct perf_sampler_options *o, struct pe
 		a->inherit_thread = 0;
 		r = open_thread(ps, pid);
 	}
-	/* A leader that exited (pthread_exit) leaves its threads running. */
-	if (r == 0 || r == -ESRCH)
-		r = perf_sampler_scan(ps);
-	if (r == 0 && ps->ntids == 0)
+	/* The other threads, listed until a listing finds none without an
+	 * event: a thread created before its creator had events is listed
+	 * by the next pass, and every thread created after that inherits
+	 * (no later re-scan, which would race with inheritance and give a
+	 * thread two sets of events). A leader that exited (pthread_exit)
+	 * leaves its threads running. */
+	if (r == 0 || r == -ESRCH) {
+		int n;
+		for (int pass = 0; pass < 16 && (n = scan_threads(ps)) > 0; pass++)
+			;
+		r = n < 0 ? n : 0;
+	}
+	if (r == 0 && ps->followed.n == 0)
 		r = -ESRCH;
 	if (r < 0) {
 		perf_sampler_free(ps);
@@ -413,10 +444,12 @@ static void on_record(struct perf_sampler *ps, const struct perf_event_header *h
 		ps->stats.throttled++;
 		break;
 	case PERF_RECORD_FORK: {
-		/* {pid, ppid, tid, ptid}: a new thread got inherited events. */
-		uint64_t pp = take_u64(&p, end, &bad), tt = take_u64(&p, end, &bad);
+		/* {pid, ppid, tid, ptid}: a new thread got inherited events
+		 * (counted, not kept: a churning target would grow a set of
+		 * every tid it ever had). */
+		uint64_t pp = take_u64(&p, end, &bad);
 		if (!bad && (pid_t)(uint32_t)pp == ps->pid)
-			tid_add(ps, (pid_t)(uint32_t)tt);
+			ps->stats.threads_inherited++;
 		break;
 	}
 	case PERF_RECORD_MMAP2: {
@@ -492,7 +525,7 @@ uint64_t perf_sampler_take_mmaps(struct perf_sampler *ps)
 void perf_sampler_stats(const struct perf_sampler *ps, struct perf_sampler_stats *ret)
 {
 	*ret = ps->stats;
-	ret->threads_followed = ps->ntids;
+	ret->threads_followed = ps->followed.n + ps->stats.threads_inherited;
 	ret->events = ps->nfds ? ps->nfds : ps->peak_fds;
 }
 
@@ -520,6 +553,7 @@ void perf_sampler_free(struct perf_sampler *ps)
 	}
 	free(ps->rings);
 	free(ps->fds);
-	free(ps->tids);
+	free(ps->followed.slots);
+	free(ps->refused.slots);
 	free(ps);
 }

@@ -13,10 +13,13 @@
  * (PERF_EVENT_IOC_SET_OUTPUT needs the same CPU; an event opened with
  * cpu = -1 could not share a buffer). `inherit` + `inherit_thread` give
  * threads the target creates later their own events (not forked
- * children); threads that appeared between our scan of /proc/PID/task and
- * their creator's event are caught by perf_sampler_scan. Each event costs
+ * children); /proc/PID/task is listed until a pass finds no thread without
+ * events, which covers the threads created before their creator had its
+ * events, and is never re-listed later (that would race with inheritance
+ * and double a thread's events). Each event costs
  * a descriptor per CPU: the soft RLIMIT_NOFILE is raised to the hard one,
- * and a thread that still gets none is counted (threads_without_event).
+ * 64 descriptors are always left for the rest of the capture, and a thread
+ * that gets none is counted (threads_without_event).
  *
  * Stacks: the kernel copies at most stack_bytes (at most 65528, perf's
  * own cap) from the user SP; a copy that filled the whole size may have
@@ -67,6 +70,7 @@ struct perf_sampler_stats {
 	uint64_t stacks_truncated;
 	uint64_t threads_without_event; /* threads we found but could not open an event for */
 	uint64_t threads_followed;   /* threads with events (opened or inherited) */
+	uint64_t threads_inherited;  /* threads created while sampling (FORK records) */
 	uint64_t mmap_records;       /* executable mappings created while sampling */
 	size_t events;               /* descriptors open */
 };
@@ -77,10 +81,6 @@ struct perf_sampler_stats {
  * such event), -ESRCH (the process is gone), -ENOMEM. The caller falls
  * back to another way of sampling then. */
 int perf_sampler_open(pid_t pid, const struct perf_sampler_options *o, struct perf_sampler **ret);
-
-/* Look for threads that have no event yet (created in a gap of
- * `inherit`) and open theirs. 0 or -ENOMEM. */
-int perf_sampler_scan(struct perf_sampler *ps);
 
 /* Hand every sample the rings hold to fn, oldest first per CPU, and free
  * their space. Also counts LOST, THROTTLE and MMAP2 records, and follows

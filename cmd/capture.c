@@ -445,6 +445,11 @@ static void print_summary(const struct capture_summary *sum)
 		sum->cpu_engine, (unsigned long long)sum->cpu_samples, sum->target_cpu_s, share,
 		sum->cpu_samples_expected, sum->hz, (unsigned long long)sum->lost,
 		(unsigned long long)sum->throttled, (unsigned long long)sum->stops);
+	if (sum->threads_without_event)
+		fprintf(stderr,
+			"diag-attach: warning: %llu thread(s) got no perf event (descriptor limit?): their "
+			"CPU time is missing from cpu.pprof\n",
+			(unsigned long long)sum->threads_without_event);
 	/* Below a second of samples the ratio is noise of /proc's 10 ms ticks. */
 	if (share < 90.0 && sum->cpu_samples_expected >= sum->hz)
 		fprintf(stderr,

@@ -146,10 +146,8 @@ static int on_sample(void *arg, const struct perf_sample *s)
 }
 
 long cpu_perf_collect(struct cpu_perf *cp, struct interp *in, struct stackagg *cpu,
-		      cpu_perf_label_fn label, void *arg, bool rescan)
+		      cpu_perf_label_fn label, void *arg)
 {
-	if (rescan && perf_sampler_scan(cp->ps) == -ENOMEM)
-		return -ENOMEM;
 	cp->in = in;
 	cp->cpu = cpu;
 	cp->label = label;
@@ -196,6 +194,7 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 	cJSON_AddNumberToObject(o, "throttled", (double)st.throttled);
 	cJSON_AddNumberToObject(o, "stacks_truncated", (double)st.stacks_truncated);
 	cJSON_AddNumberToObject(o, "threads_followed", (double)st.threads_followed);
+	cJSON_AddNumberToObject(o, "threads_inherited", (double)st.threads_inherited);
 	cJSON_AddNumberToObject(o, "threads_without_event", (double)st.threads_without_event);
 	cJSON_AddNumberToObject(o, "events", (double)st.events);
 	cJSON_AddNumberToObject(o, "mmap_records", (double)st.mmap_records);
@@ -225,6 +224,13 @@ uint64_t cpu_perf_throttled(const struct cpu_perf *cp)
 	struct perf_sampler_stats st;
 	perf_sampler_stats(cp->ps, &st);
 	return st.throttled;
+}
+
+uint64_t cpu_perf_threads_without_event(const struct cpu_perf *cp)
+{
+	struct perf_sampler_stats st;
+	perf_sampler_stats(cp->ps, &st);
+	return st.threads_without_event;
 }
 
 void cpu_perf_free(struct cpu_perf *cp)

@@ -32,10 +32,10 @@ int cpu_perf_new(const struct attach_target *t, uint64_t period_ns, size_t stack
 		 bool kernel_frames, struct cpu_perf **ret);
 
 /* Drain the rings into cpu (values {1, period}), unwinding in `in`.
- * rescan: also look for threads that have no event yet. Returns the
+ * Returns the
  * samples added, or -ENOMEM. */
 long cpu_perf_collect(struct cpu_perf *cp, struct interp *in, struct stackagg *cpu,
-		      cpu_perf_label_fn label, void *arg, bool rescan);
+		      cpu_perf_label_fn label, void *arg);
 
 /* Name the kernel addresses of st (/proc/kallsyms; "[kernel]" when it
  * cannot be read). 0 or -ENOMEM. */
@@ -47,6 +47,7 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o);
 uint64_t cpu_perf_samples(const struct cpu_perf *cp);
 uint64_t cpu_perf_lost(const struct cpu_perf *cp);
 uint64_t cpu_perf_throttled(const struct cpu_perf *cp);
+uint64_t cpu_perf_threads_without_event(const struct cpu_perf *cp);
 
 /* After the last collect: the events stop (the final snapshot's stops and
  * our symbolizing are not the target's CPU profile). */

@@ -72,6 +72,7 @@ struct capture_summary {
 	uint64_t cpu_samples;
 	double cpu_samples_expected; /* target_cpu_s x hz: what its CPU time asks for */
 	uint64_t lost, throttled;
+	uint64_t threads_without_event; /* perf: threads we could not open an event for */
 	uint64_t stops;          /* ptrace stops (wall-clock samples and the final snapshot) */
 };
 

@@ -31,10 +31,8 @@
 #define WARM_EVERY_NS 500000000ull
 #define LATE_POLL_NS 2000000ull
 /* Perf rings are drained this often (a CPU fills at most 99 samples a
- * second into a ring that holds a dozen or more), and /proc/PID/task
- * re-listed for threads without an event this often. */
+ * second into a ring that holds a dozen or more). */
 #define PERF_DRAIN_EVERY_NS 40000000ull
-#define PERF_SCAN_EVERY_NS 1000000000ull
 
 struct pause_stats {
 	uint64_t *reservoir;
@@ -608,9 +606,9 @@ static void note_target_cpu(struct sampler *sp)
 }
 
 /* Drain the perf rings into the CPU profile. 0 or -ENOMEM. */
-static int perf_drain(struct sampler *sp, bool rescan)
+static int perf_drain(struct sampler *sp)
 {
-	long n = cpu_perf_collect(sp->perf, sp->s->interp, sp->cpu, perf_labels, sp, rescan);
+	long n = cpu_perf_collect(sp->perf, sp->s->interp, sp->cpu, perf_labels, sp);
 	if (n < 0)
 		return (int)n;
 	sp->cpu_samples += (uint64_t)n;
@@ -658,6 +656,7 @@ static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
 	sum->cpu_samples_expected = sum->target_cpu_s * sum->hz;
 	sum->lost = sp->perf ? cpu_perf_lost(sp->perf) : 0;
 	sum->throttled = sp->perf ? cpu_perf_throttled(sp->perf) : 0;
+	sum->threads_without_event = sp->perf ? cpu_perf_threads_without_event(sp->perf) : 0;
 	sum->stops = stops;
 	cJSON_AddStringToObject(cap, "cpu_engine", sum->cpu_engine);
 	if (sp->perf_refused)
@@ -881,7 +880,7 @@ int sampler_run(struct capture_session *s)
 	uint64_t next_tick = start;
 	uint64_t next_timeline = start;
 	uint64_t next_progress = start + PROGRESS_EVERY_NS;
-	uint64_t next_drain = start + PERF_DRAIN_EVERY_NS, next_scan = start + PERF_SCAN_EVERY_NS;
+	uint64_t next_drain = start + PERF_DRAIN_EVERY_NS;
 	/* The first round right after the first tick: loading debug info is
 	 * the slow part of the end, and it can run while we sample. */
 	uint64_t next_warm = start;
@@ -953,15 +952,12 @@ int sampler_run(struct capture_session *s)
 		}
 		now = monotonic_ns();
 		if (sp.perf && now >= next_drain) {
-			bool rescan = now >= next_scan;
-			if (perf_drain(&sp, rescan) < 0) {
+			if (perf_drain(&sp) < 0) {
 				fatal = -ENOMEM;
 				fatal_stage = CAPTURE_STAGE_ATTACH;
 				break;
 			}
 			next_drain = monotonic_ns() + PERF_DRAIN_EVERY_NS;
-			if (rescan)
-				next_scan = now + PERF_SCAN_EVERY_NS;
 		}
 		if (now >= next_warm && sp.have_last) {
 			attach_service_late();
@@ -1017,7 +1013,7 @@ int sampler_run(struct capture_session *s)
 	attach_service_late();
 	/* The last samples the kernel holds, then the events stop counting
 	 * (the final snapshot's stops are not the target's CPU time). */
-	r = sp.perf ? perf_drain(&sp, false) : 0;
+	r = sp.perf ? perf_drain(&sp) : 0;
 	if (sp.perf)
 		cpu_perf_stop(sp.perf);
 	if (r < 0) {

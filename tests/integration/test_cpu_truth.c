@@ -632,3 +632,38 @@ Test(cpu_truth, callers_kept_through_the_vdso, .timeout = 120)
 	end_target(&t, &w);
 	rm_rf(tmp);
 }
+
+/* ---- descriptors ---- */
+
+/* One event per thread and CPU: under a low descriptor limit the threads
+ * past the budget go without one, are counted and said, and the bundle
+ * (which needs descriptors of its own) is still written whole. */
+Test(cpu_truth, threads_past_the_descriptor_budget_are_counted, .timeout = 120)
+{
+	struct target t = start_window("spin", 16, 60000);
+	go(&t);
+	sleep_ms(300);
+	char tmp[256], cmd[1024], out[4096];
+	make_tmpdir(tmp, sizeof(tmp));
+	/* 80 descriptors: 64 kept for the capture, 2 per thread on 2 CPUs. */
+	const char *tool = getenv("DIAG_ATTACH");
+	cr_assert(tool, "DIAG_ATTACH not set (run through meson test)");
+	snprintf(cmd, sizeof(cmd), "prlimit --nofile=80:80 %s -p %d -d 2s -o %s/b 2>&1", tool,
+		 (int)t.pid, tmp);
+	int rc = shell_output(cmd, out, sizeof(out));
+	cr_expect_eq(rc, 0, "exit %d: %s", rc, out);
+	cr_expect(strstr(out, "got no perf event") != NULL, "not said: %s", out);
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/b", tmp);
+	expect_verified(dir, NULL);
+	cJSON *m = manifest_load(dir);
+	const cJSON *perf = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "cpu"), "perf");
+	double without = cJSON_GetNumberValue(cJSON_GetObjectItem(perf, "threads_without_event"));
+	double followed = cJSON_GetNumberValue(cJSON_GetObjectItem(perf, "threads_followed"));
+	cr_expect(without > 0 && followed > 0 && without + followed == 17,
+		  "%.0f threads without an event, %.0f followed (17 in all)", without, followed);
+	cJSON_Delete(m);
+	target_kill(&t);
+	rm_rf(tmp);
+}
