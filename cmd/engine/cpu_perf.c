@@ -18,8 +18,11 @@ struct cpu_perf {
 	const struct attach_target *target;
 	struct perf_sampler *ps;
 	bool kernel_frames;
-	struct kallsyms *ksyms;    /* NULL: kernel addresses unreadable */
-	int ksyms_error;
+	/* Loaded when the first kernel address is named, at the end: 120,000
+	 * lines of /proc/kallsyms are no start-up cost, and none at all for a
+	 * capture without kernel frames. NULL once tried: unreadable. */
+	struct kallsyms *ksyms;
+	bool ksyms_tried;
 	/* The batch being filled: threads[i] is sample i (registers and a
 	 * copy of its stack); maps_text is the target's maps, re-read when an
 	 * executable mapping appeared. */
@@ -67,8 +70,6 @@ int cpu_perf_new(const struct attach_target *t, uint64_t period_ns, size_t stack
 		cpu_perf_free(cp);
 		return r;
 	}
-	if (kernel_frames)
-		cp->ksyms_error = kallsyms_load("/proc/kallsyms", &cp->ksyms);
 	*ret = cp;
 	return 0;
 }
@@ -163,6 +164,11 @@ static size_t name_kernel(void *arg, uint64_t addr, struct sym_frame *out, size_
 	struct cpu_perf *cp = arg;
 	if (max == 0 || !kallsyms_is_kernel_address(addr))
 		return 0;
+	if (!cp->ksyms_tried) {
+		cp->ksyms_tried = true;
+		if (kallsyms_load("/proc/kallsyms", &cp->ksyms) < 0)
+			cp->ksyms = NULL;
+	}
 	memset(out, 0, sizeof(*out));
 	out->file = "[kernel.kallsyms]";
 	const char *module = NULL;
@@ -188,7 +194,7 @@ void cpu_perf_stop(struct cpu_perf *cp)
 void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 {
 	struct perf_sampler_stats st;
-	perf_sampler_stats(cp->ps, &st);
+	cpu_perf_stats(cp, &st);
 	cJSON_AddNumberToObject(o, "samples", (double)st.samples);
 	cJSON_AddNumberToObject(o, "lost", (double)st.lost);
 	cJSON_AddNumberToObject(o, "throttled", (double)st.throttled);
@@ -201,36 +207,13 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 	cJSON_AddNumberToObject(o, "samples_without_user_context", (double)cp->kernel_only);
 	cJSON_AddNumberToObject(o, "samples_without_user_frames", (double)cp->user_unwound_empty);
 	cJSON_AddBoolToObject(o, "kernel_frames", cp->kernel_frames);
-	if (cp->kernel_frames)
+	if (cp->ksyms_tried)
 		cJSON_AddBoolToObject(o, "kernel_symbols", cp->ksyms != NULL);
 }
 
-uint64_t cpu_perf_samples(const struct cpu_perf *cp)
+void cpu_perf_stats(const struct cpu_perf *cp, struct perf_sampler_stats *ret)
 {
-	struct perf_sampler_stats st;
-	perf_sampler_stats(cp->ps, &st);
-	return st.samples;
-}
-
-uint64_t cpu_perf_lost(const struct cpu_perf *cp)
-{
-	struct perf_sampler_stats st;
-	perf_sampler_stats(cp->ps, &st);
-	return st.lost;
-}
-
-uint64_t cpu_perf_throttled(const struct cpu_perf *cp)
-{
-	struct perf_sampler_stats st;
-	perf_sampler_stats(cp->ps, &st);
-	return st.throttled;
-}
-
-uint64_t cpu_perf_threads_without_event(const struct cpu_perf *cp)
-{
-	struct perf_sampler_stats st;
-	perf_sampler_stats(cp->ps, &st);
-	return st.threads_without_event;
+	perf_sampler_stats(cp->ps, ret);
 }
 
 void cpu_perf_free(struct cpu_perf *cp)

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "attach/attach.h"
+#include "attach/perf.h"
 #include "cmd/engine/stackagg.h"
 #include "symbolize/worker/interp.h"
 #include "symbolize/worker/symtab.h"
@@ -44,10 +45,8 @@ int cpu_perf_name_kernel(struct cpu_perf *cp, struct symtab *st);
 /* {samples, lost, throttled, stacks_truncated, threads_followed,
  * threads_without_event, kernel_symbols} into o. */
 void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o);
-uint64_t cpu_perf_samples(const struct cpu_perf *cp);
-uint64_t cpu_perf_lost(const struct cpu_perf *cp);
-uint64_t cpu_perf_throttled(const struct cpu_perf *cp);
-uint64_t cpu_perf_threads_without_event(const struct cpu_perf *cp);
+/* The perf sampler's counts (lost, throttled, threads without an event...). */
+void cpu_perf_stats(const struct cpu_perf *cp, struct perf_sampler_stats *ret);
 
 /* After the last collect: the events stop (the final snapshot's stops and
  * our symbolizing are not the target's CPU profile). */

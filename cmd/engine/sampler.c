@@ -467,6 +467,20 @@ static void seed_cpu_seen(struct sampler *sp)
 
 /* The final capture's share of the ptrace engine's CPU profile: what each
  * thread used since its last tick. */
+/* The labels of a CPU sample of tid named raw_comm (escaped as in
+ * threads.txt): "tid=N<SEP>thread_comm=NAME", without the tid past the
+ * label cap. Returns whether the tid label is there. */
+static bool cpu_labels(struct sampler *sp, pid_t tid, const char *raw_comm, char *buf, size_t size)
+{
+	char comm[4 * 64 + 1], tidl[32] = "";
+	escape_text(raw_comm, comm, sizeof(comm));
+	bool labelled = tid_labelled(sp, tid);
+	if (labelled)
+		snprintf(tidl, sizeof(tidl), "tid=%d" LABEL_SEP, (int)tid);
+	snprintf(buf, size, "%sthread_comm=%s", tidl, comm);
+	return labelled;
+}
+
 static int ptrace_cpu_final(struct sampler *sp, const struct process_capture *pc,
 			    const struct unwound_stack *stacks)
 {
@@ -474,11 +488,8 @@ static int ptrace_cpu_final(struct sampler *sp, const struct process_capture *pc
 		const struct thread_capture *tc = &pc->threads[i];
 		if (tc->outcome != THREAD_CAPTURED)
 			continue;
-		char labels[160], comm[4 * sizeof(tc->comm) + 1], tid[32] = "";
-		escape_text(tc->comm, comm, sizeof(comm));
-		if (tid_labelled(sp, tc->tid))
-			snprintf(tid, sizeof(tid), "tid=%d" LABEL_SEP, (int)tc->tid);
-		snprintf(labels, sizeof(labels), "%sthread_comm=%s", tid, comm);
+		char labels[160];
+		cpu_labels(sp, tc->tid, tc->comm, labels, sizeof(labels));
 		if (ptrace_cpu_sample(sp, tc, &stacks[i], labels) < 0)
 			return -ENOMEM;
 	}
@@ -579,7 +590,7 @@ static void perf_labels(void *arg, pid_t tid, char *buf, size_t size)
 {
 	struct sampler *sp = arg;
 	size_t j = sp->have_last ? find_thread_index(&sp->last, tid) : SIZE_MAX;
-	char raw[64] = "", comm[4 * 64 + 1];
+	char raw[64] = "";
 	if (j != SIZE_MAX) {
 		snprintf(raw, sizeof(raw), "%s", sp->last.threads[j].comm);
 	} else {
@@ -588,13 +599,8 @@ static void perf_labels(void *arg, pid_t tid, char *buf, size_t size)
 		attach_read_small_file_at(sp->s->target.task_dirfd, path, raw, sizeof(raw));
 		raw[strcspn(raw, "\n")] = '\0';
 	}
-	escape_text(raw, comm, sizeof(comm));
-	char tidl[32] = "";
-	if (tid_labelled(sp, tid))
-		snprintf(tidl, sizeof(tidl), "tid=%d" LABEL_SEP, (int)tid);
-	else
+	if (!cpu_labels(sp, tid, raw, buf, size))
 		sp->unlabelled_samples++;
-	snprintf(buf, size, "%sthread_comm=%s", tidl, comm);
 }
 
 /* The target's CPU time as /proc has it now (kept when it is gone). */
@@ -654,9 +660,13 @@ static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
 	sum->target_cpu_s = (double)(sp->cpu_ns_last - sp->cpu_ns_start) / 1e9;
 	sum->cpu_samples = sp->cpu_samples;
 	sum->cpu_samples_expected = sum->target_cpu_s * sum->hz;
-	sum->lost = sp->perf ? cpu_perf_lost(sp->perf) : 0;
-	sum->throttled = sp->perf ? cpu_perf_throttled(sp->perf) : 0;
-	sum->threads_without_event = sp->perf ? cpu_perf_threads_without_event(sp->perf) : 0;
+	if (sp->perf) {
+		struct perf_sampler_stats st;
+		cpu_perf_stats(sp->perf, &st);
+		sum->lost = st.lost;
+		sum->throttled = st.throttled;
+		sum->threads_without_event = st.threads_without_event;
+	}
 	sum->stops = stops;
 	cJSON_AddStringToObject(cap, "cpu_engine", sum->cpu_engine);
 	if (sp->perf_refused)
