@@ -119,6 +119,11 @@ enum thread_outcome {
 	THREAD_UNCHANGED,    /* options.skip_idle: has not run since the previous
 			      * capture, so was not stopped; its registers and
 			      * stack are those of the previous capture */
+	THREAD_NOT_READ,     /* options.no_stop: not stopped and no stack read
+			      * (on a CPU, woke during the read, or its moment
+			      * is the caller's: options.moment_known); state
+			      * and cpu_ns are set, and for a blocked thread
+			      * regs.rsp, regs.rip and syscall_nr */
 };
 
 /* One captured thread: plain data, safe to hand to another process. */
@@ -163,7 +168,8 @@ struct process_capture {
 	uint64_t hold_ns;       /* first PTRACE_INTERRUPT to last PTRACE_DETACH */
 	size_t nlate, ngone;
 	size_t nunchanged;      /* THREAD_UNCHANGED threads (skip_idle) */
-	size_t nnot_stopped;    /* threads sampled from /proc (no_interrupt_blocked) */
+	size_t nnot_stopped;    /* threads sampled from /proc (no_interrupt_blocked, no_stop) */
+	size_t nnot_read;       /* THREAD_NOT_READ threads (no_stop) */
 	bool target_exited;     /* the process was gone by the end */
 };
 
@@ -196,6 +202,19 @@ struct attach_options {
 	 * usual, so it keeps its full registers (frame pointers) in the
 	 * sample. Default off (every blocked thread is read). */
 	bool only_eintr_prone;
+	/* Stop no thread at all (wall-clock sampling from perf events): a
+	 * thread blocked in the kernel, in a system call or not ("-1 SP PC"
+	 * in /proc/TID/syscall), is read from /proc as no_interrupt_blocked
+	 * reads it, every other thread that has run since the previous
+	 * capture is THREAD_NOT_READ. With skip_idle. Nothing is seized, so
+	 * nothing is interrupted and nothing waits. */
+	bool no_stop;
+	/* With no_stop: asked, before a blocked thread's stack is copied,
+	 * whether the caller already has that thread at that very SP and PC
+	 * (a sample taken as it went to sleep): then no copy is made and the
+	 * thread is THREAD_NOT_READ. NULL: always copy. */
+	bool (*moment_known)(void *ctx, pid_t tid, uint64_t sp, uint64_t pc);
+	void *moment_known_ctx;
 	/* Detach each thread the moment its registers and stack are copied,
 	 * instead of holding every thread until the last one is: a busy thread
 	 * then stands still only for its own stop and copy, not for the slowest

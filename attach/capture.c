@@ -738,6 +738,51 @@ static void sample_blocked_from_proc(struct capture_run *run, struct thread_capt
 	run->nnot_stopped++;
 }
 
+/* options.no_stop: a thread asleep in the kernel is read from /proc
+ * (unless the caller has that moment already), any other is left to the
+ * caller: nothing is stopped. */
+static void sample_without_stop(struct capture_run *run, struct thread_capture *tc)
+{
+	tc->outcome = THREAD_NOT_READ;
+	if (tc->state != 'S' && tc->state != 'D')
+		return;
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "%d/syscall", (int)tc->tid);
+	if (procfs_read_at(run->t->task_dirfd, path, buf, sizeof(buf)) <= 0)
+		return;
+	/* "NR ARG1..ARG6 SP PC", or "-1 SP PC" outside a system call
+	 * (a page fault, a sleep in the kernel), or "running". */
+	char *p = buf, *end;
+	long nr = strtol(p, &end, 10);
+	if (end == p)
+		return;
+	int nargs = nr < 0 ? 2 : 8;
+	unsigned long long v[8];
+	p = end;
+	for (int i = 0; i < nargs; i++) {
+		v[i] = strtoull(p, &end, 16);
+		if (end == p)
+			return;
+		p = end;
+	}
+	memset(&tc->regs, 0, sizeof(tc->regs));
+	tc->regs.orig_rax = (unsigned long long)nr;
+	tc->regs.rsp = v[nargs - 2];
+	tc->regs.rip = v[nargs - 1];
+	tc->syscall_nr = nr;
+	if (run->o->moment_known &&
+	    run->o->moment_known(run->o->moment_known_ctx, tc->tid, tc->regs.rsp, tc->regs.rip))
+		return;
+	copy_stack(run, tc, tc->regs.rsp);
+	char again[256];
+	ssize_t n2 = procfs_read_at(run->t->task_dirfd, path, again, sizeof(again));
+	if (n2 <= 0 || strcmp(buf, again) != 0)
+		return; /* it woke during the copy: running now */
+	tc->not_stopped = true;
+	tc->outcome = THREAD_CAPTURED;
+	run->nnot_stopped++;
+}
+
 /* Tids a pass found that no earlier pass of this capture listed. */
 static pid_t *fresh;
 static bool *fresh_late; /* still late from an earlier capture */
@@ -852,7 +897,9 @@ static int scan_and_seize(struct capture_run *run)
 			tc->outcome = THREAD_GONE;
 			continue;
 		}
-		if (run->o->no_interrupt_blocked)
+		if (run->o->no_stop)
+			sample_without_stop(run, tc);
+		else if (run->o->no_interrupt_blocked)
 			sample_blocked_from_proc(run, tc);
 	}
 	if (ensure_holds(run) < 0 || index_listed(pc, base) < 0)
@@ -866,8 +913,8 @@ static int scan_and_seize(struct capture_run *run)
 		memset(h, 0, sizeof(*h));
 		found++;
 		if (tc->not_stopped || tc->outcome == THREAD_UNCHANGED || fresh_late[i - base] ||
-		    tc->outcome == THREAD_GONE)
-			continue; /* sampled from /proc, idle, still late, or gone: not stopped */
+		    tc->outcome == THREAD_GONE || tc->outcome == THREAD_NOT_READ)
+			continue; /* sampled from /proc, idle, still late, gone, or no_stop */
 		/* No options: no EXITKILL (the target must survive our death), no
 		 * TRACECLONE/EXEC (per-capture seize rescans instead). */
 		if (ptrace(PTRACE_SEIZE, tc->tid, 0, 0) < 0) {
@@ -1210,10 +1257,12 @@ static int compare_threads(const void *a, const void *b, void *arg)
 static void finish(struct process_capture *pc)
 {
 	size_t kept = 0;
-	pc->nlate = pc->ngone = pc->nnot_stopped = pc->nunchanged = 0;
+	pc->nlate = pc->ngone = pc->nnot_stopped = pc->nunchanged = pc->nnot_read = 0;
 	for (size_t i = 0; i < pc->nthreads; i++) {
 		if (pc->threads[i].not_stopped)
 			pc->nnot_stopped++;
+		if (pc->threads[i].outcome == THREAD_NOT_READ)
+			pc->nnot_read++;
 		if (pc->threads[i].outcome == THREAD_UNCHANGED)
 			pc->nunchanged++;
 		if (pc->threads[i].outcome == THREAD_GONE) {
@@ -1253,8 +1302,9 @@ static void remember_idle(const struct attach_target *t, const struct process_ca
 	nidle_next = 0;
 	for (size_t i = 0; i < pc->nthreads; i++) {
 		const struct thread_capture *tc = &pc->threads[i];
-		if ((tc->outcome == THREAD_CAPTURED || tc->outcome == THREAD_UNCHANGED) && tc->cpu_ns)
-		{
+		if ((tc->outcome == THREAD_CAPTURED || tc->outcome == THREAD_UNCHANGED ||
+		     tc->outcome == THREAD_NOT_READ) &&
+		    tc->cpu_ns) {
 			struct idle_entry *e = &idle_next[nidle_next++];
 			e->tid = tc->tid;
 			e->cpu_ns = tc->cpu_ns;
@@ -1291,7 +1341,7 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 	pc->nthreads = 0;
 	nlisted = 0;
 	pc->hold_ns = 0;
-	pc->nlate = pc->ngone = pc->nunchanged = pc->nnot_stopped = 0;
+	pc->nlate = pc->ngone = pc->nunchanged = pc->nnot_stopped = pc->nnot_read = 0;
 	pc->target_exited = false;
 	pc->wall_ns = now_ns(CLOCK_REALTIME);
 
@@ -1303,7 +1353,7 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 
 	struct capture_run run = {.t = t, .o = o, .pc = pc};
 	run.release_each = o->release_each && !o->while_held && !o->test_hold_ms;
-	bool realtime = o->realtime_window && enter_realtime();
+	bool realtime = o->realtime_window && !o->no_stop && enter_realtime();
 	/* Re-scan until a pass finds no thread we have not seen: threads born
 	 * while we seize are caught (gdb and CRIU do the same). */
 	int passes = 0, eperm_retries = 0;
@@ -1319,7 +1369,7 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 		 * /proc/PID/task listed no thread at all: seen in the middle of a
 		 * non-leader exec, while the pid changes hands. Neither is a
 		 * permission problem nor an exit; give it a few milliseconds. */
-		if (r == 0 && run.nseized == 0 && run.nnot_stopped == 0 &&
+		if (r == 0 && run.nseized == 0 && run.nnot_stopped == 0 && !o->no_stop &&
 		    (run.first_seize_error == EPERM || pc->nthreads == 0) && eperm_retries < 5 &&
 		    attach_target_alive(t)) {
 			eperm_retries++;
@@ -1355,7 +1405,7 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 		remember_idle(t, pc);
 	remember_thread_list(t, pc);
 
-	if (run.nseized == 0 && pc->nnot_stopped == 0 && pc->nunchanged == 0) {
+	if (run.nseized == 0 && pc->nnot_stopped == 0 && pc->nunchanged == 0 && pc->nnot_read == 0) {
 		if (!attach_target_alive(t)) {
 			pc->target_exited = true;
 			return -ESRCH;

@@ -1,5 +1,6 @@
-/* On-CPU samples from cpu-clock perf events, one ring buffer per CPU
- * (perf.h says why that layout). */
+/* On-CPU samples from cpu-clock perf events, and switch-out samples from
+ * context-switches events, one ring buffer per CPU (perf.h says why that
+ * layout). */
 #include "attach/perf.h"
 
 #include <dirent.h>
@@ -50,10 +51,20 @@ struct tidset {
 	size_t n, nslots;
 };
 
+/* A set of event ids: open addressing, 0 = empty (the kernel's ids
+ * start at 1). */
+struct idset {
+	uint64_t *slots;
+	size_t n, nslots;
+};
+
 struct perf_sampler {
 	pid_t pid;
 	struct perf_sampler_options opt;
-	struct perf_event_attr attr;
+	struct perf_event_attr attr, switch_attr;
+	/* The ids of our context-switches events (what their samples carry
+	 * first, with PERF_SAMPLE_IDENTIFIER). */
+	struct idset switch_ids;
 	int ncpus;
 	struct ring *rings;
 	int *fds;
@@ -117,6 +128,50 @@ static int tid_add(struct tidset *t, pid_t tid)
 	return 0;
 }
 
+static size_t id_slot(const struct idset *s, uint64_t id)
+{
+	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & (s->nslots - 1);
+}
+
+static bool id_known(const struct idset *s, uint64_t id)
+{
+	if (!s->nslots || !id)
+		return false;
+	for (size_t h = id_slot(s, id); s->slots[h]; h = (h + 1) & (s->nslots - 1))
+		if (s->slots[h] == id)
+			return true;
+	return false;
+}
+
+static int id_add(struct idset *s, uint64_t id)
+{
+	if (!id || id_known(s, id))
+		return 0;
+	if ((s->n + 1) * 2 > s->nslots) {
+		size_t n = s->nslots ? s->nslots * 2 : 64;
+		uint64_t *slots = calloc(n, sizeof(*slots));
+		if (!slots)
+			return -ENOMEM;
+		struct idset old = *s;
+		s->slots = slots;
+		s->nslots = n;
+		for (size_t i = 0; i < old.nslots; i++)
+			if (old.slots[i]) {
+				size_t h = id_slot(s, old.slots[i]);
+				while (slots[h])
+					h = (h + 1) & (n - 1);
+				slots[h] = old.slots[i];
+			}
+		free(old.slots);
+	}
+	size_t h = id_slot(s, id);
+	while (s->slots[h])
+		h = (h + 1) & (s->nslots - 1);
+	s->slots[h] = id;
+	s->n++;
+	return 0;
+}
+
 static int keep_fd(struct perf_sampler *ps, int fd)
 {
 	if (ps->nfds == ps->fds_cap) {
@@ -154,36 +209,68 @@ static int map_ring(struct perf_sampler *ps, struct ring *r, int fd)
 	return -EPERM;
 }
 
+/* One more event of tid on cpu, writing into that CPU's ring. Returns
+ * the descriptor (kept) or -errno. */
+static int open_into_ring(struct perf_sampler *ps, struct perf_event_attr *a, pid_t tid, int cpu)
+{
+	int fd = perf_event_open(a, tid, cpu);
+	if (fd < 0)
+		return -errno;
+	struct ring *r = &ps->rings[cpu];
+	int rr = r->fd < 0 ? map_ring(ps, r, fd)
+			   : (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0 ? -errno : 0);
+	if (rr == 0)
+		rr = keep_fd(ps, fd);
+	if (rr < 0) {
+		if (r->fd != fd)
+			close(fd);
+		return rr;
+	}
+	return fd;
+}
+
+/* The switch-out event of tid on cpu, its id remembered. A kernel that
+ * refuses it on the first thread turns switch-out samples off (counted:
+ * switch_refused) rather than the whole sampler. */
+static int open_switch_event(struct perf_sampler *ps, pid_t tid, int cpu)
+{
+	int fd = open_into_ring(ps, &ps->switch_attr, tid, cpu);
+	if (fd < 0) {
+		if (ps->followed.n == 0 && fd != -ENOMEM && fd != -ESRCH) {
+			ps->opt.switch_freq = 0;
+			ps->stats.switch_refused = -fd;
+			return 0;
+		}
+		return fd;
+	}
+	uint64_t id = 0;
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
+		return -errno;
+	return id_add(&ps->switch_ids, id);
+}
+
 /* Events on every CPU for tid. -ESRCH when it is gone; other errors are
  * the kernel's refusal. */
 static int open_thread(struct perf_sampler *ps, pid_t tid)
 {
 	int opened = 0, err = 0;
+	size_t kinds = ps->opt.switch_freq ? 2 : 1;
 	/* Leave descriptors for the rest of the capture (the bundle's files,
 	 * the workers' sockets, /proc): a thread past the budget goes without
 	 * an event, and is counted, rather than the bundle failing with
 	 * EMFILE. */
-	if (ps->nfds + (size_t)ps->ncpus + FDS_RESERVED > ps->fd_budget)
+	if (ps->nfds + (size_t)ps->ncpus * kinds + FDS_RESERVED > ps->fd_budget)
 		return -EMFILE;
 	for (int cpu = 0; cpu < ps->ncpus; cpu++) {
-		int fd = perf_event_open(&ps->attr, tid, cpu);
+		int fd = open_into_ring(ps, &ps->attr, tid, cpu);
+		if (fd == -ENODEV) /* an offline CPU */
+			continue;
 		if (fd < 0) {
-			if (errno == ENODEV) /* an offline CPU */
-				continue;
-			err = -errno;
+			err = fd;
 			break;
 		}
-		struct ring *r = &ps->rings[cpu];
-		int rr = r->fd < 0 ? map_ring(ps, r, fd)
-				   : (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0 ? -errno : 0);
-		if (rr == 0)
-			rr = keep_fd(ps, fd);
-		if (rr < 0) {
-			if (r->fd != fd)
-				close(fd);
-			err = rr;
+		if (ps->opt.switch_freq && (err = open_switch_event(ps, tid, cpu)) < 0)
 			break;
-		}
 		opened++;
 	}
 	if (opened == 0)
@@ -269,9 +356,9 @@ int perf_sampler_open(pid_t pid, const struct perf_sampler_options *o, struct pe
 	a->type = PERF_TYPE_SOFTWARE;
 	a->config = PERF_COUNT_SW_CPU_CLOCK;
 	a->sample_period = o->period_ns ? o->period_ns : 10101010;
-	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD |
-			 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER |
-			 (o->kernel_frames ? PERF_SAMPLE_CALLCHAIN : 0);
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			 PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD | PERF_SAMPLE_REGS_USER |
+			 PERF_SAMPLE_STACK_USER | (o->kernel_frames ? PERF_SAMPLE_CALLCHAIN : 0);
 	a->sample_regs_user = REGS_MASK;
 	a->sample_stack_user = (uint32_t)ps->opt.stack_bytes;
 	/* Kernel time is sampled (exclude_kernel stays 0); the user part of
@@ -290,12 +377,33 @@ int perf_sampler_open(pid_t pid, const struct perf_sampler_options *o, struct pe
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
 
+	/* Switch-outs: the same user registers and stack, no kernel chain
+	 * (it would always be the scheduler's). The event fires inside the
+	 * scheduler, so kernel-mode events must stay included (exclude_kernel
+	 * would drop every one); the user registers are the ones saved at the
+	 * thread's last entry into the kernel. Side-band records come from
+	 * the cpu-clock events only. */
+	struct perf_event_attr *w = &ps->switch_attr;
+	*w = *a;
+	w->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	w->sample_type &= ~(uint64_t)PERF_SAMPLE_CALLCHAIN;
+	w->freq = 1;
+	w->sample_freq = o->switch_freq;
+	size_t sw_stack = o->switch_stack_bytes ? o->switch_stack_bytes & ~(size_t)7 : 16384;
+	if (sw_stack > ps->opt.stack_bytes)
+		sw_stack = ps->opt.stack_bytes;
+	w->sample_stack_user = (uint32_t)sw_stack;
+	w->task = 0;
+	w->mmap = 0;
+	w->mmap2 = 0;
+
 	ps->fd_budget = raise_nofile();
 	int r = open_thread(ps, pid);
 	if (r == -EINVAL) {
 		/* A kernel before 5.13 has no inherit_thread: follow threads
 		 * without it and drop the samples of forked children. */
 		a->inherit_thread = 0;
+		ps->switch_attr.inherit_thread = 0;
 		r = open_thread(ps, pid);
 	}
 	/* The other threads, listed until a listing finds none without an
@@ -369,13 +477,15 @@ static bool parse_sample(const struct perf_sampler *ps, const struct perf_event_
 	memset(s, 0, sizeof(*s));
 	uint16_t mode = h->misc & PERF_RECORD_MISC_CPUMODE_MASK;
 	s->in_kernel = mode == PERF_RECORD_MISC_KERNEL;
+	s->switch_out = id_known(&ps->switch_ids, take_u64(&p, end, &bad));
+	uint64_t sample_type = s->switch_out ? ps->switch_attr.sample_type : ps->attr.sample_type;
 	take_u64(&p, end, &bad); /* ip */
 	uint64_t pidtid = take_u64(&p, end, &bad);
 	s->tid = (pid_t)(uint32_t)(pidtid >> 32);
 	pid_t pid = (pid_t)(uint32_t)pidtid;
 	s->time_ns = take_u64(&p, end, &bad);
 	s->period_ns = take_u64(&p, end, &bad);
-	if (ps->attr.sample_type & PERF_SAMPLE_CALLCHAIN) {
+	if (sample_type & PERF_SAMPLE_CALLCHAIN) {
 		uint64_t nr = take_u64(&p, end, &bad);
 		if (nr > (uint64_t)(end - p) / 8)
 			return false;
@@ -429,19 +539,31 @@ static void on_record(struct perf_sampler *ps, const struct perf_event_header *h
 		uint64_t kpcs[PERF_KERNEL_FRAMES_MAX];
 		if (!parse_sample(ps, h, &s, kpcs))
 			break;
-		ps->stats.samples++;
-		if (s.stack_maybe_truncated)
+		if (s.switch_out)
+			ps->stats.switch_samples++;
+		else
+			ps->stats.samples++;
+		if (s.stack_maybe_truncated && !s.switch_out)
 			ps->stats.stacks_truncated++;
 		(*nsamples)++;
 		fn(arg, &s);
 		break;
 	}
-	case PERF_RECORD_LOST:
-		take_u64(&p, end, &bad); /* id */
-		ps->stats.lost += take_u64(&p, end, &bad);
+	case PERF_RECORD_LOST: {
+		bool sw = id_known(&ps->switch_ids, take_u64(&p, end, &bad));
+		uint64_t n = take_u64(&p, end, &bad);
+		if (sw)
+			ps->stats.switch_lost += n;
+		else
+			ps->stats.lost += n;
 		break;
+	}
 	case PERF_RECORD_THROTTLE:
-		ps->stats.throttled++;
+		take_u64(&p, end, &bad); /* time */
+		if (id_known(&ps->switch_ids, take_u64(&p, end, &bad)))
+			ps->stats.switch_throttled++;
+		else
+			ps->stats.throttled++;
 		break;
 	case PERF_RECORD_FORK: {
 		/* {pid, ppid, tid, ptid}: a new thread got inherited events
@@ -555,5 +677,6 @@ void perf_sampler_free(struct perf_sampler *ps)
 	free(ps->fds);
 	free(ps->followed.slots);
 	free(ps->refused.slots);
+	free(ps->switch_ids.slots);
 	free(ps);
 }

@@ -8,6 +8,13 @@
  * does not thin the samples out: a thread gets as many samples as its CPU
  * time asks for, wherever that time went (user code or the kernel).
  *
+ * With switch_freq, a second event per (thread, CPU) samples the thread
+ * when it leaves the CPU (PERF_COUNT_SW_CONTEXT_SWITCHES): its user
+ * registers and stack at that moment, which stay its registers and stack
+ * until it runs again. That is a wall-clock sample taken without stopping
+ * anyone. Both kinds share the rings; PERF_SAMPLE_IDENTIFIER tells them
+ * apart (an inherited event reports its parent's id).
+ *
  * Layout, as perf record does it: one event per (thread, CPU), all the
  * events of one CPU writing into that CPU's one ring buffer
  * (PERF_EVENT_IOC_SET_OUTPUT needs the same CPU; an event opened with
@@ -46,13 +53,27 @@ struct perf_sampler_options {
 	uint64_t period_ns;   /* CPU time between two samples of a thread */
 	size_t stack_bytes;   /* user stack copied per sample (<= PERF_STACK_BYTES_MAX) */
 	bool kernel_frames;   /* also the kernel call chain (sampling kernel time does not depend on it) */
+	/* Also sample threads as they leave a CPU (they block, or are
+	 * preempted): a context-switches event in frequency mode, at most
+	 * about this many samples a second per (thread, CPU). The kernel then
+	 * sets the period: 1 (every switch-out) for a thread that switches
+	 * less often, more for a chatty one, which bounds what it costs the
+	 * target (bench/run: switch-out samples). 0: none. */
+	unsigned switch_freq;
+	/* User stack copied per switch-out sample (<= stack_bytes; 0: 16
+	 * KiB): the kernel copies it in the thread's own switch, so it is
+	 * kept smaller than a CPU sample's. */
+	size_t switch_stack_bytes;
 };
 
 /* One sample, valid during the callback only. */
 struct perf_sample {
 	pid_t tid;
+	/* A switch-out sample (the thread left the CPU: registers and stack
+	 * are where it will resume); false: a cpu-clock sample. */
+	bool switch_out;
 	uint64_t time_ns;       /* CLOCK_MONOTONIC (perf clock) */
-	uint64_t period_ns;     /* the CPU time this sample stands for */
+	uint64_t period_ns;     /* the CPU time this sample stands for (switch-outs: their number) */
 	bool in_kernel;         /* the timer fired while the thread ran kernel code */
 	bool have_user_regs;    /* false: no user context (a kernel-only moment) */
 	struct user_regs_struct regs; /* user registers (rip, rsp, rbp, ...) */
@@ -64,7 +85,10 @@ struct perf_sample {
 };
 
 struct perf_sampler_stats {
-	uint64_t samples;
+	uint64_t samples;            /* cpu-clock samples */
+	uint64_t switch_samples;     /* switch-out samples */
+	uint64_t switch_lost, switch_throttled;
+	int switch_refused;          /* errno of a kernel that refused the switch event; 0 */
 	uint64_t lost;               /* samples the kernel could not write (ring full) */
 	uint64_t throttled;          /* THROTTLE records */
 	uint64_t stacks_truncated;

@@ -61,6 +61,12 @@ static void usage(FILE *f)
 	      "                          sample; auto (default): perf, ptrace where refused\n"
 	      "     --no-kernel-frames   leave the kernel call chain out of CPU samples (kernel\n"
 	      "                          time is still sampled, at the syscall that spent it)\n"
+	      "     --wall-engine auto|ptrace  where wall-clock samples come from: auto (default)\n"
+	      "                          with perf events stops no thread: each thread's latest\n"
+	      "                          perf sample (taken as it ran, or as it left the CPU),\n"
+	      "                          a sleeping thread's resting stack read from /proc, and\n"
+	      "                          a thread that has not run keeps its last; ptrace stops\n"
+	      "                          each thread that ran since the last tick\n"
 	      " -i, --interval TIME      timeline interval (default 1s)\n"
 	      "     --leak-watch         fit growth slopes and dump evidence when a leak starts\n"
 	      "     --leak-threshold NAME=SLOPE_PER_S:MIN_DELTA  override a leak floor (repeatable)\n"
@@ -132,6 +138,7 @@ enum {
 	OPT_FORCE,
 	OPT_CPU_ENGINE,
 	OPT_NO_KERNEL_FRAMES,
+	OPT_WALL_ENGINE,
 };
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
@@ -196,6 +203,7 @@ static int parse_options(int argc, char **argv, struct capture_options *o, const
 		{"force", no_argument, NULL, OPT_FORCE},
 		{"cpu-engine", required_argument, NULL, OPT_CPU_ENGINE},
 		{"no-kernel-frames", no_argument, NULL, OPT_NO_KERNEL_FRAMES},
+		{"wall-engine", required_argument, NULL, OPT_WALL_ENGINE},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -333,6 +341,16 @@ static int parse_options(int argc, char **argv, struct capture_options *o, const
 		case OPT_NO_KERNEL_FRAMES:
 			o->no_kernel_frames = true;
 			break;
+		case OPT_WALL_ENGINE:
+			if (strcmp(optarg, "auto") == 0) {
+				o->wall_engine = CAPTURE_WALL_AUTO;
+			} else if (strcmp(optarg, "ptrace") == 0) {
+				o->wall_engine = CAPTURE_WALL_PTRACE;
+			} else {
+				die_message("--wall-engine: '%s' is not auto or ptrace", optarg);
+				return -1;
+			}
+			break;
 		case OPT_FORCE:
 			o->force = true;
 			break;
@@ -445,6 +463,9 @@ static void print_summary(const struct capture_summary *sum)
 		sum->cpu_engine, (unsigned long long)sum->cpu_samples, sum->target_cpu_s, share,
 		sum->cpu_samples_expected, sum->hz, (unsigned long long)sum->lost,
 		(unsigned long long)sum->throttled, (unsigned long long)sum->stops);
+	fprintf(stderr, "diag-attach: wall engine %s: %llu thread samples, %llu without a stack\n",
+		sum->wall_engine, (unsigned long long)sum->thread_samples,
+		(unsigned long long)sum->samples_without_stack);
 	if (sum->threads_without_event)
 		fprintf(stderr,
 			"diag-attach: warning: %llu thread(s) got no perf event (descriptor limit?): their "

@@ -334,6 +334,16 @@ static struct group_view *goroutine_views(const struct goroutine_group *g, size_
 	return v;
 }
 
+/* Is tid among the threads of g that have no stack? */
+static bool stackless_in(const struct thread_group *g, size_t n, int64_t tid)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; g[i].nframes == 0 && k < g[i].nthreads; k++)
+			if (g[i].threads[k].tid == tid)
+				return true;
+	return false;
+}
+
 static cJSON *diff_threads(struct bundle_reader *a, struct bundle_reader *b)
 {
 	struct thread_group *ga = NULL, *gb = NULL;
@@ -345,7 +355,24 @@ static cJSON *diff_threads(struct bundle_reader *a, struct bundle_reader *b)
 		return NULL;
 	}
 	struct group_view *va = thread_views(ga, na), *vb = thread_views(gb, nb);
-	cJSON *arr = va && vb ? diff_groups(va, na, vb, nb, true, thread_stack) : NULL;
+	cJSON *arr = va && vb ? diff_groups(va, na, vb, nb, false, thread_stack) : NULL;
+	/* A's groups that B no longer has: gone, unless every one of their
+	 * threads is still in B, only without a stack there (late to stop,
+	 * not sampled yet): then nothing is known to have changed. */
+	for (size_t k = 0; arr && k < na; k++) {
+		bool found;
+		count_in(vb, nb, va[k].key, &found);
+		if (found)
+			continue;
+		bool all_stackless_in_b = ga[k].nthreads > 0;
+		for (size_t t = 0; all_stackless_in_b && t < ga[k].nthreads; t++)
+			all_stackless_in_b = stackless_in(gb, nb, ga[k].threads[t].tid);
+		cJSON *o = change_new(va[k].count, 0);
+		if (all_stackless_in_b)
+			cJSON_ReplaceItemInObject(o, "change", cJSON_CreateString("no_stack_in_b"));
+		thread_stack(cJSON_AddArrayToObject(o, "stack"), &ga[k]);
+		cJSON_AddItemToArray(arr, o);
+	}
 	free(va);
 	free(vb);
 	thread_groups_free(ga, na);

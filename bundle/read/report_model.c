@@ -780,10 +780,23 @@ static void add_threads(struct bundle_reader *r, cJSON *doc, cJSON *warnings)
 		warn(warnings, "%s: cannot decode: %s", "threads.pprof", e);
 		return;
 	}
-	size_t nthreads = 0;
-	for (size_t i = 0; i < ng; i++)
+	size_t nthreads = 0, stackless = 0;
+	for (size_t i = 0; i < ng; i++) {
 		nthreads += g[i].nthreads;
+		if (g[i].nframes == 0)
+			stackless += g[i].nthreads;
+	}
 	cJSON_AddNumberToObject(doc, "threads", (double)nthreads);
+	cJSON_AddNumberToObject(doc, "threads_without_stack", (double)stackless);
+	/* Counted among the threads, never dropped: threads.txt says why
+	 * each has none (late to stop, not sampled yet). */
+	if (stackless) {
+		char buf[160];
+		snprintf(buf, sizeof(buf),
+			 "%zu of %zu thread(s) have no stack in the snapshot (threads.txt says why)",
+			 stackless, nthreads);
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(buf));
+	}
 	cJSON_AddItemToObject(doc, "thread_groups", thread_groups_json(g, ng));
 	thread_groups_free(g, ng);
 }

@@ -203,7 +203,10 @@ static void print_threads(const cJSON *doc, FILE *out, const struct style *st)
 		if (get(g, "wchan"))
 			fprintf(out, " wchan %s%s%s", st->cyan, str(g, "wchan", ""), st->off);
 		fputs("\n        ", out);
-		print_stack(get(g, "stack"), out, 10);
+		if (cJSON_GetArraySize(get(g, "stack")) == 0)
+			fputs("(no stack: threads.txt says why)", out);
+		else
+			print_stack(get(g, "stack"), out, 10);
 		fprintf(out, "\n        %s", st->dim);
 		size_t i = 0;
 		const cJSON *t;

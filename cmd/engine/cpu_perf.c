@@ -31,7 +31,11 @@ struct cpu_perf {
 	uint64_t kpcs[BATCH_MAX][PERF_KERNEL_FRAMES_MAX];
 	size_t nkpcs[BATCH_MAX];
 	uint64_t period_ns[BATCH_MAX];
+	uint64_t time_ns[BATCH_MAX];
 	bool user[BATCH_MAX];
+	bool switch_out[BATCH_MAX]; /* a switch-out: for moments only */
+	bool cut[BATCH_MAX];        /* its stack copy may have been cut short */
+	struct moments *moments;
 	struct unwound_stack *stacks;
 	/* Where the current drain goes. */
 	struct interp *in;
@@ -44,14 +48,15 @@ struct cpu_perf {
 	int error;
 };
 
-int cpu_perf_new(const struct attach_target *t, uint64_t period_ns, size_t stack_bytes,
-		 bool kernel_frames, struct cpu_perf **ret)
+int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *co,
+		 struct cpu_perf **ret)
 {
 	struct cpu_perf *cp = calloc(1, sizeof(*cp));
 	if (!cp)
 		return -ENOMEM;
 	cp->target = t;
-	cp->kernel_frames = kernel_frames;
+	cp->kernel_frames = co->kernel_frames;
+	cp->moments = co->moments;
 	cp->batch.pid = t->pid;
 	cp->batch.threads = calloc(BATCH_MAX, sizeof(*cp->batch.threads));
 	cp->batch.threads_cap = BATCH_MAX;
@@ -61,9 +66,10 @@ int cpu_perf_new(const struct attach_target *t, uint64_t period_ns, size_t stack
 		return -ENOMEM;
 	}
 	struct perf_sampler_options o = {
-		.period_ns = period_ns,
-		.stack_bytes = stack_bytes,
-		.kernel_frames = kernel_frames,
+		.period_ns = co->period_ns,
+		.stack_bytes = co->stack_bytes,
+		.kernel_frames = co->kernel_frames,
+		.switch_freq = co->moments ? co->switch_freq : 0,
 	};
 	int r = perf_sampler_open(t->pid, &o, &cp->ps);
 	if (r < 0) {
@@ -87,6 +93,21 @@ static void flush(struct cpu_perf *cp)
 	}
 	interp_unwind(cp->in, b, cp->stacks);
 	for (size_t i = 0; i < b->nthreads && !cp->error; i++) {
+		if (cp->moments && cp->user[i]) {
+			struct moment m = {
+				.tid = b->threads[i].tid,
+				.kind = cp->switch_out[i] ? MOMENT_SWITCH_OUT : MOMENT_CPU,
+				.time_ns = cp->time_ns[i],
+				.sp = b->threads[i].regs.rsp,
+				.pc = b->threads[i].regs.rip,
+				.stack_cut = cp->cut[i],
+				.stack = cp->stacks[i],
+			};
+			if (moments_note(cp->moments, &m) < 0)
+				cp->error = -ENOMEM;
+		}
+		if (cp->switch_out[i])
+			continue;
 		uint64_t pcs[PERF_KERNEL_FRAMES_MAX + UNWIND_MAX_FRAMES_DEFAULT];
 		size_t n = 0;
 		for (size_t k = 0; k < cp->nkpcs[i]; k++)
@@ -118,6 +139,19 @@ static int on_sample(void *arg, const struct perf_sample *s)
 		return 1;
 	struct process_capture *b = &cp->batch;
 	size_t i = b->nthreads;
+	if (s->switch_out) {
+		if (!s->have_user_regs)
+			return 0;
+		/* Only a thread's newest switch-out counts: one already in
+		 * this batch is overwritten (a chatty thread leaves several
+		 * between two drains). */
+		for (size_t k = 0; k < b->nthreads; k++)
+			if (cp->switch_out[k] && b->threads[k].tid == s->tid &&
+			    cp->time_ns[k] <= s->time_ns) {
+				i = k;
+				break;
+			}
+	}
 	struct thread_capture *tc = &b->threads[i];
 	tc->tid = s->tid;
 	tc->outcome = THREAD_CAPTURED;
@@ -140,7 +174,13 @@ static int on_sample(void *arg, const struct perf_sample *s)
 	if (cp->nkpcs[i])
 		memcpy(cp->kpcs[i], s->kernel_pcs, cp->nkpcs[i] * sizeof(uint64_t));
 	cp->period_ns[i] = s->period_ns;
-	b->nthreads++;
+	cp->time_ns[i] = s->time_ns;
+	cp->switch_out[i] = s->switch_out;
+	cp->cut[i] = s->stack_maybe_truncated;
+	if (s->switch_out)
+		cp->nkpcs[i] = 0;
+	if (i == b->nthreads)
+		b->nthreads++;
 	if (b->nthreads == BATCH_MAX)
 		flush(cp);
 	return 0;
@@ -186,6 +226,13 @@ int cpu_perf_name_kernel(struct cpu_perf *cp, struct symtab *st)
 	return cp && cp->kernel_frames ? symtab_name_unnamed(st, name_kernel, cp) : 0;
 }
 
+bool cpu_perf_switch_samples(const struct cpu_perf *cp)
+{
+	struct perf_sampler_stats st;
+	perf_sampler_stats(cp->ps, &st);
+	return cp->moments && !st.switch_refused;
+}
+
 void cpu_perf_stop(struct cpu_perf *cp)
 {
 	perf_sampler_stop(cp->ps);
@@ -204,6 +251,14 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 	cJSON_AddNumberToObject(o, "threads_without_event", (double)st.threads_without_event);
 	cJSON_AddNumberToObject(o, "events", (double)st.events);
 	cJSON_AddNumberToObject(o, "mmap_records", (double)st.mmap_records);
+	if (cp->moments) {
+		cJSON *w = cJSON_AddObjectToObject(o, "switch_out");
+		cJSON_AddNumberToObject(w, "samples", (double)st.switch_samples);
+		cJSON_AddNumberToObject(w, "lost", (double)st.switch_lost);
+		cJSON_AddNumberToObject(w, "throttled", (double)st.switch_throttled);
+		if (st.switch_refused)
+			cJSON_AddStringToObject(w, "refused", strerror(st.switch_refused));
+	}
 	cJSON_AddNumberToObject(o, "samples_without_user_context", (double)cp->kernel_only);
 	cJSON_AddNumberToObject(o, "samples_without_user_frames", (double)cp->user_unwound_empty);
 	cJSON_AddBoolToObject(o, "kernel_frames", cp->kernel_frames);

@@ -4,6 +4,11 @@
  * sandboxed worker like any capture, the kernel part of their call chain
  * put on top, and each added to the CPU profile with the CPU time it
  * stands for (its period). Kernel frames are named from /proc/kallsyms.
+ *
+ * With moments, every thread's latest sample (cpu-clock, or switch-out
+ * when switch_freq asks for those) is also kept there, unwound: what the
+ * wall-clock ticks use instead of stopping threads. Of the switch-outs of
+ * one thread within one batch only the newest is unwound.
  */
 #ifndef DIAG_CMD_ENGINE_CPU_PERF_H
 #define DIAG_CMD_ENGINE_CPU_PERF_H
@@ -16,6 +21,7 @@
 
 #include "attach/attach.h"
 #include "attach/perf.h"
+#include "cmd/engine/moments.h"
 #include "cmd/engine/stackagg.h"
 #include "symbolize/worker/interp.h"
 #include "symbolize/worker/symtab.h"
@@ -25,12 +31,22 @@ struct cpu_perf;
 /* Writes the profile labels of a sample of tid into buf ("" for none). */
 typedef void (*cpu_perf_label_fn)(void *arg, pid_t tid, char *buf, size_t size);
 
-/* Start perf events on every thread of t, one sample per period_ns of
- * each thread's CPU time. kernel_frames: put the kernel call chain on
- * top of each stack. 0 or -errno from perf_sampler_open (the caller falls
- * back to ptrace sampling). */
-int cpu_perf_new(const struct attach_target *t, uint64_t period_ns, size_t stack_bytes,
-		 bool kernel_frames, struct cpu_perf **ret);
+struct cpu_perf_options {
+	uint64_t period_ns;   /* one sample per period_ns of each thread's CPU time */
+	size_t stack_bytes;   /* user stack copied per sample */
+	bool kernel_frames;   /* the kernel call chain on top of each stack */
+	unsigned switch_freq; /* switch-out samples (perf.h); 0: none */
+	struct moments *moments; /* latest sample per thread kept here; NULL: not kept */
+};
+
+/* Start perf events on every thread of t. 0 or -errno from
+ * perf_sampler_open (the caller falls back to ptrace sampling). */
+int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *o,
+		 struct cpu_perf **ret);
+
+/* Whether switch-out samples are being taken (the kernel may refuse the
+ * event and leave the cpu-clock ones). */
+bool cpu_perf_switch_samples(const struct cpu_perf *cp);
 
 /* Drain the rings into cpu (values {1, period}), unwinding in `in`.
  * Returns the

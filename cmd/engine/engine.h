@@ -54,18 +54,30 @@ struct capture_leak {
 	const char *evidence;     /* "leak/open_fds-1/" */
 };
 
-/* Where CPU samples come from (the wall-clock profile and snapshots are
- * ptrace captures either way). */
+/* Where CPU samples come from (snapshots are ptrace captures either
+ * way). */
 enum capture_cpu_engine {
 	CAPTURE_CPU_AUTO,   /* perf events, or ptrace when they are refused */
 	CAPTURE_CPU_PERF,   /* perf events or fail */
 	CAPTURE_CPU_PTRACE, /* stops, each sample weighted by the thread's CPU time since its last */
 };
 
+/* Where wall-clock samples come from. */
+enum capture_wall_engine {
+	/* With the perf CPU engine: no stops (each thread's latest perf
+	 * sample, switch-outs included, or its resting stack from /proc);
+	 * otherwise ptrace stops. */
+	CAPTURE_WALL_AUTO,
+	CAPTURE_WALL_PTRACE, /* ptrace stops of the threads that ran since the last tick */
+};
+
 /* What a sampled capture measured, for its summary line. */
 struct capture_summary {
 	bool sampled;            /* false: a snapshot (nothing below is set) */
 	const char *cpu_engine;  /* "perf" or "ptrace" */
+	const char *wall_engine; /* "perf" (no stops) or "ptrace" */
+	uint64_t thread_samples; /* wall-clock: a thread at a tick */
+	uint64_t samples_without_stack; /* of those, without a stack */
 	int perf_refused;        /* why perf events were not used (-errno), 0 if they were */
 	double target_cpu_s;     /* the target's CPU time over the capture, from /proc */
 	double hz;
@@ -98,6 +110,7 @@ struct capture_options {
 	size_t nleak_thresholds;
 	struct attach_options attach;
 	enum capture_cpu_engine cpu_engine;
+	enum capture_wall_engine wall_engine;
 	bool no_kernel_frames;      /* leave the kernel call chain out of CPU samples */
 	size_t perf_stack_bytes;    /* user stack per perf sample; 0: 32 KiB */
 	volatile sig_atomic_t *stop_requests; /* required */

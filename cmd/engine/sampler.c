@@ -16,6 +16,7 @@
 #include "cmd/engine/binaries.h"
 #include "cmd/engine/cpu_perf.h"
 #include "cmd/engine/go_out.h"
+#include "cmd/engine/moments.h"
 #include "cmd/engine/profile_out.h"
 #include "cmd/engine/snapshot_out.h"
 #include "cmd/engine/stackagg.h"
@@ -186,6 +187,20 @@ struct sampler {
 	 * by schedstat); perf_refused: why not (-errno), 0 if used. */
 	struct cpu_perf *perf;
 	int perf_refused;
+	/* Wall-clock ticks without stops (the perf engine with switch-out
+	 * samples): each thread's latest perf moment, or its resting stack
+	 * read from /proc. Counts of where each wall sample came from. */
+	struct moments *moments;
+	bool wall_perf;
+	struct attach_options final_ao; /* the final capture's: it stops threads */
+	uint64_t wall_from_switch, wall_from_cpu, wall_from_proc, wall_reused;
+	/* Thread samples (a thread at a tick) that had no stack: late to
+	 * stop, or not seen by perf yet. Counted, never silently dropped. */
+	uint64_t samples_without_stack;
+	/* The final snapshot (threads.txt): its threads, those without a
+	 * stack, and whether it is the last tick's (the target had exited). */
+	size_t final_threads, final_without_stack;
+	bool final_was_last_tick;
 	uint64_t cpu_ns_start, cpu_ns_last; /* the target's utime+stime, /proc */
 	int exit_signal_seen;
 };
@@ -496,8 +511,54 @@ static int ptrace_cpu_final(struct sampler *sp, const struct process_capture *pc
 	return 0;
 }
 
+/* options.moment_known: the thread /proc shows asleep at sp, pc went to
+ * sleep there in its latest switch-out sample (taken with every register
+ * and, unless cut short, its whole stack): no copy needed. */
+static bool moment_known(void *ctx, pid_t tid, uint64_t sp, uint64_t pc)
+{
+	const struct moment *m = moments_find(ctx, tid);
+	return m && m->kind == MOMENT_SWITCH_OUT && m->sp == sp && m->pc == pc && !m->stack_cut &&
+	       m->stack.n > 0;
+}
+
+/* Wall-clock without stops: a thread the tick did not read takes its
+ * latest perf moment (where it was running at most a period ago, or where
+ * it left the CPU). */
+static void fill_from_moments(struct sampler *sp)
+{
+	for (size_t i = 0; i < sp->cur.nthreads; i++) {
+		struct thread_capture *tc = &sp->cur.threads[i];
+		if (tc->outcome == THREAD_CAPTURED && tc->not_stopped)
+			sp->wall_from_proc++;
+		if (tc->outcome != THREAD_NOT_READ)
+			continue;
+		const struct moment *m = moments_find(sp->moments, tc->tid);
+		sp->stacks[i].n = 0;
+		if (!m)
+			continue;
+		sp->stacks[i] = m->stack;
+		if (m->kind == MOMENT_SWITCH_OUT)
+			sp->wall_from_switch++;
+		else
+			sp->wall_from_cpu++;
+		if (tc->syscall_nr < 0) {
+			tc->regs.rsp = m->sp;
+			tc->regs.rip = m->pc;
+		}
+	}
+}
+
+static int perf_drain(struct sampler *sp);
+
 static int sample_tick(struct sampler *sp)
 {
+	if (sp->wall_perf) {
+		/* Every sample up to now, so that each thread's moment is its
+		 * latest before the tick. */
+		int d = perf_drain(sp);
+		if (d < 0)
+			return d;
+	}
 	int r = attach_capture(&sp->s->target, &sp->ao, &sp->cur);
 	sp->late_samples += sp->cur.nlate;
 	sp->tick_hold_ns = sp->cur.hold_ns;
@@ -506,7 +567,8 @@ static int sample_tick(struct sampler *sp)
 			pause_add(&sp->pause, sp->cur.hold_ns);
 		return r;
 	}
-	pause_add(&sp->pause, sp->cur.hold_ns);
+	if (!sp->wall_perf)
+		pause_add(&sp->pause, sp->cur.hold_ns);
 	for (size_t i = 0; i < sp->cur.nthreads; i++) {
 		const struct thread_capture *tc = &sp->cur.threads[i];
 		if (tc->outcome == THREAD_CAPTURED && !tc->not_stopped)
@@ -530,14 +592,23 @@ static int sample_tick(struct sampler *sp)
 	interp_unwind(sp->s->interp, &sp->cur, sp->stacks);
 	attach_service_late(); /* late threads that trapped while we unwound */
 	reuse_idle_stacks(sp);
+	if (sp->wall_perf) {
+		fill_from_moments(sp);
+		sp->wall_reused += sp->cur.nunchanged;
+		moments_prune(sp->moments, &sp->cur);
+	}
 	sp->unchanged += sp->cur.nunchanged;
 
 	int64_t period = (int64_t)sp->period_ns;
 	for (size_t i = 0; i < sp->cur.nthreads; i++) {
 		struct thread_capture *tc = &sp->cur.threads[i];
 		const struct unwound_stack *st = &sp->stacks[i];
-		if ((tc->outcome != THREAD_CAPTURED && tc->outcome != THREAD_UNCHANGED) || st->n == 0)
+		if (tc->outcome == THREAD_GONE)
 			continue;
+		if (st->n == 0) {
+			sp->samples_without_stack++;
+			continue;
+		}
 		sp->samples++;
 		/* attach/ already reports S for a thread read as R that the stop
 		 * found asleep in a syscall our previous release had woken. */
@@ -622,6 +693,13 @@ static int perf_drain(struct sampler *sp)
 	return 0;
 }
 
+/* Switch-out samples asked of the kernel per (thread, CPU) event and
+ * second, in ticks: a thread that leaves the CPU less often than that has
+ * every switch-out sampled; a chattier one has its period raised by the
+ * kernel, which bounds its cost, and is read from /proc when its latest
+ * sample is not of its current sleep. */
+#define SWITCH_SAMPLES_PER_TICK 2
+
 /* Perf events for the CPU profile, unless refused or not asked for. */
 static int start_cpu_engine(struct sampler *sp)
 {
@@ -634,11 +712,26 @@ static int start_cpu_engine(struct sampler *sp)
 		seed_cpu_seen(sp);
 		return 0;
 	}
-	int r = cpu_perf_new(&sp->s->target, sp->period_ns,
-			     o->perf_stack_bytes ? o->perf_stack_bytes : 32768, !o->no_kernel_frames,
-			     &sp->perf);
+	if (o->wall_engine != CAPTURE_WALL_PTRACE && moments_new(&sp->moments) < 0)
+		return -ENOMEM;
+	struct cpu_perf_options co = {
+		.period_ns = sp->period_ns,
+		.stack_bytes = o->perf_stack_bytes ? o->perf_stack_bytes : 32768,
+		.kernel_frames = !o->no_kernel_frames,
+		.switch_freq = SWITCH_SAMPLES_PER_TICK * o->frequency_hz,
+		.moments = sp->moments,
+	};
+	int r = cpu_perf_new(&sp->s->target, &co, &sp->perf);
 	if (r == -ENOMEM)
 		return r;
+	if (r == 0 && sp->moments && cpu_perf_switch_samples(sp->perf)) {
+		/* Nothing is stopped at the ticks: each thread's latest perf
+		 * moment, or its resting stack from /proc. */
+		sp->wall_perf = true;
+		sp->ao.no_stop = true;
+		sp->ao.moment_known = moment_known;
+		sp->ao.moment_known_ctx = sp->moments;
+	}
 	if (r < 0) {
 		sp->perf_refused = r;
 		if (o->cpu_engine == CAPTURE_CPU_PERF)
@@ -668,6 +761,9 @@ static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
 		sum->threads_without_event = st.threads_without_event;
 	}
 	sum->stops = stops;
+	sum->wall_engine = sp->wall_perf ? "perf" : "ptrace";
+	sum->thread_samples = sp->samples + sp->samples_without_stack;
+	sum->samples_without_stack = sp->samples_without_stack;
 	cJSON_AddStringToObject(cap, "cpu_engine", sum->cpu_engine);
 	if (sp->perf_refused)
 		cJSON_AddStringToObject(cap, "cpu_engine_fallback", strerror(-sp->perf_refused));
@@ -679,6 +775,18 @@ static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
 		cpu_perf_describe(sp->perf, cJSON_AddObjectToObject(cpu, "perf"));
 	else
 		cJSON_AddStringToObject(cpu, "weighting", "schedstat_delta");
+
+	/* Where each wall-clock sample (a thread at a tick) came from. */
+	cJSON_AddStringToObject(cap, "wall_engine", sum->wall_engine);
+	cJSON *wall = cJSON_AddObjectToObject(cap, "wall");
+	cJSON_AddNumberToObject(wall, "thread_samples", (double)sum->thread_samples);
+	cJSON_AddNumberToObject(wall, "without_stack", (double)sp->samples_without_stack);
+	if (sp->wall_perf) {
+		cJSON_AddNumberToObject(wall, "from_switch_out_sample", (double)sp->wall_from_switch);
+		cJSON_AddNumberToObject(wall, "from_cpu_sample", (double)sp->wall_from_cpu);
+		cJSON_AddNumberToObject(wall, "read_from_proc", (double)sp->wall_from_proc);
+		cJSON_AddNumberToObject(wall, "not_run_since_last_tick", (double)sp->wall_reused);
+	}
 }
 
 static void progress(struct sampler *sp, uint64_t elapsed_ns, bool final)
@@ -746,6 +854,7 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 	int fr = sp->target_exited ? -ESRCH : capture_consistent(s, &sp->ao, &sp->cur);
 	if (fr == 0 && grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) == 0) {
 		pause_add(&sp->pause, sp->cur.hold_ns);
+		sp->late_samples += sp->cur.nlate;
 		interp_unwind(s->interp, &sp->cur, sp->stacks);
 		capture_trace_phase("final unwound");
 		final = &sp->cur;
@@ -756,6 +865,11 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 		final = &sp->last;
 		final_stacks = sp->last_stacks;
 	}
+	for (size_t i = 0; final && i < final->nthreads; i++) {
+		sp->final_threads++;
+		sp->final_without_stack += final_stacks[i].n == 0;
+	}
+	sp->final_was_last_tick = final == &sp->last;
 
 	struct addrset *set = addrset_new();
 	int r = set ? 0 : -ENOMEM;
@@ -1058,6 +1172,10 @@ int sampler_run(struct capture_session *s)
 		 * scheduled), counted once per tick that found them so. */
 		cJSON_AddNumberToObject(cap, "late_thread_samples", (double)sp.late_samples);
 		cJSON_AddNumberToObject(cap, "idle_thread_samples_not_stopped", (double)sp.unchanged);
+		cJSON *fin = cJSON_AddObjectToObject(cap, "final_snapshot");
+		cJSON_AddNumberToObject(fin, "threads", (double)sp.final_threads);
+		cJSON_AddNumberToObject(fin, "without_stack", (double)sp.final_without_stack);
+		cJSON_AddStringToObject(fin, "taken", sp.final_was_last_tick ? "last_tick" : "held");
 		/* Samples of threads beyond the first tid_labels_max seen: they
 		 * carry no tid label (thread_comm still). */
 		cJSON_AddNumberToObject(cap, "tid_labels_max", (double)sp.tid_label_cap);

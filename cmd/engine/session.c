@@ -49,6 +49,10 @@ int capture_consistent(struct capture_session *s, const struct attach_options *b
 	ao.read_wait_details = true;
 	ao.skip_idle = false;
 	ao.release_each = false;
+	/* Consistent means every thread held at once (the EINTR-prone ones
+	 * excepted, when base says so): the sampling ticks' no_stop is not. */
+	ao.no_stop = false;
+	ao.moment_known = NULL;
 	if (s->go)
 		go_session_arm(s->go, &ao);
 	int r = attach_capture(&s->target, &ao, pc);
@@ -110,6 +114,10 @@ static int run_snapshot(struct capture_session *s)
 	cJSON_AddNumberToObject(pause, "exited_threads", (double)pc.ngone);
 	cJSON_AddNumberToObject(pause, "threads_interrupted_in_syscall", (double)interrupted);
 	cJSON_AddNumberToObject(pause, "threads_read_without_stop", (double)pc.nnot_stopped);
+	size_t stackless = 0;
+	for (size_t i = 0; i < pc.nthreads; i++)
+		stackless += pc.threads[i].outcome != THREAD_CAPTURED;
+	cJSON_AddNumberToObject(pause, "threads_without_stack", (double)stackless);
 	process_capture_release(&pc);
 	return 0;
 }

@@ -86,6 +86,33 @@ static void print_thread_header(FILE *f, const struct thread_capture *tc)
 	}
 }
 
+const char *snapshot_no_stack_label(const struct thread_capture *tc)
+{
+	switch (tc->outcome) {
+	case THREAD_LATE:
+		return "late";
+	case THREAD_NOT_READ:
+		return "not_seen";
+	default:
+		return "unwound_empty";
+	}
+}
+
+const char *snapshot_no_stack_reason(const struct thread_capture *tc,
+				     const struct unwound_stack *st)
+{
+	if (st->n > 0)
+		return NULL;
+	switch (tc->outcome) {
+	case THREAD_LATE:
+		return "not stopped before the deadline";
+	case THREAD_NOT_READ:
+		return "not stopped, and not sampled yet by perf events";
+	default:
+		return "registers read, but no frame could be unwound";
+	}
+}
+
 int snapshot_collect(const struct process_capture *pc, const struct unwound_stack *stacks,
 		     struct addrset *set)
 {
@@ -110,27 +137,27 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 		goto out;
 	}
 
-	size_t captured = 0;
-	for (size_t i = 0; i < pc->nthreads; i++)
+	size_t captured = 0, stackless = 0;
+	for (size_t i = 0; i < pc->nthreads; i++) {
 		captured += pc->threads[i].outcome == THREAD_CAPTURED;
+		stackless += stacks[i].n == 0;
+	}
 	char when[32];
 	format_rfc3339_ms(pc->wall_ns, when);
 	fprintf(f, "Process %d: %zu threads captured at %s, all held at once for %llu us\n",
 		(int)pc->pid, captured, when, (unsigned long long)(pc->hold_ns / 1000));
-	if (pc->nlate)
-		fprintf(f, "%zu thread(s) could not be stopped in time and are shown without a stack\n",
-			pc->nlate);
+	if (stackless)
+		fprintf(f, "%zu thread(s) are shown without a stack (each says why)\n", stackless);
 	fputc('\n', f);
 
 	for (size_t i = 0; i < pc->nthreads; i++) {
 		const struct thread_capture *tc = &pc->threads[i];
 		print_thread_header(f, tc);
-		if (tc->outcome != THREAD_CAPTURED) {
-			fputs("    (not stopped before the deadline: no stack)\n\n", f);
-			continue;
-		}
 		const uint64_t *pcs = stacks[i].pcs;
 		size_t n = stacks[i].n;
+		const char *why = snapshot_no_stack_reason(tc, &stacks[i]);
+		if (why)
+			fprintf(f, "    (no stack: %s)\n", why);
 		bool truncated = stacks[i].truncated;
 		unsigned frame_no = 0;
 		for (size_t k = 0; k < n; k++) {
@@ -143,13 +170,16 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 		fputc('\n', f);
 
 		/* Escaped as in the header: a raw LABEL_SEP in a name would add a
-		 * label of the thread's choosing. */
-		char labels[160], comm[4 * sizeof(tc->comm) + 1];
-		snprintf(labels, sizeof(labels), "tid=%d" LABEL_SEP "thread_comm=%s" LABEL_SEP "state=%c",
-			 (int)tc->tid, escape_text(tc->comm, comm, sizeof(comm)),
-			 tc->state ? tc->state : '?');
+		 * label of the thread's choosing. A thread without a stack is
+		 * still one sample (no frames, and a no_stack label): it is one
+		 * of the process's threads, for report and diff alike. */
+		char labels[200], comm[4 * sizeof(tc->comm) + 1];
+		snprintf(labels, sizeof(labels),
+			 "tid=%d" LABEL_SEP "thread_comm=%s" LABEL_SEP "state=%c%s%s", (int)tc->tid,
+			 escape_text(tc->comm, comm, sizeof(comm)), tc->state ? tc->state : '?',
+			 why ? LABEL_SEP "no_stack=" : "", why ? snapshot_no_stack_label(tc) : "");
 		int64_t one = 1;
-		if (n > 0 && stackagg_add(agg, pcs, n, labels, &one) < 0) {
+		if (stackagg_add(agg, pcs, n, labels, &one) < 0) {
 			r = -ENOMEM;
 			goto out;
 		}

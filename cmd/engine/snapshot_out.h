@@ -33,6 +33,13 @@ int snapshot_finish(struct bundle *b, const char *prefix, const struct process_c
 		    const struct unwound_stack *stacks, struct interp *in, struct go_session *go,
 		    cJSON *target_json, struct symtab **ret_st);
 
+/* Why a thread of a capture has no stack (st->n == 0), for threads.txt;
+ * NULL when it has one. The label is the same reason as the no_stack
+ * label of its threads.pprof sample: late, not_seen or unwound_empty. */
+const char *snapshot_no_stack_reason(const struct thread_capture *tc,
+				     const struct unwound_stack *st);
+const char *snapshot_no_stack_label(const struct thread_capture *tc);
+
 /* Add every address snapshot_write will look up to set. 0 or -ENOMEM. */
 int snapshot_collect(const struct process_capture *pc, const struct unwound_stack *stacks,
 		     struct addrset *set);

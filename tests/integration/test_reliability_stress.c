@@ -582,7 +582,7 @@ Test(reliability_stress, b9_thread_in_d_all_along, .timeout = 600)
 	cr_expect(line, "threads.txt does not list the thread in D (%s)", needle);
 	if (line)
 		cr_expect(strstr(line, "(state D)") == line + strlen(needle) + 1 &&
-				  strstr(line, "(not stopped before the deadline"),
+				  strstr(line, "(no stack: not stopped before the deadline"),
 			  "the thread in D is not shown as late: %.200s", line);
 	free(txt);
 

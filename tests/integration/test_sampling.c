@@ -94,10 +94,12 @@ static Perftools__Profiles__Profile *load(const char *bundle, const char *member
 	return p;
 }
 
-Test(sampling, cpu_split_and_wall_states)
+/* Both wall-clock engines: without stops (the default with perf events)
+ * and with ptrace stops of the threads that ran. */
+static void check_cpu_split_and_wall_states(const char *wall_engine)
 {
 	struct target_run sa = sampled_start("burner", "2");
-	const char *args[] = {"-d", "4s", "-F", "99", NULL};
+	const char *args[] = {"-d", "4s", "-F", "99", "--wall-engine", wall_engine, NULL};
 	sampled_capture(&sa, args);
 
 	/* On a loaded machine each hold takes longer (every thread must be
@@ -183,6 +185,18 @@ Test(sampling, cpu_split_and_wall_states)
 		     (long long)cpu_ns_total, (long long)total);
 	cJSON *pause = cJSON_GetObjectItem(m, "pause");
 	cr_assert(pause && cJSON_GetObjectItem(pause, "p50_us") && cJSON_GetObjectItem(pause, "p99_us"));
+	const cJSON *we = cJSON_GetObjectItem(cap, "wall_engine");
+	cr_assert(cJSON_IsString(we), "no capture.wall_engine");
+	if (strcmp(wall_engine, "auto") == 0) {
+		/* No tick stops anyone: the one stop is the final snapshot's. */
+		cr_expect_str_eq(we->valuestring, "perf");
+		cr_expect_eq(number_at(m, "pause", "stops"), 1, "%.0f stops",
+			     number_at(m, "pause", "stops"));
+		cJSON_Delete(m);
+		run_end(&sa);
+		return;
+	}
+	cr_expect_str_eq(we->valuestring, "ptrace");
 	/* Each thread is let go as soon as it is copied: no thread is held
 	 * longer than the process (first stop to last release), and a tick
 	 * with two or more stopped threads has one held for less. */
@@ -196,6 +210,16 @@ Test(sampling, cpu_split_and_wall_states)
 		  thread_max, process_max);
 	cJSON_Delete(m);
 	run_end(&sa);
+}
+
+Test(sampling, cpu_split_and_wall_states)
+{
+	check_cpu_split_and_wall_states("auto");
+}
+
+Test(sampling, cpu_split_and_wall_states_ptrace_wall)
+{
+	check_cpu_split_and_wall_states("ptrace");
 }
 
 Test(sampling, thread_churn)

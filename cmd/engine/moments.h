@@ -1,0 +1,52 @@
+/*
+ * moments: the latest moment perf events saw each thread at, for
+ * wall-clock samples taken without stopping anyone (sampler.c).
+ *
+ * A switch-out sample is where a thread that left the CPU will resume:
+ * its stack stands until the thread runs again, so for a thread asleep at
+ * a tick it is that tick's sample, with every register (frame pointers
+ * unwind), where /proc/TID/syscall has only SP and PC. A cpu-clock sample
+ * is where a running thread was, at most one sampling period before.
+ * Whichever is newer is the thread's moment.
+ */
+#ifndef DIAG_CMD_ENGINE_MOMENTS_H
+#define DIAG_CMD_ENGINE_MOMENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "attach/attach.h"
+#include "symbolize/worker/interp.h"
+
+enum moment_kind {
+	MOMENT_CPU = 0,     /* a cpu-clock sample: it was running there */
+	MOMENT_SWITCH_OUT,  /* it left the CPU there (blocked or preempted) */
+};
+
+struct moment {
+	pid_t tid;
+	enum moment_kind kind;
+	uint64_t time_ns;   /* CLOCK_MONOTONIC */
+	uint64_t sp, pc;    /* user registers at that moment */
+	bool stack_cut;     /* the kernel's copy of the stack may have been cut short */
+	struct unwound_stack stack; /* user frames */
+};
+
+struct moments;
+
+int moments_new(struct moments **ret);
+void moments_free(struct moments *m);
+
+/* Keep m as tid's moment if it is newer than the one kept. 0 or -ENOMEM. */
+int moments_note(struct moments *ms, const struct moment *m);
+
+/* tid's moment, or NULL. */
+const struct moment *moments_find(const struct moments *ms, pid_t tid);
+
+/* Forget the threads pc does not list (a process that churns threads
+ * would otherwise keep one entry for every thread it ever had). */
+void moments_prune(struct moments *ms, const struct process_capture *pc);
+
+#endif
