@@ -123,7 +123,8 @@ enum thread_outcome {
 			      * (on a CPU, woke during the read, or its moment
 			      * is the caller's: options.moment_known); state
 			      * and cpu_ns are set, and for a blocked thread
-			      * regs.rsp, regs.rip and syscall_nr */
+			      * regs.rsp, regs.rip, the argument registers
+			      * and syscall_nr */
 };
 
 /* One captured thread: plain data, safe to hand to another process. */
@@ -145,9 +146,10 @@ struct thread_capture {
 	size_t stack_len;
 	size_t stack_cap;       /* allocated size of stack (reused across captures) */
 	uint64_t hold_ns;       /* from PTRACE_INTERRUPT to PTRACE_DETACH */
-	/* Sampled from /proc without stopping it (options.no_interrupt_blocked):
-	 * regs has only rip, rsp and orig_rax (= syscall_nr) from
-	 * /proc/TID/syscall, the stack copy was read while it stayed blocked,
+	/* Sampled from /proc without stopping it (options.no_interrupt_blocked,
+	 * no_stop): regs has only rip, rsp and orig_rax (= syscall_nr) from
+	 * /proc/TID/syscall (and with no_stop, the six argument registers it
+	 * gives: rdi, rsi, rdx, r10, r8, r9), the stack copy was read while it stayed blocked,
 	 * and hold_ns is 0. */
 	bool not_stopped;
 	uint64_t cpu_ns;        /* on-CPU time from schedstat (0 if unavailable) */
@@ -210,10 +212,12 @@ struct attach_options {
 	 * nothing is interrupted and nothing waits. */
 	bool no_stop;
 	/* With no_stop: asked, before a blocked thread's stack is copied,
-	 * whether the caller already has that thread at that very SP and PC
-	 * (a sample taken as it went to sleep): then no copy is made and the
-	 * thread is THREAD_NOT_READ. NULL: always copy. */
-	bool (*moment_known)(void *ctx, pid_t tid, uint64_t sp, uint64_t pc);
+	 * whether the caller already has that thread in that very state (a
+	 * sample taken as it went to sleep, with the same SP and PC and, in a
+	 * system call, the same six arguments; args is NULL outside one):
+	 * then no copy is made and the thread is THREAD_NOT_READ. NULL:
+	 * always copy. */
+	bool (*moment_known)(void *ctx, pid_t tid, const uint64_t *args, uint64_t sp, uint64_t pc);
 	void *moment_known_ctx;
 	/* Detach each thread the moment its registers and stack are copied,
 	 * instead of holding every thread until the last one is: a busy thread

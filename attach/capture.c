@@ -770,8 +770,20 @@ static void sample_without_stop(struct capture_run *run, struct thread_capture *
 	tc->regs.rsp = v[nargs - 2];
 	tc->regs.rip = v[nargs - 1];
 	tc->syscall_nr = nr;
-	if (run->o->moment_known &&
-	    run->o->moment_known(run->o->moment_known_ctx, tc->tid, tc->regs.rsp, tc->regs.rip))
+	/* The arguments as the registers that carry them (kept in regs for
+	 * the caller, who may match them against a sample of that sleep). */
+	uint64_t args[6] = {0};
+	for (int i = 0; i < 6 && nr >= 0; i++)
+		args[i] = v[i];
+	tc->regs.rdi = args[0];
+	tc->regs.rsi = args[1];
+	tc->regs.rdx = args[2];
+	tc->regs.r10 = args[3];
+	tc->regs.r8 = args[4];
+	tc->regs.r9 = args[5];
+	if (run->o->moment_known && run->o->moment_known(run->o->moment_known_ctx, tc->tid,
+							 nr >= 0 ? args : NULL, tc->regs.rsp,
+							 tc->regs.rip))
 		return;
 	copy_stack(run, tc, tc->regs.rsp);
 	char again[256];

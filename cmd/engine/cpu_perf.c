@@ -100,6 +100,9 @@ static void flush(struct cpu_perf *cp)
 				.time_ns = cp->time_ns[i],
 				.sp = b->threads[i].regs.rsp,
 				.pc = b->threads[i].regs.rip,
+				.args = {b->threads[i].regs.rdi, b->threads[i].regs.rsi,
+					 b->threads[i].regs.rdx, b->threads[i].regs.r10,
+					 b->threads[i].regs.r8, b->threads[i].regs.r9},
 				.stack_cut = cp->cut[i],
 				.stack = cp->stacks[i],
 			};

@@ -1,12 +1,19 @@
-/* The latest perf moment per thread: open addressing by tid. */
+/* The latest perf moment per thread, and the places it last slept:
+ * open addressing by tid. */
 #include "cmd/engine/moments.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+struct thread_moments {
+	pid_t tid; /* 0: empty slot */
+	struct moment latest;
+	struct moment sleeps[MOMENT_SLEEPS]; /* tid 0: unused; most recent first */
+};
+
 struct moments {
-	struct moment *slots; /* tid 0: empty */
+	struct thread_moments *slots;
 	size_t used, cap;
 };
 
@@ -24,7 +31,7 @@ void moments_free(struct moments *ms)
 	free(ms);
 }
 
-static size_t slot_of(const struct moment *slots, size_t cap, pid_t tid)
+static size_t slot_of(const struct thread_moments *slots, size_t cap, pid_t tid)
 {
 	size_t h = (size_t)tid * 2654435761u % cap;
 	while (slots[h].tid && slots[h].tid != tid)
@@ -39,7 +46,7 @@ static int grow(struct moments *ms, size_t want)
 		cap *= 2;
 	if (cap == ms->cap)
 		return 0;
-	struct moment *s = calloc(cap, sizeof(*s));
+	struct thread_moments *s = calloc(cap, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	for (size_t i = 0; i < ms->cap; i++)
@@ -51,25 +58,64 @@ static int grow(struct moments *ms, size_t want)
 	return 0;
 }
 
+static bool same_sleep(const struct moment *m, const uint64_t *args, uint64_t sp, uint64_t pc)
+{
+	return m->tid && m->sp == sp && m->pc == pc &&
+	       (!args || memcmp(args, m->args, sizeof(m->args)) == 0);
+}
+
+/* Most recent first; a sleep at a place already kept replaces it. */
+static void remember_sleep(struct thread_moments *t, const struct moment *m)
+{
+	size_t k = 0;
+	while (k < MOMENT_SLEEPS - 1 && !same_sleep(&t->sleeps[k], m->args, m->sp, m->pc))
+		k++;
+	if (t->sleeps[k].tid && t->sleeps[k].time_ns > m->time_ns)
+		return;
+	memmove(&t->sleeps[1], &t->sleeps[0], k * sizeof(t->sleeps[0]));
+	t->sleeps[0] = *m;
+}
+
 int moments_note(struct moments *ms, const struct moment *m)
 {
 	if (grow(ms, ms->used + 1) < 0)
 		return -ENOMEM;
-	struct moment *slot = &ms->slots[slot_of(ms->slots, ms->cap, m->tid)];
-	if (!slot->tid)
+	struct thread_moments *t = &ms->slots[slot_of(ms->slots, ms->cap, m->tid)];
+	if (!t->tid) {
+		t->tid = m->tid;
 		ms->used++;
-	else if (slot->time_ns > m->time_ns)
+	}
+	/* Switch-outs whose stack unwound whole are worth remembering. */
+	if (m->kind == MOMENT_SWITCH_OUT && m->stack.n > 0 && !m->stack_cut)
+		remember_sleep(t, m);
+	if (t->latest.tid && t->latest.time_ns > m->time_ns)
 		return 0; /* a sample from another CPU's ring, older */
-	*slot = *m;
+	t->latest = *m;
 	return 0;
+}
+
+static const struct thread_moments *thread_of(const struct moments *ms, pid_t tid)
+{
+	if (!ms->cap)
+		return NULL;
+	const struct thread_moments *t = &ms->slots[slot_of(ms->slots, ms->cap, tid)];
+	return t->tid ? t : NULL;
 }
 
 const struct moment *moments_find(const struct moments *ms, pid_t tid)
 {
-	if (!ms->cap)
-		return NULL;
-	const struct moment *slot = &ms->slots[slot_of(ms->slots, ms->cap, tid)];
-	return slot->tid ? slot : NULL;
+	const struct thread_moments *t = thread_of(ms, tid);
+	return t && t->latest.tid ? &t->latest : NULL;
+}
+
+const struct moment *moments_find_sleep(const struct moments *ms, pid_t tid,
+					const uint64_t *args, uint64_t sp, uint64_t pc)
+{
+	const struct thread_moments *t = thread_of(ms, tid);
+	for (size_t k = 0; t && k < MOMENT_SLEEPS; k++)
+		if (same_sleep(&t->sleeps[k], args, sp, pc))
+			return &t->sleeps[k];
+	return NULL;
 }
 
 void moments_prune(struct moments *ms, const struct process_capture *pc)
@@ -77,12 +123,14 @@ void moments_prune(struct moments *ms, const struct process_capture *pc)
 	if (ms->used <= 2 * pc->nthreads + 256)
 		return;
 	struct moments kept = {0};
+	if (grow(&kept, pc->nthreads + 1) < 0)
+		return; /* no memory to prune with: keep them all */
 	for (size_t i = 0; i < pc->nthreads; i++) {
-		const struct moment *m = moments_find(ms, pc->threads[i].tid);
-		if (m && moments_note(&kept, m) < 0) {
-			free(kept.slots);
-			return; /* no memory to prune with: keep them all */
-		}
+		const struct thread_moments *t = thread_of(ms, pc->threads[i].tid);
+		if (!t)
+			continue;
+		kept.slots[slot_of(kept.slots, kept.cap, t->tid)] = *t;
+		kept.used++;
 	}
 	free(ms->slots);
 	*ms = kept;

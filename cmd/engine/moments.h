@@ -30,6 +30,10 @@ struct moment {
 	enum moment_kind kind;
 	uint64_t time_ns;   /* CLOCK_MONOTONIC */
 	uint64_t sp, pc;    /* user registers at that moment */
+	/* A system call's six arguments as the registers held them (rdi,
+	 * rsi, rdx, r10, r8, r9): what tells two sleeps at one SP and PC
+	 * apart. */
+	uint64_t args[6];
 	bool stack_cut;     /* the kernel's copy of the stack may have been cut short */
 	struct unwound_stack stack; /* user frames */
 };
@@ -44,6 +48,16 @@ int moments_note(struct moments *ms, const struct moment *m);
 
 /* tid's moment, or NULL. */
 const struct moment *moments_find(const struct moments *ms, pid_t tid);
+
+/* A switch-out moment of tid at this SP and PC (and, in a system call,
+ * with these six arguments; args NULL outside one), or NULL. Not only the
+ * latest: the last MOMENT_SLEEPS distinct places it went to sleep are
+ * kept. The kernel does not sample every switch-out of a thread that
+ * switches often (perf.h), and a later sleep in the same call, from the
+ * same frames (same SP, PC and arguments), has the same stack. */
+#define MOMENT_SLEEPS 3
+const struct moment *moments_find_sleep(const struct moments *ms, pid_t tid,
+					const uint64_t *args, uint64_t sp, uint64_t pc);
 
 /* Forget the threads pc does not list (a process that churns threads
  * would otherwise keep one entry for every thread it ever had). */

@@ -511,14 +511,14 @@ static int ptrace_cpu_final(struct sampler *sp, const struct process_capture *pc
 	return 0;
 }
 
-/* options.moment_known: the thread /proc shows asleep at sp, pc went to
- * sleep there in its latest switch-out sample (taken with every register
- * and, unless cut short, its whole stack): no copy needed. */
-static bool moment_known(void *ctx, pid_t tid, uint64_t sp, uint64_t pc)
+/* options.moment_known: the thread /proc shows asleep at sp, pc (in a
+ * system call with these arguments) went to sleep there in a switch-out
+ * sample (taken with every register and, unless cut short, its whole
+ * stack): no copy needed. Two sleeps at one SP and PC with the same
+ * arguments are the same call from the same frames. */
+static bool moment_known(void *ctx, pid_t tid, const uint64_t *args, uint64_t sp, uint64_t pc)
 {
-	const struct moment *m = moments_find(ctx, tid);
-	return m && m->kind == MOMENT_SWITCH_OUT && m->sp == sp && m->pc == pc && !m->stack_cut &&
-	       m->stack.n > 0;
+	return moments_find_sleep(ctx, tid, args, sp, pc) != NULL;
 }
 
 /* Wall-clock without stops: a thread the tick did not read takes its
@@ -532,7 +532,17 @@ static void fill_from_moments(struct sampler *sp)
 			sp->wall_from_proc++;
 		if (tc->outcome != THREAD_NOT_READ)
 			continue;
-		const struct moment *m = moments_find(sp->moments, tc->tid);
+		/* Asleep where it slept before: that sleep's sample (the
+		 * hook above said so); otherwise its latest moment. */
+		const struct moment *m = NULL;
+		if ((tc->state == 'S' || tc->state == 'D') && tc->regs.rsp) {
+			uint64_t args[6] = {tc->regs.rdi, tc->regs.rsi, tc->regs.rdx,
+					    tc->regs.r10, tc->regs.r8,  tc->regs.r9};
+			m = moments_find_sleep(sp->moments, tc->tid, tc->syscall_nr >= 0 ? args : NULL,
+					       tc->regs.rsp, tc->regs.rip);
+		}
+		if (!m)
+			m = moments_find(sp->moments, tc->tid);
 		sp->stacks[i].n = 0;
 		if (!m)
 			continue;
@@ -605,26 +615,31 @@ static int sample_tick(struct sampler *sp)
 		const struct unwound_stack *st = &sp->stacks[i];
 		if (tc->outcome == THREAD_GONE)
 			continue;
-		if (st->n == 0) {
-			sp->samples_without_stack++;
-			continue;
-		}
-		sp->samples++;
 		/* attach/ already reports S for a thread read as R that the stop
 		 * found asleep in a syscall our previous release had woken. */
 		char state = tc->state;
 		/* The name escaped as in threads.txt (snapshot_out.c says why). */
-		char labels[160], comm[4 * sizeof(tc->comm) + 1], tid[32] = "";
+		char labels[200], comm[4 * sizeof(tc->comm) + 1], tid[32] = "";
 		escape_text(tc->comm, comm, sizeof(comm));
 		if (tid_labelled(sp, tc->tid))
 			snprintf(tid, sizeof(tid), "tid=%d" LABEL_SEP, (int)tc->tid);
 		else
 			sp->unlabelled_samples++;
-		snprintf(labels, sizeof(labels), "%sthread_comm=%s" LABEL_SEP "state=%c", tid, comm,
-			 state);
+		/* A thread without a stack at this tick (late to stop, or not
+		 * sampled by perf yet) is still a thread at this tick: a sample
+		 * without frames, labelled no_stack, so the profile's total is
+		 * every thread's wall time and none vanishes. */
+		snprintf(labels, sizeof(labels), "%sthread_comm=%s" LABEL_SEP "state=%c%s%s", tid, comm,
+			 state, st->n ? "" : LABEL_SEP "no_stack=",
+			 st->n ? "" : snapshot_no_stack_label(tc));
 		int64_t wall_values[2] = {1, period};
 		if (stackagg_add(sp->wall, st->pcs, st->n, labels, wall_values) < 0)
 			return -ENOMEM;
+		if (st->n == 0) {
+			sp->samples_without_stack++;
+			continue;
+		}
+		sp->samples++;
 
 		if (!sp->perf) {
 			snprintf(labels, sizeof(labels), "%sthread_comm=%s", tid, comm);
@@ -672,6 +687,15 @@ static void perf_labels(void *arg, pid_t tid, char *buf, size_t size)
 	}
 	if (!cpu_labels(sp, tid, raw, buf, size))
 		sp->unlabelled_samples++;
+}
+
+/* Our CPU time and the unwinding worker's, so far. */
+static uint64_t tick_cpu_ns(const struct sampler *sp)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+	       interp_unwinder_cpu_ns(sp->s->interp);
 }
 
 /* The target's CPU time as /proc has it now (kept when it is gone). */
@@ -1030,12 +1054,19 @@ int sampler_run(struct capture_session *s)
 			next_tick += sp.period_ns;
 			sp.ticks++;
 			uint64_t tick_start = monotonic_ns();
+			uint64_t cpu_start = sp.wall_perf ? tick_cpu_ns(&sp) : 0;
 			uint64_t period_before = sp.period_ns;
 			r = sample_tick(&sp);
 			if (!sp.perf)
 				note_target_cpu(&sp);
-			adapt_rate(&sp, monotonic_ns() - tick_start - sp.one_time_ns, sp.tick_hold_ns,
-				   tick_start - start);
+			/* A tick that stops no one costs the target only the CPU we
+			 * take (ours and the unwinding worker's); waiting for a CPU
+			 * on a busy machine is no cost to it, and must not thin the
+			 * samples out. A tick that stops threads costs its wall time. */
+			uint64_t cost = sp.wall_perf ? tick_cpu_ns(&sp) - cpu_start
+						     : monotonic_ns() - tick_start;
+			cost = cost > sp.one_time_ns ? cost - sp.one_time_ns : 0;
+			adapt_rate(&sp, cost, sp.tick_hold_ns, tick_start - start);
 			/* A longer period applies from this tick on, not after
 			 * one more at the old rate. */
 			if (sp.period_ns > period_before)

@@ -92,6 +92,7 @@ const char *snapshot_no_stack_label(const struct thread_capture *tc)
 	case THREAD_LATE:
 		return "late";
 	case THREAD_NOT_READ:
+	case THREAD_UNCHANGED: /* has not run since a tick that had no stack for it */
 		return "not_seen";
 	default:
 		return "unwound_empty";
@@ -107,6 +108,7 @@ const char *snapshot_no_stack_reason(const struct thread_capture *tc,
 	case THREAD_LATE:
 		return "not stopped before the deadline";
 	case THREAD_NOT_READ:
+	case THREAD_UNCHANGED:
 		return "not stopped, and not sampled yet by perf events";
 	default:
 		return "registers read, but no frame could be unwound";

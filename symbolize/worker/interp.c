@@ -788,6 +788,11 @@ static uint64_t worker_cpu_ns(const struct channel *ch)
 	return attach_read_small_file_at(AT_FDCWD, path, buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : 0;
 }
 
+uint64_t interp_unwinder_cpu_ns(const struct interp *in)
+{
+	return worker_cpu_ns(&in->unwinding);
+}
+
 void interp_describe(const struct interp *in, cJSON *o)
 {
 	double cpu_ns = (double)(worker_cpu_ns(&in->unwinding) + worker_cpu_ns(&in->symbols));

@@ -67,6 +67,10 @@ bool interp_warm(struct interp *in, const char *maps_text, size_t maps_len, cons
 /* Is a warm-up still running? */
 bool interp_warm_busy(struct interp *in);
 
+/* The unwinding worker's CPU time so far (schedstat), 0 if unknown: what
+ * a tick costs beyond the tool's own CPU. */
+uint64_t interp_unwinder_cpu_ns(const struct interp *in);
+
 /* {worker_cpu_ms, sandboxed, worker_restarts, stacks_lost, symbol_batches_lost,
  * symbols}: worker_cpu_ms is the live workers' CPU so far, which the tool's own
  * rusage lacks (they are not waited for at the end). */

@@ -445,6 +445,27 @@ void sleep_ms(unsigned ms)
 		;
 }
 
+void loaders_start(pid_t out[2])
+{
+	for (int i = 0; i < 2; i++) {
+		out[i] = fork();
+		cr_assert(out[i] >= 0);
+		if (out[i] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			for (volatile unsigned long x = 0;; x++)
+				;
+		}
+	}
+}
+
+void loaders_stop(pid_t l[2])
+{
+	for (int i = 0; i < 2; i++) {
+		kill(l[i], SIGKILL);
+		waitpid(l[i], NULL, 0);
+	}
+}
+
 bool path_exists(const char *dir, const char *name)
 {
 	char p[4200];

@@ -176,6 +176,10 @@ int rel_loops(int default_loops);
 uint64_t now_ms(void);
 /* Sleep ms milliseconds, resumed after a signal handler ran. */
 void sleep_ms(unsigned ms);
+/* Two processes that keep both cores busy (a loaded machine) until
+ * loaders_stop; they die with the test. */
+void loaders_start(pid_t out[2]);
+void loaders_stop(pid_t l[2]);
 
 /* Does dir/name exist (name NULL: dir itself)? lstat: a dangling symlink
  * counts. */

@@ -55,28 +55,6 @@ static void rm_window(const struct window *w)
 	rm_rf(dir);
 }
 
-/* Processes that keep both cores busy for as long as they live. */
-static void loaders_start(pid_t out[2])
-{
-	for (int i = 0; i < 2; i++) {
-		out[i] = fork();
-		cr_assert(out[i] >= 0);
-		if (out[i] == 0) {
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			for (volatile unsigned long x = 0;; x++)
-				;
-		}
-	}
-}
-
-static void loaders_stop(pid_t l[2])
-{
-	for (int i = 0; i < 2; i++) {
-		kill(l[i], SIGKILL);
-		waitpid(l[i], NULL, 0);
-	}
-}
-
 /* Read the workers' "tid TID cpu_ns N" lines until `expected` came: the
  * work is over, the workers are parked. */
 static void read_reports(struct target *t, struct window *w, size_t expected)

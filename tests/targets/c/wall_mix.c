@@ -10,8 +10,10 @@
  *   "pipe"   x10  read() on a pipe nobody writes (S, never runs)
  *   "epoll"  x5   epoll_wait with a 1 ms timeout: a chatty sleeper (S)
  *   "cond"   x5   pthread_cond_wait, never signalled (S, futex)
- *   "vfork"  x5   vfork a child that sleeps 300 ms: the parent waits
- *                 uninterruptibly (D)
+ *   "vfork"  x5   vfork a child that sleeps 100 ms: the parent waits
+ *                 uninterruptibly (D). glibc's vfork keeps its return
+ *                 address in a register (rdi) across the call: a stack
+ *                 unwound from SP and PC alone ends at __vfork
  *
  * Prints "ready" once every thread runs; exits on EOF on stdin.
  */
@@ -116,7 +118,7 @@ static void *vfork_main(void *arg)
 		 * system calls in it. The parent sleeps in D meanwhile. */
 		pid_t c = vfork();
 		if (c == 0) {
-			struct timespec ts = {0, 300000000};
+			struct timespec ts = {0, 100000000};
 			syscall(SYS_nanosleep, &ts, NULL);
 			syscall(SYS_exit, 0);
 		}

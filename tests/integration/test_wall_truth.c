@@ -1,0 +1,172 @@
+/*
+ * Wall-clock profiles against what each thread was really doing, with no
+ * thread stopped: tests/targets/c/wall_mix.c runs 50 threads (running,
+ * runnable but starved, asleep in nanosleep, read, epoll_wait and a
+ * futex, in D under vfork), each named after what it does, while two
+ * other processes keep both cores busy. Ground truth: the thread's own
+ * code (which function it loops in) and the state /proc gives it.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "pprof_check.h"
+
+#define MAX_TIDS 64
+
+struct per_thread {
+	int64_t tid;
+	char comm[32];
+	int64_t samples, with_stack, in_own_function, state_ok, state_possible;
+	int64_t no_stack_not_seen;
+};
+
+/* A thread's usual state, and every state it can be seen in: a sleeper
+ * that wakes often is runnable (R) now and then, more so on a loaded
+ * machine where it waits for a CPU. */
+struct kind {
+	const char *comm, *function;
+	char state;
+	const char *possible;
+};
+
+static const struct kind kinds[] = {
+	{"spin", "spin_main", 'R', "R"},     {"starve", "starve_main", 'R', "R"},
+	{"nap", "nap_main", 'S', "SR"},      {"pipe", "pipe_main", 'S', "S"},
+	{"epoll", "epoll_main", 'S', "SR"},  {"cond", "cond_main", 'S', "S"},
+	{"vfork", "vfork_main", 'D', "DSR"}, {"wall_mix", "main", 'S', "S"},
+};
+
+static const struct kind *kind_of(const char *comm)
+{
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(kinds[i].comm, comm) == 0)
+			return &kinds[i];
+	return NULL;
+}
+
+static struct per_thread *slot(struct per_thread *t, size_t *n, int64_t tid)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (t[i].tid == tid)
+			return &t[i];
+	cr_assert(*n < MAX_TIDS, "more threads than wall_mix has");
+	memset(&t[*n], 0, sizeof(t[*n]));
+	t[*n].tid = tid;
+	return &t[(*n)++];
+}
+
+Test(wall_truth, every_thread_at_every_tick_without_stops_loaded, .timeout = 120)
+{
+	pid_t l[2];
+	loaders_start(l);
+	const char *argv[] = {target_path("wall_mix"), NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	const char *args[] = {"-p", pid, "-q", "-o", out, "-d", "5s", "-F", "99", NULL};
+	struct tool_result res;
+	tool_run(&res, args);
+	loaders_stop(l);
+	cr_assert_eq(res.exit_code, 0, "exit %d: %s", res.exit_code, res.err);
+	char why[256];
+	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "target: %s", why);
+
+	cJSON *m = manifest_need(out);
+	double ticks = number_at(m, "capture", "ticks");
+	const cJSON *we = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "wall_engine");
+	cr_assert(cJSON_IsString(we) && strcmp(we->valuestring, "perf") == 0, "wall engine %s",
+		  cJSON_IsString(we) ? we->valuestring : "none");
+	/* No tick stopped anyone: the one stop is the final snapshot's. */
+	cr_expect_eq(number_at(m, "pause", "stops"), 1, "%.0f stops", number_at(m, "pause", "stops"));
+	cr_assert(ticks > 100, "%.0f ticks", ticks);
+
+	char path[400];
+	snprintf(path, sizeof(path), "%s/wall.pprof", out);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0);
+	struct per_thread th[MAX_TIDS];
+	size_t n = 0;
+	int64_t no_stack_total = 0;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = p->sample[i];
+		int64_t tid = sample_num_label(p, s, "tid");
+		const char *tids = sample_str_label(p, s, "tid");
+		if (tid < 0 && tids)
+			tid = strtoll(tids, NULL, 10);
+		const char *comm = sample_str_label(p, s, "thread_comm");
+		const char *state = sample_str_label(p, s, "state");
+		const char *no_stack = sample_str_label(p, s, "no_stack");
+		cr_assert(tid > 0 && comm && state, "a wall sample without tid, comm or state");
+		struct per_thread *pt = slot(th, &n, tid);
+		snprintf(pt->comm, sizeof(pt->comm), "%s", comm);
+		const struct kind *k = kind_of(comm);
+		cr_assert(k, "a thread named %s", comm);
+		int64_t v = s->value[0];
+		pt->samples += v;
+		if (state[0] == k->state)
+			pt->state_ok += v;
+		if (state[0] && strchr(k->possible, state[0]))
+			pt->state_possible += v;
+		if (no_stack) {
+			cr_expect(s->n_location_id == 0, "a no_stack sample with frames");
+			no_stack_total += v;
+			if (strcmp(no_stack, "not_seen") == 0)
+				pt->no_stack_not_seen += v;
+			continue;
+		}
+		pt->with_stack += v;
+		if (frames_have(p, s, k->function))
+			pt->in_own_function += v;
+	}
+	cr_expect_eq(n, 51, "%zu threads in wall.pprof, wall_mix has 51", n);
+	/* Every wall sample the manifest counts as stackless is in the profile. */
+	const cJSON *wall = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "wall");
+	cr_expect_eq((double)no_stack_total,
+		     cJSON_GetNumberValue(cJSON_GetObjectItem(wall, "without_stack")),
+		     "no_stack samples %lld vs the manifest's count", (long long)no_stack_total);
+	for (size_t i = 0; i < n; i++) {
+		const struct per_thread *pt = &th[i];
+		const struct kind *k = kind_of(pt->comm);
+		fprintf(stderr, "%-8s %6lld: %lld samples, %lld with a stack, %lld in %s, %lld %c\n",
+			pt->comm, (long long)pt->tid, (long long)pt->samples,
+			(long long)pt->with_stack, (long long)pt->in_own_function, k->function,
+			(long long)pt->state_ok, k->state);
+		/* Accounted at every tick, with or without a stack. */
+		cr_expect(pt->samples >= 0.95 * ticks, "%s %lld: %lld samples in %.0f ticks",
+			  pt->comm, (long long)pt->tid, (long long)pt->samples, ticks);
+		cr_expect(pt->state_ok >= 0.75 * pt->samples, "%s %lld: state %c in %lld of %lld",
+			  pt->comm, (long long)pt->tid, k->state, (long long)pt->state_ok,
+			  (long long)pt->samples);
+		cr_expect_eq(pt->state_possible, pt->samples, "%s %lld: a state other than %s",
+			     pt->comm, (long long)pt->tid, k->possible);
+		/* A stack at 95 % of the ticks, the thread's own. A thread
+		 * starved since before the capture has none until it first runs
+		 * (nothing shows a preempted thread's registers without running
+		 * it): counted as not_seen, and given half the ticks here. */
+		double want = strcmp(pt->comm, "starve") == 0 ? 0.5 : 0.95;
+		cr_expect(pt->with_stack >= want * ticks, "%s %lld: a stack at %lld of %.0f ticks",
+			  pt->comm, (long long)pt->tid, (long long)pt->with_stack, ticks);
+		/* The vfork parent checks the registers a stack read from /proc
+		 * starts from: glibc's vfork keeps its return address in rdi
+		 * across the call, which /proc/TID/syscall gives as argument 1. */
+		double own = 0.95;
+		cr_expect(pt->in_own_function >= own * pt->with_stack, "%s %lld: in %s at %lld of %lld",
+			  pt->comm, (long long)pt->tid, k->function, (long long)pt->in_own_function,
+			  (long long)pt->with_stack);
+		cr_expect_eq(pt->samples - pt->with_stack, pt->no_stack_not_seen,
+			     "%s %lld: stackless samples not labelled not_seen", pt->comm,
+			     (long long)pt->tid);
+	}
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	cJSON_Delete(m);
+	close(t.stdin_fd);
+	t.stdin_fd = -1;
+	target_kill(&t);
+	rm_rf(dir);
+}
