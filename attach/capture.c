@@ -516,7 +516,7 @@ static int ensure_holds(struct capture_run *run)
  * every tick was most of the tool's CPU (path lookups in the kernel). An
  * open file pins its thread: once it exits, reads fail and the entry goes.
  * Capped so we never run out of descriptors; past the cap, open per read. */
-enum { TFILE_STAT, TFILE_SCHEDSTAT, TFILE_COUNT };
+enum { TFILE_STAT, TFILE_SCHEDSTAT, TFILE_SYSCALL, TFILE_COUNT };
 struct tfile_entry {
 	pid_t tid;
 	int fd[TFILE_COUNT];
@@ -557,16 +557,16 @@ static struct tfile_entry *tfile_slot(pid_t tid)
 	}
 	memmove(&tfiles[lo + 1], &tfiles[lo], (ntfiles - lo) * sizeof(*tfiles));
 	ntfiles++;
-	tfiles[lo] = (struct tfile_entry){.tid = tid, .fd = {-1, -1}, .gen = tfiles_gen};
+	tfiles[lo] = (struct tfile_entry){.tid = tid, .fd = {-1, -1, -1}, .gen = tfiles_gen};
 	return &tfiles[lo];
 }
 
-/* Read TID/stat or TID/schedstat into buf (NUL-terminated). Returns bytes
- * read or -errno. */
+/* Read TID/stat, TID/schedstat or TID/syscall into buf (NUL-terminated).
+ * Returns bytes read or -errno. */
 static ssize_t thread_file_read(struct capture_run *run, pid_t tid, int which, char *buf,
 				size_t size)
 {
-	static const char *const names[TFILE_COUNT] = {"stat", "schedstat"};
+	static const char *const names[TFILE_COUNT] = {"stat", "schedstat", "syscall"};
 	char path[64];
 	snprintf(path, sizeof(path), "%d/%s", (int)tid, names[which]);
 	struct tfile_entry *e = tfile_slot(tid);
@@ -694,48 +694,80 @@ static bool eintr_prone(long nr)
 	}
 }
 
-static void sample_blocked_from_proc(struct capture_run *run, struct thread_capture *tc)
+/* Parse /proc/TID/syscall: "NR ARG1..ARG6 SP PC", or "-1 SP PC" outside a
+ * system call (a page fault, a sleep in the kernel), or "running". Sets
+ * regs to what it gives (orig_rax, the six argument registers rdi, rsi,
+ * rdx, r10, r8, r9, and rsp, rip; nothing else is known) and syscall_nr.
+ * The argument registers are real register values: glibc's vfork, for
+ * one, keeps its return address in rdi across the call, and unwinding
+ * needs it. false when the line is none of these. */
+static bool regs_from_syscall_line(const char *buf, struct thread_capture *tc)
 {
-	if (tc->state != 'S' && tc->state != 'D')
-		return;
-	char path[64], buf[256];
-	snprintf(path, sizeof(path), "%d/syscall", (int)tc->tid);
-	if (procfs_read_at(run->t->task_dirfd, path, buf, sizeof(buf)) <= 0)
-		return;
-	if (buf[0] < '0' || buf[0] > '9')
-		return;
-	char *p = buf, *end;
-	long nr = strtol(p, &end, 10);
-	if (end == p)
-		return;
-	if (run->o->only_eintr_prone && !eintr_prone(nr))
-		return;
+	char *end;
+	long nr = strtol(buf, &end, 10);
+	if (end == buf)
+		return false;
+	int nvals = nr < 0 ? 2 : 8;
 	unsigned long long v[8];
-	p = end;
-	for (int i = 0; i < 8; i++) {
+	const char *p = end;
+	for (int i = 0; i < nvals; i++) {
 		v[i] = strtoull(p, &end, 16);
 		if (end == p)
-			return;
+			return false;
 		p = end;
 	}
 	memset(&tc->regs, 0, sizeof(tc->regs));
 	tc->regs.orig_rax = (unsigned long long)nr;
-	tc->regs.rsp = v[6];
-	tc->regs.rip = v[7];
-	tc->syscall_nr = nr;
-	copy_stack(run, tc, tc->regs.rsp);
-	/* The copy is good only if the thread slept through it: the same
-	 * call, arguments, SP and PC after it as before. One that woke is
-	 * running now, and stopping it (as usual, below) interrupts nothing. */
-	char again[256];
-	ssize_t n2 = procfs_read_at(run->t->task_dirfd, path, again, sizeof(again));
-	if (n2 <= 0 || strcmp(buf, again) != 0) {
-		tc->syscall_nr = -1;
-		return;
+	if (nr >= 0) {
+		tc->regs.rdi = v[0];
+		tc->regs.rsi = v[1];
+		tc->regs.rdx = v[2];
+		tc->regs.r10 = v[3];
+		tc->regs.r8 = v[4];
+		tc->regs.r9 = v[5];
 	}
+	tc->regs.rsp = v[nvals - 2];
+	tc->regs.rip = v[nvals - 1];
+	tc->syscall_nr = nr;
+	return true;
+}
+
+/* Copy the resting stack of a thread /proc showed blocked as buf says;
+ * true if it slept through the copy (the same call, arguments, SP and PC
+ * after it as before). One that woke is running now. */
+static bool copy_resting_stack(struct capture_run *run, struct thread_capture *tc, const char *buf)
+{
+	copy_stack(run, tc, tc->regs.rsp);
+	char again[256];
+	ssize_t n2 = thread_file_read(run, tc->tid, TFILE_SYSCALL, again, sizeof(again));
+	if (n2 <= 0 || strcmp(buf, again) != 0)
+		return false;
 	tc->not_stopped = true;
 	tc->outcome = THREAD_CAPTURED;
 	run->nnot_stopped++;
+	return true;
+}
+
+static void sample_blocked_from_proc(struct capture_run *run, struct thread_capture *tc)
+{
+	if (tc->state != 'S' && tc->state != 'D')
+		return;
+	char buf[256];
+	if (thread_file_read(run, tc->tid, TFILE_SYSCALL, buf, sizeof(buf)) <= 0)
+		return;
+	if (buf[0] < '0' || buf[0] > '9')
+		return; /* not in a system call: stopped as usual */
+	struct thread_capture probe = *tc;
+	if (!regs_from_syscall_line(buf, &probe))
+		return;
+	if (run->o->only_eintr_prone && !eintr_prone(probe.syscall_nr))
+		return;
+	tc->regs = probe.regs;
+	tc->syscall_nr = probe.syscall_nr;
+	/* One that woke is running now, and stopping it (as usual, after
+	 * this) interrupts nothing. */
+	if (!copy_resting_stack(run, tc, buf))
+		tc->syscall_nr = -1;
 }
 
 /* options.no_stop: a thread asleep in the kernel is read from /proc
@@ -746,53 +778,17 @@ static void sample_without_stop(struct capture_run *run, struct thread_capture *
 	tc->outcome = THREAD_NOT_READ;
 	if (tc->state != 'S' && tc->state != 'D')
 		return;
-	char path[64], buf[256];
-	snprintf(path, sizeof(path), "%d/syscall", (int)tc->tid);
-	if (procfs_read_at(run->t->task_dirfd, path, buf, sizeof(buf)) <= 0)
+	char buf[256];
+	if (thread_file_read(run, tc->tid, TFILE_SYSCALL, buf, sizeof(buf)) <= 0 ||
+	    !regs_from_syscall_line(buf, tc))
 		return;
-	/* "NR ARG1..ARG6 SP PC", or "-1 SP PC" outside a system call
-	 * (a page fault, a sleep in the kernel), or "running". */
-	char *p = buf, *end;
-	long nr = strtol(p, &end, 10);
-	if (end == p)
+	uint64_t args[6] = {tc->regs.rdi, tc->regs.rsi, tc->regs.rdx,
+			    tc->regs.r10, tc->regs.r8,  tc->regs.r9};
+	if (run->o->moment_known &&
+	    run->o->moment_known(run->o->moment_known_ctx, tc->tid, tc->syscall_nr >= 0 ? args : NULL,
+				 tc->regs.rsp, tc->regs.rip))
 		return;
-	int nargs = nr < 0 ? 2 : 8;
-	unsigned long long v[8];
-	p = end;
-	for (int i = 0; i < nargs; i++) {
-		v[i] = strtoull(p, &end, 16);
-		if (end == p)
-			return;
-		p = end;
-	}
-	memset(&tc->regs, 0, sizeof(tc->regs));
-	tc->regs.orig_rax = (unsigned long long)nr;
-	tc->regs.rsp = v[nargs - 2];
-	tc->regs.rip = v[nargs - 1];
-	tc->syscall_nr = nr;
-	/* The arguments as the registers that carry them (kept in regs for
-	 * the caller, who may match them against a sample of that sleep). */
-	uint64_t args[6] = {0};
-	for (int i = 0; i < 6 && nr >= 0; i++)
-		args[i] = v[i];
-	tc->regs.rdi = args[0];
-	tc->regs.rsi = args[1];
-	tc->regs.rdx = args[2];
-	tc->regs.r10 = args[3];
-	tc->regs.r8 = args[4];
-	tc->regs.r9 = args[5];
-	if (run->o->moment_known && run->o->moment_known(run->o->moment_known_ctx, tc->tid,
-							 nr >= 0 ? args : NULL, tc->regs.rsp,
-							 tc->regs.rip))
-		return;
-	copy_stack(run, tc, tc->regs.rsp);
-	char again[256];
-	ssize_t n2 = procfs_read_at(run->t->task_dirfd, path, again, sizeof(again));
-	if (n2 <= 0 || strcmp(buf, again) != 0)
-		return; /* it woke during the copy: running now */
-	tc->not_stopped = true;
-	tc->outcome = THREAD_CAPTURED;
-	run->nnot_stopped++;
+	copy_resting_stack(run, tc, buf); /* or it woke: running now, NOT_READ */
 }
 
 /* Tids a pass found that no earlier pass of this capture listed. */

@@ -55,6 +55,13 @@ int export_collapsed(const struct bundle_profile *p, size_t value_index, bool pe
 			put_frame(m, s->frames[k].function);
 			first = false;
 		}
+		/* A thread counted without a stack (wall.pprof, threads.pprof:
+		 * label no_stack) still takes its width in the flame graph. */
+		if (s->nframes == 0) {
+			if (!first)
+				fputc(';', m);
+			put_frame(m, "[no stack]");
+		}
 		if (fclose(m) != 0 || !buf) {
 			free(buf);
 			e = -ENOMEM;

@@ -29,6 +29,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -72,6 +73,10 @@ struct interp {
 	pid_t pid;
 	struct symbolize_options opts;
 	struct channel unwinding, symbols;
+	/* The unwinding worker's /proc/PID/schedstat, kept open (read every
+	 * sampling tick) for unwinder_stat_pid; -1: not open. */
+	int unwinder_stat_fd;
+	pid_t unwinder_stat_pid;
 	bool sandboxed; /* false: interpreting in this process */
 	uint64_t stacks_lost, batches_lost;
 	/* In-process fallback state. */
@@ -496,6 +501,7 @@ int interp_new(pid_t pid, const struct symbolize_options *opts, struct interp **
 	if (!in)
 		return -ENOMEM;
 	in->pid = pid;
+	in->unwinder_stat_fd = -1;
 	in->opts = *opts;
 	in->unwinding.fd = in->symbols.fd = -1;
 	in->sandboxed = start_worker(in, &in->unwinding) == 0;
@@ -522,6 +528,8 @@ void interp_free(struct interp *in)
 	uint64_t give_up = monotonic_ns(); /* one look, no wait */
 	reap_worker(&in->unwinding, give_up);
 	reap_worker(&in->symbols, give_up);
+	if (in->unwinder_stat_fd >= 0)
+		close(in->unwinder_stat_fd);
 	unwinder_free(in->uw);
 	unwind_gate_free(in->gate);
 	symbolizer_free(in->sym);
@@ -788,9 +796,38 @@ static uint64_t worker_cpu_ns(const struct channel *ch)
 	return attach_read_small_file_at(AT_FDCWD, path, buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : 0;
 }
 
-uint64_t interp_unwinder_cpu_ns(const struct interp *in)
+void interp_no_wakeup_preemption(struct interp *in)
 {
-	return worker_cpu_ns(&in->unwinding);
+	struct sched_param p = {.sched_priority = 0};
+	if (in->unwinding.worker > 0)
+		sched_setscheduler(in->unwinding.worker, SCHED_BATCH, &p);
+	if (in->symbols.worker > 0)
+		sched_setscheduler(in->symbols.worker, SCHED_BATCH, &p);
+}
+
+uint64_t interp_unwinder_cpu_ns(struct interp *in)
+{
+	pid_t w = in->unwinding.worker;
+	if (w <= 0)
+		return 0;
+	if (in->unwinder_stat_pid != w && in->unwinder_stat_fd >= 0) {
+		close(in->unwinder_stat_fd);
+		in->unwinder_stat_fd = -1;
+	}
+	if (in->unwinder_stat_fd < 0) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)w);
+		in->unwinder_stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+		in->unwinder_stat_pid = w;
+		if (in->unwinder_stat_fd < 0)
+			return 0;
+	}
+	char buf[128];
+	ssize_t n = pread(in->unwinder_stat_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strtoull(buf, NULL, 10);
 }
 
 void interp_describe(const struct interp *in, cJSON *o)

@@ -67,9 +67,15 @@ bool interp_warm(struct interp *in, const char *maps_text, size_t maps_len, cons
 /* Is a warm-up still running? */
 bool interp_warm_busy(struct interp *in);
 
+/* Run the workers under SCHED_BATCH (a worker started later inherits the
+ * caller's policy): woken by a request, they then wait for the next
+ * scheduling point instead of preempting whatever runs, the target's
+ * threads included. */
+void interp_no_wakeup_preemption(struct interp *in);
+
 /* The unwinding worker's CPU time so far (schedstat), 0 if unknown: what
  * a tick costs beyond the tool's own CPU. */
-uint64_t interp_unwinder_cpu_ns(const struct interp *in);
+uint64_t interp_unwinder_cpu_ns(struct interp *in);
 
 /* {worker_cpu_ms, sandboxed, worker_restarts, stacks_lost, symbol_batches_lost,
  * symbols}: worker_cpu_ms is the live workers' CPU so far, which the tool's own

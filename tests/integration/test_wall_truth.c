@@ -170,3 +170,95 @@ Test(wall_truth, every_thread_at_every_tick_without_stops_loaded, .timeout = 120
 	target_kill(&t);
 	rm_rf(dir);
 }
+
+static void snapshot_of(pid_t pid, const char *out, bool no_interrupt)
+{
+	char p[16];
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	const char *args[] = {"-p", p, "-q", "-o", out, "--snapshot",
+			      no_interrupt ? "--no-interrupt-blocked" : NULL, NULL};
+	struct tool_result res;
+	tool_run(&res, args);
+	cr_assert_eq(res.exit_code, 0, "exit %d: %s", res.exit_code, res.err);
+}
+
+/* Threads without a stack are threads all the same: a snapshot that
+ * cannot stop the vfork parents (in D for 5 s) counts them in
+ * threads.pprof, the manifest, report's thread count and warnings, and
+ * diff against a snapshot that read them from /proc does not call them
+ * gone. */
+Test(wall_truth, stackless_threads_counted_and_never_gone, .timeout = 120)
+{
+	const char *argv[] = {target_path("wall_mix"), "long", NULL};
+	struct target t = target_start(argv, "ready");
+	sleep_ms(200);
+	char dir[256], a[300], b[300];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snapshot_of(t.pid, a, true);  /* the vfork parents read from /proc */
+	snapshot_of(t.pid, b, false); /* stopped: the vfork parents are late */
+
+	cJSON *m = manifest_need(b);
+	cr_expect_eq(number_at(m, "pause", "threads_without_stack"), 5, "%.0f without a stack",
+		     number_at(m, "pause", "threads_without_stack"));
+	cJSON_Delete(m);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/threads.pprof", b);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0);
+	size_t late = 0;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const char *ns = sample_str_label(p, p->sample[i], "no_stack");
+		if (ns && strcmp(ns, "late") == 0 && p->sample[i]->n_location_id == 0)
+			late++;
+	}
+	cr_expect_eq(p->n_sample, 51, "threads.pprof has %zu samples for 51 threads", p->n_sample);
+	cr_expect_eq(late, 5, "%zu late samples without frames", late);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	expect_member_has(b, "threads.txt", "(no stack: not stopped before the deadline)",
+			  "the late vfork parents");
+
+	struct tool_result r;
+	const char *rep[] = {"report", "--json", b, NULL};
+	tool_run(&r, rep);
+	cr_assert_eq(r.exit_code, 0, "report: %s", r.err);
+	cJSON *doc = cJSON_Parse(r.out);
+	cr_assert(doc, "report --json is not JSON");
+	cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(doc, "threads")), 51);
+	cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(doc, "threads_without_stack")), 5);
+	bool warned = false;
+	const cJSON *w;
+	cJSON_ArrayForEach(w, cJSON_GetObjectItem(doc, "warnings"))
+		warned |= cJSON_IsString(w) && strstr(w->valuestring, "have no stack") != NULL;
+	cr_expect(warned, "report --json does not warn about the threads without a stack");
+	cJSON_Delete(doc);
+
+	const char *dif[] = {"diff", "--json", a, b, NULL};
+	tool_run(&r, dif);
+	cr_assert_eq(r.exit_code, 0, "diff: %s", r.err);
+	cJSON *d = cJSON_Parse(r.out);
+	cr_assert(d, "diff --json is not JSON");
+	bool vfork_kept = false;
+	const cJSON *g;
+	cJSON_ArrayForEach(g, cJSON_GetObjectItem(d, "thread_groups"))
+	{
+		const char *change = cJSON_GetStringValue(cJSON_GetObjectItem(g, "change"));
+		bool vfork = false;
+		const cJSON *f;
+		cJSON_ArrayForEach(f, cJSON_GetObjectItem(g, "stack"))
+			vfork |= cJSON_IsString(f) && strcmp(f->valuestring, "vfork_main") == 0;
+		if (!vfork || !change)
+			continue;
+		cr_expect_str_neq(change, "gone", "diff calls the vfork parents gone");
+		vfork_kept |= strcmp(change, "no_stack_in_b") == 0;
+	}
+	cr_expect(vfork_kept, "diff does not say the vfork parents have no stack in B: %.3000s",
+		  r.out);
+	cJSON_Delete(d);
+
+	close(t.stdin_fd);
+	t.stdin_fd = -1;
+	target_kill(&t);
+	rm_rf(dir);
+}

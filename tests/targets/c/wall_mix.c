@@ -15,11 +15,14 @@
  *                 address in a register (rdi) across the call: a stack
  *                 unwound from SP and PC alone ends at __vfork
  *
+ * With the argument "long" the vfork children sleep 5 s instead: a stop
+ * deadline then always finds the vfork parents in D (late, no stack).
  * Prints "ready" once every thread runs; exits on EOF on stdin.
  */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -32,6 +35,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
 static pthread_barrier_t started;
 static int pipe_fds[2];
+static long vfork_child_ns = 100000000;
 
 static void __attribute__((noinline)) burn(unsigned long n)
 {
@@ -118,7 +122,7 @@ static void *vfork_main(void *arg)
 		 * system calls in it. The parent sleeps in D meanwhile. */
 		pid_t c = vfork();
 		if (c == 0) {
-			struct timespec ts = {0, 100000000};
+			struct timespec ts = {vfork_child_ns / 1000000000, vfork_child_ns % 1000000000};
 			syscall(SYS_nanosleep, &ts, NULL);
 			syscall(SYS_exit, 0);
 		}
@@ -128,8 +132,10 @@ static void *vfork_main(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "long") == 0)
+		vfork_child_ns = 5000000000L;
 	static const struct {
 		void *(*fn)(void *);
 		int n;
