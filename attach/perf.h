@@ -55,10 +55,14 @@ struct perf_sampler_options {
 	bool kernel_frames;   /* also the kernel call chain (sampling kernel time does not depend on it) */
 	/* Also sample threads as they leave a CPU (they block, or are
 	 * preempted): a context-switches event in frequency mode, at most
-	 * about this many samples a second per (thread, CPU). The kernel then
-	 * sets the period: 1 (every switch-out) for a thread that switches
-	 * less often, more for a chatty one, which bounds what it costs the
-	 * target (bench/run: switch-out samples). 0: none. */
+	 * about this many samples a second per (thread, CPU). The kernel sets
+	 * the period from the rate it sees: 1 (every switch-out) at first,
+	 * more for a chatty thread, which bounds what it costs the target
+	 * (bench/run: switch-out samples). It raises the period after two
+	 * switch-outs close together and lowers it only while the thread
+	 * runs through a timer tick, so a rare switcher may keep a period
+	 * above 1: a caller must not take the last switch-out sample for the
+	 * last switch-out. 0: none. */
 	unsigned switch_freq;
 	/* User stack copied per switch-out sample (<= stack_bytes; 0: 16
 	 * KiB): the kernel copies it in the thread's own switch, so it is

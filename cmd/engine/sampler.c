@@ -726,10 +726,10 @@ static int perf_drain(struct sampler *sp)
 }
 
 /* Switch-out samples asked of the kernel per (thread, CPU) event and
- * second, in ticks: a thread that leaves the CPU less often than that has
- * every switch-out sampled; a chattier one has its period raised by the
- * kernel, which bounds its cost, and is read from /proc when its latest
- * sample is not of its current sleep. */
+ * second, in ticks. A chatty thread has its period raised by the kernel,
+ * which bounds its cost (perf.h); a sleep whose switch-out was not
+ * sampled is found among the sleeps remembered for the thread (moments.h)
+ * or read from /proc. */
 #define SWITCH_SAMPLES_PER_TICK 2
 
 /* Perf events for the CPU profile, unless refused or not asked for. */
