@@ -771,7 +771,7 @@ static int start_cpu_engine(struct sampler *sp)
 		 * final capture's hold runs SCHED_FIFO as ever. */
 		struct sched_param p0 = {.sched_priority = 0};
 		sched_setscheduler(0, SCHED_BATCH, &p0);
-		interp_no_wakeup_preemption(sp->s->interp);
+		interp_yield_to_target(sp->s->interp);
 	}
 	if (r < 0) {
 		sp->perf_refused = r;
@@ -1195,7 +1195,13 @@ int sampler_run(struct capture_session *s)
 		sampler_release(&sp);
 		return capture_fail(s, CAPTURE_STAGE_ATTACH, r);
 	}
-	/* The target is released: from here on only our own work remains. */
+	/* The target is released: from here on only our own work remains,
+	 * at normal priority (the final snapshot holds it SCHED_FIFO). */
+	if (sp.wall_perf) {
+		struct sched_param p0 = {.sched_priority = 0};
+		sched_setscheduler(0, SCHED_OTHER, &p0);
+		interp_normal_priority(s->interp);
+	}
 	if (o->frequency_hz)
 		r = write_outputs(&sp, start_wall, duration);
 	if (r == 0 && sp.timeline)

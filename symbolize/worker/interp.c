@@ -796,13 +796,23 @@ static uint64_t worker_cpu_ns(const struct channel *ch)
 	return attach_read_small_file_at(AT_FDCWD, path, buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : 0;
 }
 
-void interp_no_wakeup_preemption(struct interp *in)
+static void set_policy(const struct channel *ch, int policy)
 {
 	struct sched_param p = {.sched_priority = 0};
-	if (in->unwinding.worker > 0)
-		sched_setscheduler(in->unwinding.worker, SCHED_BATCH, &p);
-	if (in->symbols.worker > 0)
-		sched_setscheduler(in->symbols.worker, SCHED_BATCH, &p);
+	if (ch->worker > 0)
+		sched_setscheduler(ch->worker, policy, &p);
+}
+
+void interp_yield_to_target(struct interp *in)
+{
+	set_policy(&in->unwinding, SCHED_BATCH);
+	set_policy(&in->symbols, SCHED_IDLE);
+}
+
+void interp_normal_priority(struct interp *in)
+{
+	set_policy(&in->unwinding, SCHED_OTHER);
+	set_policy(&in->symbols, SCHED_OTHER);
 }
 
 uint64_t interp_unwinder_cpu_ns(struct interp *in)

@@ -67,11 +67,14 @@ bool interp_warm(struct interp *in, const char *maps_text, size_t maps_len, cons
 /* Is a warm-up still running? */
 bool interp_warm_busy(struct interp *in);
 
-/* Run the workers under SCHED_BATCH (a worker started later inherits the
- * caller's policy): woken by a request, they then wait for the next
- * scheduling point instead of preempting whatever runs, the target's
- * threads included. */
-void interp_no_wakeup_preemption(struct interp *in);
+/* While a capture stops no one: the unwinding worker under SCHED_BATCH
+ * (woken by a request, it waits for the next scheduling point instead of
+ * preempting whatever runs, the target's threads included), and the
+ * symbols worker, whose background warm-up can wait, under SCHED_IDLE (it
+ * runs on CPU nobody else wants). interp_normal_priority puts both back
+ * before the final symbolization, which must not starve. */
+void interp_yield_to_target(struct interp *in);
+void interp_normal_priority(struct interp *in);
 
 /* The unwinding worker's CPU time so far (schedstat), 0 if unknown: what
  * a tick costs beyond the tool's own CPU. */
