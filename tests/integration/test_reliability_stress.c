@@ -328,7 +328,9 @@ Test(reliability_stress, a10_throttled_target, .timeout = 600)
 	sleep_ms(300);
 
 	struct capture c;
-	const char *extra[] = {"-d", "3s", "--stop-timeout", "20", NULL};
+	/* The stop deadline is the stopping wall engine's (the default
+	 * stops no one at its ticks). */
+	const char *extra[] = {"-d", "3s", "--stop-timeout", "20", "--wall-engine", "ptrace", NULL};
 	capture_spawn(&c, rt.t.pid, extra);
 	struct tstop_watch w = {0};
 	uint64_t t0 = now_ms();

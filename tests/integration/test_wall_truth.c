@@ -148,8 +148,9 @@ Test(wall_truth, every_thread_at_every_tick_without_stops_loaded, .timeout = 120
 		/* A stack at 95 % of the ticks, the thread's own. A thread
 		 * starved since before the capture has none until it first runs
 		 * (nothing shows a preempted thread's registers without running
-		 * it): counted as not_seen, and given half the ticks here. */
-		double want = strcmp(pt->comm, "starve") == 0 ? 0.5 : 0.95;
+		 * it), which on a loaded machine may be never: it is counted as
+		 * not_seen (checked below), and no share is asked of it. */
+		double want = strcmp(pt->comm, "starve") == 0 ? 0 : 0.95;
 		cr_expect(pt->with_stack >= want * ticks, "%s %lld: a stack at %lld of %.0f ticks",
 			  pt->comm, (long long)pt->tid, (long long)pt->with_stack, ticks);
 		/* The vfork parent checks the registers a stack read from /proc
