@@ -805,8 +805,10 @@ static void set_policy(const struct channel *ch, int policy)
 
 void interp_yield_to_target(struct interp *in)
 {
+	/* Not SCHED_IDLE for the symbols worker: a leak dump during the
+	 * capture symbolizes through it and must not starve on a busy box. */
 	set_policy(&in->unwinding, SCHED_BATCH);
-	set_policy(&in->symbols, SCHED_IDLE);
+	set_policy(&in->symbols, SCHED_BATCH);
 }
 
 void interp_normal_priority(struct interp *in)

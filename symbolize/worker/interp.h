@@ -67,12 +67,10 @@ bool interp_warm(struct interp *in, const char *maps_text, size_t maps_len, cons
 /* Is a warm-up still running? */
 bool interp_warm_busy(struct interp *in);
 
-/* While a capture stops no one: the unwinding worker under SCHED_BATCH
- * (woken by a request, it waits for the next scheduling point instead of
- * preempting whatever runs, the target's threads included), and the
- * symbols worker, whose background warm-up can wait, under SCHED_IDLE (it
- * runs on CPU nobody else wants). interp_normal_priority puts both back
- * before the final symbolization, which must not starve. */
+/* While a capture stops no one: both workers under SCHED_BATCH (woken by
+ * a request, a worker waits for the next scheduling point instead of
+ * preempting whatever runs, the target's threads included).
+ * interp_normal_priority puts both back before the final symbolization. */
 void interp_yield_to_target(struct interp *in);
 void interp_normal_priority(struct interp *in);
 
