@@ -45,14 +45,8 @@ struct ring {
 	size_t scratch_cap;
 };
 
-/* A set of tids: open addressing, 0 = empty. */
-struct tidset {
-	pid_t *slots;
-	size_t n, nslots;
-};
-
-/* A set of event ids: open addressing, 0 = empty (the kernel's ids
- * start at 1). */
+/* A set of nonzero keys (tids, event ids: the kernel's start at 1): open
+ * addressing, 0 = empty. */
 struct idset {
 	uint64_t *slots;
 	size_t n, nslots;
@@ -72,7 +66,7 @@ struct perf_sampler {
 	size_t fd_budget; /* the soft RLIMIT_NOFILE, once raised */
 	/* Threads that have events (opened by us or inherited), and those
 	 * refused one (counted once, whatever the passes at the start). */
-	struct tidset followed, refused;
+	struct idset followed, refused;
 	size_t page_size;
 	int ring_order;
 	struct perf_sampler_stats stats;
@@ -82,50 +76,6 @@ struct perf_sampler {
 static int perf_event_open(struct perf_event_attr *a, pid_t tid, int cpu)
 {
 	return (int)syscall(SYS_perf_event_open, a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-}
-
-static size_t tid_slot(const struct tidset *t, pid_t tid)
-{
-	return ((size_t)tid * 2654435761u) & (t->nslots - 1);
-}
-
-static bool tid_known(const struct tidset *t, pid_t tid)
-{
-	if (!t->nslots)
-		return false;
-	for (size_t h = tid_slot(t, tid); t->slots[h]; h = (h + 1) & (t->nslots - 1))
-		if (t->slots[h] == tid)
-			return true;
-	return false;
-}
-
-static int tid_add(struct tidset *t, pid_t tid)
-{
-	if (tid_known(t, tid))
-		return 0;
-	if ((t->n + 1) * 2 > t->nslots) {
-		size_t n = t->nslots ? t->nslots * 2 : 64;
-		pid_t *slots = calloc(n, sizeof(*slots));
-		if (!slots)
-			return -ENOMEM;
-		struct tidset old = *t;
-		t->slots = slots;
-		t->nslots = n;
-		for (size_t i = 0; i < old.nslots; i++)
-			if (old.slots[i]) {
-				size_t h = tid_slot(t, old.slots[i]);
-				while (slots[h])
-					h = (h + 1) & (n - 1);
-				slots[h] = old.slots[i];
-			}
-		free(old.slots);
-	}
-	size_t h = tid_slot(t, tid);
-	while (t->slots[h])
-		h = (h + 1) & (t->nslots - 1);
-	t->slots[h] = tid;
-	t->n++;
-	return 0;
 }
 
 static size_t id_slot(const struct idset *s, uint64_t id)
@@ -277,7 +227,7 @@ static int open_thread(struct perf_sampler *ps, pid_t tid)
 		return err ? err : -ENODEV;
 	/* Followed even if some CPU refused: opening it again would double
 	 * the CPUs that did not. The refusal is still reported. */
-	int a = tid_add(&ps->followed, tid);
+	int a = id_add(&ps->followed, (uint64_t)tid);
 	return a < 0 ? a : err;
 }
 
@@ -310,8 +260,8 @@ static int scan_threads(struct perf_sampler *ps)
 	while ((e = readdir(d))) {
 		char *end;
 		long tid = strtol(e->d_name, &end, 10);
-		if (*end || tid <= 0 || tid_known(&ps->followed, (pid_t)tid) ||
-		    tid_known(&ps->refused, (pid_t)tid))
+		if (*end || tid <= 0 || id_known(&ps->followed, (uint64_t)tid) ||
+		    id_known(&ps->refused, (uint64_t)tid))
 			continue;
 		int o = open_thread(ps, (pid_t)tid);
 		if (o == -ENOMEM) {
@@ -320,7 +270,7 @@ static int scan_threads(struct perf_sampler *ps)
 		}
 		if (o == 0)
 			opened++;
-		if (o < 0 && o != -ESRCH && tid_add(&ps->refused, (pid_t)tid) == 0)
+		if (o < 0 && o != -ESRCH && id_add(&ps->refused, (uint64_t)tid) == 0)
 			ps->stats.threads_without_event++;
 	}
 	closedir(d);
