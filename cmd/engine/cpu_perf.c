@@ -8,11 +8,14 @@
 #include "attach/perf.h"
 #include "symbolize/arrays.h"
 #include "symbolize/kallsyms.h"
+#include "symbolize/symbolize.h"
 
 /* Samples unwound in one round trip to the worker: bounded so that one
  * message stays a few MiB at the largest stack copies. */
 #define BATCH_MAX 64
 #define LABELS_MAX 160
+/* Flushes between two re-reads of the maps for a stack outside them. */
+#define MAPS_MISS_EVERY 64
 
 struct cpu_perf {
 	const struct attach_target *target;
@@ -28,6 +31,10 @@ struct cpu_perf {
 	 * executable mapping appeared. */
 	struct process_capture batch;
 	bool maps_read;
+	/* batch.maps_text parsed: where each sampled stack's mapping ends. */
+	struct maps ranges;
+	unsigned flushes_since_maps;
+	uint64_t copies_whole; /* full-size copies that held their whole mapping */
 	uint64_t kpcs[BATCH_MAX][PERF_KERNEL_FRAMES_MAX];
 	size_t nkpcs[BATCH_MAX];
 	uint64_t period_ns[BATCH_MAX];
@@ -80,17 +87,59 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *c
 	return 0;
 }
 
+static void read_maps(struct cpu_perf *cp)
+{
+	struct process_capture *b = &cp->batch;
+	cp->flushes_since_maps = 0;
+	if (attach_read_maps(cp->target, b) < 0)
+		return;
+	cp->maps_read = true;
+	maps_release(&cp->ranges);
+	if (maps_parse(b->maps_text, b->maps_len, &cp->ranges) < 0)
+		cp->ranges = (struct maps){0};
+}
+
+/* The kernel copies a fixed size from SP on, past the top of a shallow
+ * stack into whatever is mapped above it: cut each copy at the end of the
+ * mapping that holds its SP. The worker is then sent a few KiB instead
+ * of 32 (bytes it would copy twice and never read), and a copy that held
+ * its whole stack is not counted as truncated. A stack in no mapping we
+ * know (a thread created since the maps were read) re-reads them, at most
+ * every MAPS_MISS_EVERY flushes. */
+static void trim_stacks(struct cpu_perf *cp)
+{
+	struct process_capture *b = &cp->batch;
+	bool reread = false;
+	for (size_t i = 0; i < b->nthreads; i++) {
+		struct thread_capture *tc = &b->threads[i];
+		if (!tc->stack_len)
+			continue;
+		const struct maps_entry *e = maps_find(&cp->ranges, tc->stack_start);
+		if (!e && !reread && cp->flushes_since_maps >= MAPS_MISS_EVERY) {
+			reread = true;
+			read_maps(cp);
+			e = maps_find(&cp->ranges, tc->stack_start);
+		}
+		if (!e || e->limit - tc->stack_start >= tc->stack_len)
+			continue;
+		tc->stack_len = (size_t)(e->limit - tc->stack_start);
+		if (cp->cut[i] && !cp->switch_out[i])
+			cp->copies_whole++;
+		cp->cut[i] = false;
+	}
+}
+
 /* Unwind the batch and add each sample, kernel frames on top. */
 static void flush(struct cpu_perf *cp)
 {
 	struct process_capture *b = &cp->batch;
 	if (b->nthreads == 0 || cp->error)
 		return;
-	if (perf_sampler_take_mmaps(cp->ps) || !cp->maps_read) {
-		/* A sample that ran in a new mapping needs it in the maps. */
-		if (attach_read_maps(cp->target, b) == 0)
-			cp->maps_read = true;
-	}
+	cp->flushes_since_maps++;
+	/* A sample that ran in a new mapping needs it in the maps. */
+	if (perf_sampler_take_mmaps(cp->ps) || !cp->maps_read)
+		read_maps(cp);
+	trim_stacks(cp);
 	interp_unwind(cp->in, b, cp->stacks);
 	for (size_t i = 0; i < b->nthreads && !cp->error; i++) {
 		if (cp->moments && cp->user[i]) {
@@ -272,6 +321,10 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 void cpu_perf_stats(const struct cpu_perf *cp, struct perf_sampler_stats *ret)
 {
 	perf_sampler_stats(cp->ps, ret);
+	/* perf.c counts every full-size copy; one that reached the end of
+	 * its stack's mapping was whole. */
+	ret->stacks_truncated -= cp->copies_whole < ret->stacks_truncated ? cp->copies_whole
+									   : ret->stacks_truncated;
 }
 
 void cpu_perf_free(struct cpu_perf *cp)
@@ -280,6 +333,7 @@ void cpu_perf_free(struct cpu_perf *cp)
 		return;
 	perf_sampler_free(cp->ps);
 	kallsyms_free(cp->ksyms);
+	maps_release(&cp->ranges);
 	process_capture_release(&cp->batch);
 	free(cp->stacks);
 	free(cp);

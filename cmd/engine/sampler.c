@@ -694,8 +694,10 @@ static void perf_labels(void *arg, pid_t tid, char *buf, size_t size)
 /* Our CPU time and the unwinding worker's, so far. */
 static uint64_t tick_cpu_ns(struct sampler *sp)
 {
+	/* This thread's, not the process's: the tick runs here, and the
+	 * process clock sums every thread under a lock. */
 	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
 	       interp_unwinder_cpu_ns(sp->s->interp);
 }

@@ -6,7 +6,11 @@
  *
  *   'U' unwind:    u32 maps_len, maps, u32 nthreads, per thread
  *                  {u32 tid, u32 outcome, regs, u64 stack_start, u32 stack_len,
- *                  stack bytes}  ->  per thread {u32 n, u32 truncated, n x u64}
+ *                  stack bytes}  ->  u64 worker CPU ns so far, per thread
+ *                  {u32 n, u32 truncated, n x u64}
+ *                  (maps_len MAPS_UNCHANGED, no maps: the ones of this
+ *                  worker's previous 'U'; a sampling tick's maps rarely
+ *                  change, and a large process's are hundreds of KiB)
  *   'P' prepare:   u32 maps_len, maps  ->  empty
  *   'S' symbolize: u32 maps_len, maps, u32 n, n x u64  ->  symtab_encode()
  *   'W' warm:      as 'S'  ->  empty (the symbols stay in the worker's cache)
@@ -60,12 +64,14 @@ static uint64_t monotonic_ns(void)
 #define UNWIND_TIMEOUT_MS 10000
 #define SYMBOLIZE_TIMEOUT_MS 300000
 #define MAX_RESTARTS 8
+#define MAPS_UNCHANGED UINT32_MAX
 
 /* One worker and the socket to it. */
 struct channel {
 	pid_t worker;
 	int fd;
 	unsigned restarts;
+	unsigned generation; /* which worker: one more at each start */
 	bool pending; /* a warm request whose reply is not read yet */
 };
 
@@ -73,10 +79,15 @@ struct interp {
 	pid_t pid;
 	struct symbolize_options opts;
 	struct channel unwinding, symbols;
-	/* The unwinding worker's /proc/PID/schedstat, kept open (read every
-	 * sampling tick) for unwinder_stat_pid; -1: not open. */
-	int unwinder_stat_fd;
-	pid_t unwinder_stat_pid;
+	/* The maps the unwinding worker of generation uw_maps_gen last got
+	 * (NULL: none it is known to hold). */
+	char *uw_maps_sent;
+	size_t uw_maps_sent_len;
+	unsigned uw_maps_gen;
+	/* The unwinding workers' CPU, summed over restarts, from the value
+	 * each reply carries (uw_cpu_last, of worker uw_cpu_gen). */
+	uint64_t uw_cpu_ns, uw_cpu_last;
+	unsigned uw_cpu_gen;
 	bool sandboxed; /* false: interpreting in this process */
 	uint64_t stacks_lost, batches_lost;
 	/* In-process fallback state. */
@@ -300,10 +311,25 @@ static void worker_sym_for(struct worker_state *w, const uint8_t *maps, size_t l
 	free(copy);
 }
 
+/* This process's CPU time so far: a worker is one thread. */
+static uint64_t own_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void worker_unwind(struct worker_state *w, struct cursor *c, struct byte_buf *out)
 {
 	uint32_t maps_len = take_u32(c);
-	const uint8_t *maps = take(c, maps_len);
+	const uint8_t *maps = NULL;
+	if (maps_len == MAPS_UNCHANGED) {
+		maps = (const uint8_t *)w->uw_maps;
+		maps_len = (uint32_t)w->uw_maps_len;
+	} else {
+		maps = take(c, maps_len);
+	}
 	if (!maps)
 		return;
 	if (!same_maps(w->uw_maps, w->uw_maps_len, maps, maps_len)) {
@@ -323,6 +349,9 @@ static void worker_unwind(struct worker_state *w, struct cursor *c, struct byte_
 	}
 	uint32_t n = take_u32(c);
 	uint64_t pcs[UNWIND_MAX_FRAMES_DEFAULT];
+	size_t cpu_at = out->len;
+	uint64_t cpu = 0;
+	byte_buf_put(out, &cpu, 8);
 	for (uint32_t i = 0; i < n && !c->bad; i++) {
 		struct thread_capture *tc = &w->tc;
 		tc->tid = (pid_t)take_u32(c);
@@ -343,6 +372,9 @@ static void worker_unwind(struct worker_state *w, struct cursor *c, struct byte_
 		byte_buf_put(out, pcs, got * sizeof(uint64_t));
 	}
 	w->tc.stack = NULL;
+	cpu = own_cpu_ns();
+	if (!out->failed)
+		memcpy(out->p + cpu_at, &cpu, 8);
 }
 
 static void worker_symbolize(struct worker_state *w, struct cursor *c, struct byte_buf *out)
@@ -492,6 +524,7 @@ static int start_worker(struct interp *in, struct channel *ch)
 	close(sv[1]);
 	ch->worker = pid;
 	ch->fd = sv[0];
+	ch->generation++;
 	return 0;
 }
 
@@ -501,7 +534,6 @@ int interp_new(pid_t pid, const struct symbolize_options *opts, struct interp **
 	if (!in)
 		return -ENOMEM;
 	in->pid = pid;
-	in->unwinder_stat_fd = -1;
 	in->opts = *opts;
 	in->unwinding.fd = in->symbols.fd = -1;
 	in->sandboxed = start_worker(in, &in->unwinding) == 0;
@@ -528,8 +560,7 @@ void interp_free(struct interp *in)
 	uint64_t give_up = monotonic_ns(); /* one look, no wait */
 	reap_worker(&in->unwinding, give_up);
 	reap_worker(&in->symbols, give_up);
-	if (in->unwinder_stat_fd >= 0)
-		close(in->unwinder_stat_fd);
+	free(in->uw_maps_sent);
 	unwinder_free(in->uw);
 	unwind_gate_free(in->gate);
 	symbolizer_free(in->sym);
@@ -630,6 +661,28 @@ static void leaf_only(const struct process_capture *pc, struct unwound_stack *st
 	}
 }
 
+/* What the unwinding worker now holds (text NULL: unknown). */
+static void remember_maps_sent(struct interp *in, const char *text, size_t len)
+{
+	free(in->uw_maps_sent);
+	in->uw_maps_sent = text ? (char *)dup_bytes((const uint8_t *)text, len) : NULL;
+	in->uw_maps_sent_len = in->uw_maps_sent ? len : 0;
+	in->uw_maps_gen = in->unwinding.generation;
+}
+
+/* The worker's CPU so far, as its reply says. The worker may be
+ * compromised (it parses the target's files): what it adds is capped by
+ * how long the round trip took, so it cannot make our ticks look dear. */
+static void note_unwinder_cpu(struct interp *in, uint64_t worker_cpu_ns, uint64_t took_ns)
+{
+	bool same_worker = in->uw_cpu_gen == in->unwinding.generation;
+	uint64_t base = same_worker ? in->uw_cpu_last : 0;
+	uint64_t add = worker_cpu_ns > base ? worker_cpu_ns - base : 0;
+	in->uw_cpu_ns += add < took_ns ? add : took_ns;
+	in->uw_cpu_last = worker_cpu_ns;
+	in->uw_cpu_gen = in->unwinding.generation;
+}
+
 void interp_unwind(struct interp *in, const struct process_capture *pc,
 		   struct unwound_stack *stacks)
 {
@@ -654,7 +707,16 @@ void interp_unwind(struct interp *in, const struct process_capture *pc,
 		return;
 	}
 	struct byte_buf m = {0};
-	maps_body(&m, pc->maps_text, pc->maps_len);
+	/* The worker that will get this holds these maps already: it is
+	 * alive (one started by send_request holds none) and was sent them. */
+	bool maps_known = in->unwinding.fd >= 0 && in->uw_maps_sent &&
+			  in->uw_maps_gen == in->unwinding.generation &&
+			  same_maps(in->uw_maps_sent, in->uw_maps_sent_len,
+				    (const uint8_t *)pc->maps_text, pc->maps_len);
+	if (maps_known)
+		msg_u32(&m, MAPS_UNCHANGED);
+	else
+		maps_body(&m, pc->maps_text, pc->maps_len);
 	msg_u32(&m, (uint32_t)pc->nthreads);
 	for (size_t i = 0; i < pc->nthreads; i++) {
 		const struct thread_capture *tc = &pc->threads[i];
@@ -668,9 +730,17 @@ void interp_unwind(struct interp *in, const struct process_capture *pc,
 	}
 	uint8_t *reply = NULL;
 	size_t rlen = 0;
+	uint64_t sent_ns = monotonic_ns();
 	int r = m.failed ? -ENOMEM : round_trip(in, &in->unwinding, 'U', &m, &reply, &rlen, UNWIND_TIMEOUT_MS);
+	uint64_t took_ns = monotonic_ns() - sent_ns;
 	free(m.p);
 	struct cursor c = {.p = reply, .len = rlen};
+	if (r == 0)
+		note_unwinder_cpu(in, take_u64(&c), took_ns);
+	if (r == 0 && !maps_known)
+		remember_maps_sent(in, pc->maps_text, pc->maps_len);
+	else if (r < 0)
+		remember_maps_sent(in, NULL, 0);
 	for (size_t i = 0; i < pc->nthreads; i++) {
 		uint32_t n = r == 0 ? take_u32(&c) : 0;
 		uint32_t truncated = r == 0 ? take_u32(&c) : 1;
@@ -819,27 +889,7 @@ void interp_normal_priority(struct interp *in)
 
 uint64_t interp_unwinder_cpu_ns(struct interp *in)
 {
-	pid_t w = in->unwinding.worker;
-	if (w <= 0)
-		return 0;
-	if (in->unwinder_stat_pid != w && in->unwinder_stat_fd >= 0) {
-		close(in->unwinder_stat_fd);
-		in->unwinder_stat_fd = -1;
-	}
-	if (in->unwinder_stat_fd < 0) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)w);
-		in->unwinder_stat_fd = open(path, O_RDONLY | O_CLOEXEC);
-		in->unwinder_stat_pid = w;
-		if (in->unwinder_stat_fd < 0)
-			return 0;
-	}
-	char buf[128];
-	ssize_t n = pread(in->unwinder_stat_fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	return strtoull(buf, NULL, 10);
+	return in->uw_cpu_ns;
 }
 
 void interp_describe(const struct interp *in, cJSON *o)

@@ -74,8 +74,9 @@ bool interp_warm_busy(struct interp *in);
 void interp_yield_to_target(struct interp *in);
 void interp_normal_priority(struct interp *in);
 
-/* The unwinding worker's CPU time so far (schedstat), 0 if unknown: what
- * a tick costs beyond the tool's own CPU. */
+/* The unwinding workers' CPU time so far, as of their last reply (each
+ * reply carries it: no system call here), 0 if unknown: what a tick costs
+ * beyond the tool's own CPU. */
 uint64_t interp_unwinder_cpu_ns(struct interp *in);
 
 /* {worker_cpu_ms, sandboxed, worker_restarts, stacks_lost, symbol_batches_lost,
