@@ -4,9 +4,11 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bundle/bundle.h"
 #include "bundle/internal.h"
 
 int bundle_write_all(int fd, const void *data, size_t len)
@@ -35,6 +37,28 @@ static bool ends_with(const char *s, const char *suffix)
 	return ls >= lx && memcmp(s + ls - lx, suffix, lx) == 0;
 }
 
+/* ".<12 hex>.tmp": what a temporary adds to its member's leaf name. */
+#define TMP_SUFFIX_MAX 18
+
+int bundle_open_temp(int dirfd, const char *leaf, mode_t mode, char *tmp, size_t size)
+{
+	/* A random name created with O_EXCL: never a file, FIFO or link
+	 * someone planted under a name they could guess (a FIFO would block
+	 * our open forever); a taken name is tried again. */
+	for (int attempt = 0; attempt < 16; attempt++) {
+		unsigned char rnd[6];
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+			return -EIO;
+		if (snprintf(tmp, size, "%s.%02x%02x%02x%02x%02x%02x.tmp", leaf, rnd[0], rnd[1],
+			     rnd[2], rnd[3], rnd[4], rnd[5]) >= (int)size)
+			return -ENAMETOOLONG;
+		int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd >= 0 || errno != EEXIST)
+			return fd >= 0 ? fd : -errno;
+	}
+	return -EEXIST;
+}
+
 bool bundle_name_valid(const char *name)
 {
 	const char *c = name;
@@ -45,7 +69,7 @@ bool bundle_name_valid(const char *name)
 		return false;
 	while (*c) {
 		size_t n = strcspn(c, "/");
-		if (n == 0 || n >= NAME_MAX - 4 /* room for ".tmp" */)
+		if (n == 0 || n >= NAME_MAX - TMP_SUFFIX_MAX)
 			return false;
 		if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
 			return false;
@@ -109,11 +133,9 @@ static int write_renamed(int dirfd, const char *leaf, const void *data, size_t l
 	char tmp[NAME_MAX + 1];
 	int fd, r;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", leaf) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = bundle_open_temp(dirfd, leaf, 0600, tmp, sizeof(tmp));
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* Exactly 0600 whatever the umask: readable by the owner, not a
 	 * surprise 0400 that a later tool cannot rewrite. */
 	(void)fchmod(fd, 0600);

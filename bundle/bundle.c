@@ -77,6 +77,15 @@ static int dir_is_empty(int fd)
 	return r;
 }
 
+/* An existing directory is ours alone: our own, and no one else may add
+ * or swap entries in it (the sticky bit stops them swapping ours). */
+static bool dir_safe(const struct stat *st)
+{
+	if (st->st_uid != geteuid())
+		return false;
+	return !(st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_mode & S_ISVTX);
+}
+
 int bundle_create(const char *dir, struct bundle **ret)
 {
 	struct bundle *b;
@@ -110,6 +119,10 @@ int bundle_create(const char *dir, struct bundle **ret)
 	r = S_ISLNK(st.st_mode) ? -ELOOP : !S_ISDIR(st.st_mode) ? -ENOTDIR : 0;
 	if (r < 0)
 		goto fail;
+	if (!made && !dir_safe(&st)) {
+		r = BUNDLE_UNSAFE_DIR;
+		goto fail;
+	}
 	/* O_NOFOLLOW closes the window between lstat and open in which the
 	 * directory could be swapped for a symlink. */
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

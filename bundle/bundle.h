@@ -13,17 +13,27 @@
 #ifndef DIAG_BUNDLE_H
 #define DIAG_BUNDLE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <cjson/cJSON.h>
 
 struct bundle;
 
 /* Open dir for writing a bundle. dir must not exist (it is created 0700)
  * or be an empty directory that is not a symlink. -EEXIST if it is not empty,
- * -ENOTDIR if it is a file, -ELOOP if a symlink, -EROFS / -EACCES / -EPERM
- * if it cannot be written into, other -errno on failure. */
+ * -ENOTDIR if it is a file, -ELOOP if a symlink, BUNDLE_UNSAFE_DIR if it is
+ * owned by another user or writable by group or others without the sticky
+ * bit (they could read what we write, or swap it), -EROFS / -EACCES /
+ * -EPERM if it cannot be written into, other -errno on failure. */
+#define BUNDLE_UNSAFE_DIR (-EBADFD)
+
+/* The one way this tool creates a temporary file: in dirfd, named
+ * "<leaf>.<random>.tmp" (written to tmp, size bytes), O_EXCL and
+ * O_NOFOLLOW, with mode. Returns a write-only fd or -errno. */
+int bundle_open_temp(int dirfd, const char *leaf, mode_t mode, char *tmp, size_t size);
 int bundle_create(const char *dir, struct bundle **ret);
 
 /* Write a whole member atomically: <name>.tmp, fsync, rename to name,

@@ -151,7 +151,7 @@ int cmd_export(int argc, char **argv)
 	struct output_file of;
 	e = output_file_open(&of, output);
 	if (e < 0) {
-		die_message("cannot write '%s': %s", output, strerror(-e));
+		die_message("cannot write '%s': %s", output, output_file_strerror(e));
 		bundle_reader_free(r);
 		return EXIT_WRITE_FAILED;
 	}

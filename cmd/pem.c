@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bundle/bundle.h"
+#include "bundle/read/output_file.h"
 #include "bundle/read/pem_codec.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/open_bundle.h"
@@ -112,25 +113,26 @@ int cmd_pem(int argc, char **argv)
 		bundle_reader_free(r);
 		return EXIT_VERIFY_FAILED;
 	}
-	FILE *out = stdout;
-	if (output && strcmp(output, "-") != 0 && !(out = fopen(output, "w"))) {
-		die_message("cannot write '%s': %s", output, strerror(errno));
+	struct output_file of;
+	int e = output_file_open(&of, output);
+	if (e < 0) {
+		die_message("cannot write '%s': %s", output, output_file_strerror(e));
 		bundle_reader_free(r);
 		return EXIT_WRITE_FAILED;
 	}
-	int e = pem_encode_bundle(r, out);
-	if (fflush(out) != 0 && e == 0)
-		e = -EIO;
-	if (out != stdout && fclose(out) != 0 && e == 0)
-		e = -EIO;
+	/* A failure to read the bundle and one to write the text are told
+	 * apart; either leaves no output file. */
+	e = pem_encode_bundle(r, of.fp);
+	int w = ferror(of.fp) ? -EIO : 0;
+	w = output_file_close(&of, e < 0 ? e : w);
 	bundle_reader_free(r);
-	if (e == -ENOMEM) {
+	if (e == -ENOMEM || w == -ENOMEM) {
 		die_message("out of memory");
 		return EXIT_INTERNAL;
 	}
-	if (e == -EIO) {
+	if ((e == 0 || e == -EIO) && w < 0) {
 		die_message("cannot write %s: %s", output ? output : "standard output",
-			    strerror(EIO));
+			    strerror(-w));
 		return EXIT_WRITE_FAILED;
 	}
 	if (e < 0) {
@@ -254,12 +256,15 @@ int cmd_unpem(int argc, char **argv)
 	snprintf(id, sizeof(id), "%s", b->bundle_id);
 	size_t parts = b->parts;
 	pem_bundle_free(b);
-	if (e == -EEXIST || e == -ENOTDIR || e == -EACCES || e == -ENOENT || e == -ELOOP) {
+	if (e == -EEXIST || e == -ENOTDIR || e == -EACCES || e == -ENOENT || e == -ELOOP ||
+	    e == BUNDLE_UNSAFE_DIR) {
 		die_message("cannot create bundle directory '%s': %s", output,
 			    e == -EEXIST  ? "it exists and is not empty"
 			    : e == -ELOOP ? "it, or a directory in it, is a symbolic link; "
 					    "refusing to follow it"
-					  : strerror(-e));
+			    : e == BUNDLE_UNSAFE_DIR
+				? "it is another user's, or writable by others; refusing it"
+				: strerror(-e));
 		return EXIT_OUTPUT_DIR;
 	}
 	if (e == -EINVAL) {

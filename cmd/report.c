@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bundle/read/html.h"
+#include "bundle/read/output_file.h"
 #include "bundle/read/report_model.h"
 #include "bundle/read/report_text.h"
 #include "cmd/cli/exit_codes.h"
@@ -120,7 +121,7 @@ int cmd_report(int argc, char **argv)
 	} else if (o.html) {
 		int e = html_write_file(doc, o.html);
 		if (e < 0) {
-			die_message("cannot write '%s': %s", o.html, strerror(-e));
+			die_message("cannot write '%s': %s", o.html, output_file_strerror(e));
 			rc = e == -ENOMEM ? EXIT_INTERNAL : EXIT_WRITE_FAILED;
 		} else if (strcmp(o.html, "-") != 0) {
 			fprintf(stderr, "diag-attach: wrote %s\n", o.html);

@@ -1,8 +1,13 @@
 /*
- * output_file: where a rendering (an HTML page, an export) goes when the
- * user names a file: PATH.tmp, renamed onto PATH only once complete, so a
- * failed or interrupted write never leaves half an output under the name
- * a viewer will open. "-" (or NULL) is standard output, written in place.
+ * output_file: where a rendering (an HTML page, an export, a PEM text) goes
+ * when the user names a file: a temporary of a random name created with
+ * O_EXCL beside PATH (bundle_open_temp), renamed onto PATH only once
+ * complete, so a failed or interrupted write never leaves half an output
+ * under the name a viewer will open, and nothing planted under a guessable
+ * name (a symlink to /etc/passwd, a FIFO) is written through or waited on.
+ * PATH's directory must not let other users swap entries (writable by
+ * group or others, not ours, no sticky bit): OUTPUT_FILE_UNSAFE_DIR.
+ * "-" (or NULL) is standard output, written in place.
  *
  * 0 or a negative errno, never printed.
  */
@@ -11,11 +16,20 @@
 
 #include <stdio.h>
 
+#include <errno.h>
+
+#define OUTPUT_FILE_UNSAFE_DIR (-EBADFD)
+
 struct output_file {
 	FILE *fp; /* write here */
-	char *tmp; /* NULL for standard output */
+	char *tmp; /* the temporary's name in dirfd; NULL for standard output */
+	char *leaf;
+	int dirfd;
 	const char *path;
 };
+
+/* strerror for output_file's results (OUTPUT_FILE_UNSAFE_DIR included). */
+const char *output_file_strerror(int e);
 
 /* Open the destination for path. On failure nothing is left behind. */
 int output_file_open(struct output_file *of, const char *path);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bundle/bundle.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/util.h"
 
@@ -92,6 +93,11 @@ int capture_output_error(const char *dir, bool existed, int err)
 		break;
 	case ELOOP:
 		die_message("output path '%s' is a symbolic link; refusing to follow it", dir);
+		break;
+	case -BUNDLE_UNSAFE_DIR:
+		die_message("output directory '%s' is another user's, or writable by others; "
+			    "refusing it", dir);
+		hint_message("give a new directory, or an empty one only you can write, with -o");
 		break;
 	case ENOTDIR:
 		die_message("output path '%s' exists and is not a directory", dir);

@@ -1,7 +1,10 @@
 #include "cmd/engine/binaries.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +56,45 @@ static int read_whole(int fd, uint64_t size, uint8_t **ret)
 	return 0;
 }
 
+/* Is data an ELF file whose GNU build-id note is hex? A file found by
+ * name (a debug file beside the module, the module by its path) is the
+ * target's to choose: a link to /etc/shadow, or any other file, must not
+ * be copied as the module's. libelf parses the copy in memory, bounded by
+ * its size. */
+static bool elf_has_build_id(const uint8_t *data, size_t size, const char *hex)
+{
+	if (elf_version(EV_CURRENT) == EV_NONE || size < EI_NIDENT ||
+	    memcmp(data, ELFMAG, SELFMAG) != 0)
+		return false;
+	Elf *e = elf_memory((char *)data, size);
+	if (!e)
+		return false;
+	bool match = false;
+	Elf_Scn *scn = NULL;
+	while (!match && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t off = 0, next, name_off, desc_off;
+		GElf_Nhdr nh;
+		while (d && !match && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+			off = next;
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp((const char *)d->d_buf + name_off, "GNU", 4) != 0 ||
+			    nh.n_descsz == 0 || nh.n_descsz > 64 || strlen(hex) != 2 * nh.n_descsz)
+				continue;
+			const unsigned char *id = (const unsigned char *)d->d_buf + desc_off;
+			char got[129];
+			for (size_t k = 0; k < nh.n_descsz; k++)
+				snprintf(got + 2 * k, 3, "%02x", id[k]);
+			match = strcmp(got, hex) == 0;
+		}
+	}
+	elf_end(e);
+	return match;
+}
+
 static void skipped(cJSON *arr, const struct sym_module *m, const char *reason)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -94,12 +136,14 @@ int binaries_copy(struct bundle *b, pid_t pid, const struct symtab *st, uint64_t
 			char path[1200];
 			uint64_t size = 0;
 			int fd = -1;
+			bool by_name = true; /* not the mapped file itself */
 			const char *source;
 			if (which == 0) {
 				source = "mapped";
 				snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
 					 (unsigned long long)m->start, (unsigned long long)m->limit);
 				fd = open_regular(AT_FDCWD, path, false, &size);
+				by_name = fd < 0;
 				if (fd < 0 && rootfd >= 0)
 					fd = open_regular(rootfd, m->path, true, &size);
 			} else {
@@ -133,6 +177,12 @@ int binaries_copy(struct bundle *b, pid_t pid, const struct symtab *st, uint64_t
 			close(fd);
 			if (e < 0) {
 				skipped(skips, m, e == -ENOMEM ? "out of memory" : "read failed");
+				continue;
+			}
+			if (by_name && !elf_has_build_id(data, size, m->build_id)) {
+				free(data);
+				skipped(skips, m, which ? "debug file is not an ELF of the module's build-id"
+							: "file at the module's path is not the module");
 				continue;
 			}
 			char member[600];
