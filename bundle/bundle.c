@@ -77,13 +77,16 @@ static int dir_is_empty(int fd)
 	return r;
 }
 
+bool bundle_dir_shared(const struct stat *st)
+{
+	return (st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX);
+}
+
 /* An existing directory is ours alone: our own, and no one else may add
  * or swap entries in it (the sticky bit stops them swapping ours). */
 static bool dir_safe(const struct stat *st)
 {
-	if (st->st_uid != geteuid())
-		return false;
-	return !(st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_mode & S_ISVTX);
+	return st->st_uid == geteuid() && !bundle_dir_shared(st);
 }
 
 int bundle_create(const char *dir, struct bundle **ret)

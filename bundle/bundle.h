@@ -30,6 +30,12 @@ struct bundle;
  * -EPERM if it cannot be written into, other -errno on failure. */
 #define BUNDLE_UNSAFE_DIR (-EBADFD)
 
+struct stat;
+/* May users other than the owner add, rename or remove entries in the
+ * directory st describes (writable by group or others, no sticky bit)?
+ * Then nothing written there stays ours: refused as BUNDLE_UNSAFE_DIR. */
+bool bundle_dir_shared(const struct stat *st);
+
 /* The one way this tool creates a temporary file: in dirfd, named
  * "<leaf>.<random>.tmp" (written to tmp, size bytes), O_EXCL and
  * O_NOFOLLOW, with mode. Returns a write-only fd or -errno. */

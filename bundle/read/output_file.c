@@ -40,9 +40,9 @@ static int open_parent(const char *path, const char **ret_leaf)
 	/* Another user who may add and rename entries there could swap the
 	 * file between our write and the viewer's open; with the sticky bit
 	 * (/tmp) they cannot touch ours. */
-	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+	if (bundle_dir_shared(&st)) {
 		close(fd);
-		return OUTPUT_FILE_UNSAFE_DIR;
+		return BUNDLE_UNSAFE_DIR;
 	}
 	*ret_leaf = leaf;
 	return fd;
@@ -50,7 +50,7 @@ static int open_parent(const char *path, const char **ret_leaf)
 
 const char *output_file_strerror(int e)
 {
-	if (e == OUTPUT_FILE_UNSAFE_DIR)
+	if (e == BUNDLE_UNSAFE_DIR)
 		return "its directory is writable by other users (and not sticky); refusing it";
 	return strerror(-e);
 }

@@ -6,7 +6,8 @@
  * under the name a viewer will open, and nothing planted under a guessable
  * name (a symlink to /etc/passwd, a FIFO) is written through or waited on.
  * PATH's directory must not let other users swap entries (writable by
- * group or others, not ours, no sticky bit): OUTPUT_FILE_UNSAFE_DIR.
+ * group or others without the sticky bit: bundle_dir_shared), else
+ * BUNDLE_UNSAFE_DIR.
  * "-" (or NULL) is standard output, written in place.
  *
  * 0 or a negative errno, never printed.
@@ -16,10 +17,6 @@
 
 #include <stdio.h>
 
-#include <errno.h>
-
-#define OUTPUT_FILE_UNSAFE_DIR (-EBADFD)
-
 struct output_file {
 	FILE *fp; /* write here */
 	char *tmp; /* the temporary's name in dirfd; NULL for standard output */
@@ -28,7 +25,7 @@ struct output_file {
 	const char *path;
 };
 
-/* strerror for output_file's results (OUTPUT_FILE_UNSAFE_DIR included). */
+/* strerror for output_file's results (BUNDLE_UNSAFE_DIR included). */
 const char *output_file_strerror(int e);
 
 /* Open the destination for path. On failure nothing is left behind. */

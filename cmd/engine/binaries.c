@@ -1,9 +1,8 @@
 #include "cmd/engine/binaries.h"
 
-#include <elf.h>
+#include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <libelf.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -67,29 +66,13 @@ static bool elf_has_build_id(const uint8_t *data, size_t size, const char *hex)
 	    memcmp(data, ELFMAG, SELFMAG) != 0)
 		return false;
 	Elf *e = elf_memory((char *)data, size);
-	if (!e)
-		return false;
-	bool match = false;
-	Elf_Scn *scn = NULL;
-	while (!match && (scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		size_t off = 0, next, name_off, desc_off;
-		GElf_Nhdr nh;
-		while (d && !match && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-			off = next;
-			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-			    memcmp((const char *)d->d_buf + name_off, "GNU", 4) != 0 ||
-			    nh.n_descsz == 0 || nh.n_descsz > 64 || strlen(hex) != 2 * nh.n_descsz)
-				continue;
-			const unsigned char *id = (const unsigned char *)d->d_buf + desc_off;
-			char got[129];
-			for (size_t k = 0; k < nh.n_descsz; k++)
-				snprintf(got + 2 * k, 3, "%02x", id[k]);
-			match = strcmp(got, hex) == 0;
-		}
+	const void *id = NULL;
+	ssize_t n = e ? dwelf_elf_gnu_build_id(e, &id) : -1;
+	bool match = n > 0 && n <= 64 && strlen(hex) == 2 * (size_t)n;
+	for (ssize_t k = 0; match && k < n; k++) {
+		char byte[3];
+		snprintf(byte, sizeof(byte), "%02x", ((const unsigned char *)id)[k]);
+		match = memcmp(byte, hex + 2 * k, 2) == 0;
 	}
 	elf_end(e);
 	return match;
