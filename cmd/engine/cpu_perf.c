@@ -50,6 +50,8 @@ struct cpu_perf {
 	cpu_perf_label_fn label;
 	void *label_arg;
 	long added;
+	uint64_t switch_same_place; /* switch-outs where the thread slept before */
+	uint64_t switch_unwound;    /* held switch-outs a tick needed */
 	uint64_t kernel_only;     /* samples with no user context */
 	uint64_t user_unwound_empty; /* user context, but no user frame came back */
 	int error;
@@ -78,6 +80,7 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *c
 		.kernel_frames = co->kernel_frames,
 		.switch_freq = co->moments ? co->switch_freq : 0,
 	};
+
 	int r = perf_sampler_open(t->pid, &o, &cp->ps);
 	if (r < 0) {
 		cpu_perf_free(cp);
@@ -129,6 +132,13 @@ static void trim_stacks(struct cpu_perf *cp)
 	}
 }
 
+/* A system call's six arguments as the registers held them. */
+static void moment_args(struct moment *m, const struct user_regs_struct *r)
+{
+	uint64_t a[6] = {r->rdi, r->rsi, r->rdx, r->r10, r->r8, r->r9};
+	memcpy(m->args, a, sizeof(a));
+}
+
 /* Unwind the batch and add each sample, kernel frames on top. */
 static void flush(struct cpu_perf *cp)
 {
@@ -149,12 +159,10 @@ static void flush(struct cpu_perf *cp)
 				.time_ns = cp->time_ns[i],
 				.sp = b->threads[i].regs.rsp,
 				.pc = b->threads[i].regs.rip,
-				.args = {b->threads[i].regs.rdi, b->threads[i].regs.rsi,
-					 b->threads[i].regs.rdx, b->threads[i].regs.r10,
-					 b->threads[i].regs.r8, b->threads[i].regs.r9},
 				.stack_cut = cp->cut[i],
 				.stack = cp->stacks[i],
 			};
+			moment_args(&m, &b->threads[i].regs);
 			if (moments_note(cp->moments, &m) < 0)
 				cp->error = -ENOMEM;
 		}
@@ -184,26 +192,43 @@ static void flush(struct cpu_perf *cp)
 	b->nthreads = 0;
 }
 
+/* A switch-out is not unwound when drained: at a place the thread
+ * already slept at, that sleep's stack stands (a 1 ms ticker sleeps at
+ * one place a thousand times a second); anywhere else it is held, raw,
+ * until a tick needs it (cpu_perf_unwind_held), and most never are. */
+static int hold_switch_out(struct cpu_perf *cp, const struct perf_sample *s)
+{
+	if (!s->have_user_regs || !cp->moments)
+		return 0;
+	struct moment m = {
+		.tid = s->tid,
+		.kind = MOMENT_SWITCH_OUT,
+		.time_ns = s->time_ns,
+		.sp = s->regs.rsp,
+		.pc = s->regs.rip,
+		.stack_cut = s->stack_maybe_truncated,
+	};
+	moment_args(&m, &s->regs);
+	if (moments_renew_sleep(cp->moments, &m)) {
+		cp->switch_same_place++;
+		return 0;
+	}
+	if (moments_hold(cp->moments, &m, &s->regs, s->stack, s->stack_len) < 0) {
+		cp->error = -ENOMEM;
+		return 1;
+	}
+	return 0;
+}
+
 static int on_sample(void *arg, const struct perf_sample *s)
 {
 	struct cpu_perf *cp = arg;
 	if (cp->error)
 		return 1;
+	if (s->switch_out)
+		return hold_switch_out(cp, s);
 	struct process_capture *b = &cp->batch;
 	size_t i = b->nthreads;
-	if (s->switch_out) {
-		if (!s->have_user_regs)
-			return 0;
-		/* Only a thread's newest switch-out counts: one already in
-		 * this batch is overwritten (a chatty thread leaves several
-		 * between two drains). */
-		for (size_t k = 0; k < b->nthreads; k++)
-			if (cp->switch_out[k] && b->threads[k].tid == s->tid &&
-			    cp->time_ns[k] <= s->time_ns) {
-				i = k;
-				break;
-			}
-	}
 	struct thread_capture *tc = &b->threads[i];
 	tc->tid = s->tid;
 	tc->outcome = THREAD_CAPTURED;
@@ -227,10 +252,8 @@ static int on_sample(void *arg, const struct perf_sample *s)
 		memcpy(cp->kpcs[i], s->kernel_pcs, cp->nkpcs[i] * sizeof(uint64_t));
 	cp->period_ns[i] = s->period_ns;
 	cp->time_ns[i] = s->time_ns;
-	cp->switch_out[i] = s->switch_out;
+	cp->switch_out[i] = false;
 	cp->cut[i] = s->stack_maybe_truncated;
-	if (s->switch_out)
-		cp->nkpcs[i] = 0;
 	if (i == b->nthreads)
 		b->nthreads++;
 	if (b->nthreads == BATCH_MAX)
@@ -249,6 +272,47 @@ long cpu_perf_collect(struct cpu_perf *cp, struct interp *in, struct stackagg *c
 	perf_sampler_drain(cp->ps, on_sample, cp);
 	flush(cp);
 	return cp->error ? cp->error : cp->added;
+}
+
+int cpu_perf_unwind_held(struct cpu_perf *cp, struct interp *in, const pid_t *tids, size_t n)
+{
+	cp->in = in;
+	flush(cp); /* the batch holds CPU samples only between drains: none */
+	struct process_capture *b = &cp->batch;
+	for (size_t k = 0; k < n && !cp->error; k++) {
+		const struct held_switch *h = moments_held(cp->moments, tids[k]);
+		if (!h)
+			continue;
+		size_t i = b->nthreads;
+		struct thread_capture *tc = &b->threads[i];
+		tc->tid = h->m.tid;
+		tc->outcome = THREAD_CAPTURED;
+		tc->state = 'S';
+		tc->regs = h->regs;
+		tc->stack_start = h->stack_start;
+		tc->stack_len = 0;
+		if (h->len) {
+			if (array_reserve(&tc->stack, &tc->stack_cap, h->len, 1, 4096) < 0) {
+				cp->error = -ENOMEM;
+				break;
+			}
+			memcpy(tc->stack, h->bytes, h->len);
+			tc->stack_len = h->len;
+		}
+		cp->user[i] = true;
+		cp->nkpcs[i] = 0;
+		cp->period_ns[i] = 0;
+		cp->time_ns[i] = h->m.time_ns;
+		cp->switch_out[i] = true;
+		cp->cut[i] = h->m.stack_cut;
+		b->nthreads++;
+		cp->switch_unwound++;
+		moments_drop_held(cp->moments, tids[k]);
+		if (b->nthreads == BATCH_MAX)
+			flush(cp);
+	}
+	flush(cp);
+	return cp->error;
 }
 
 static size_t name_kernel(void *arg, uint64_t addr, struct sym_frame *out, size_t max)
@@ -308,6 +372,12 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 		cJSON_AddNumberToObject(w, "samples", (double)st.switch_samples);
 		cJSON_AddNumberToObject(w, "lost", (double)st.switch_lost);
 		cJSON_AddNumberToObject(w, "throttled", (double)st.switch_throttled);
+		/* Of the samples: at a place the thread had slept at (its stack
+		 * known), and unwound because a tick needed them; the rest were
+		 * never needed (a preempted thread's next CPU sample says where
+		 * it runs). */
+		cJSON_AddNumberToObject(w, "same_place", (double)cp->switch_same_place);
+		cJSON_AddNumberToObject(w, "unwound", (double)cp->switch_unwound);
 		if (st.switch_refused)
 			cJSON_AddStringToObject(w, "refused", strerror(st.switch_refused));
 	}

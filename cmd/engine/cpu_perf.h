@@ -5,10 +5,12 @@
  * put on top, and each added to the CPU profile with the CPU time it
  * stands for (its period). Kernel frames are named from /proc/kallsyms.
  *
- * With moments, every thread's latest sample (cpu-clock, or switch-out
- * when switch_freq asks for those) is also kept there, unwound: what the
- * wall-clock ticks use instead of stopping threads. Of the switch-outs of
- * one thread within one batch only the newest is unwound.
+ * With moments, every thread's latest cpu-clock sample is also kept
+ * there, unwound: what the wall-clock ticks use instead of stopping
+ * threads. Switch-out samples (when switch_freq asks for those) are not
+ * unwound when drained: one at a place its thread already slept at
+ * renews that sleep, any other is held raw (moments_hold), the newest per
+ * thread, until a tick asks for it (cpu_perf_unwind_held).
  */
 #ifndef DIAG_CMD_ENGINE_CPU_PERF_H
 #define DIAG_CMD_ENGINE_CPU_PERF_H
@@ -53,6 +55,10 @@ bool cpu_perf_switch_samples(const struct cpu_perf *cp);
  * samples added, or -ENOMEM. */
 long cpu_perf_collect(struct cpu_perf *cp, struct interp *in, struct stackagg *cpu,
 		      cpu_perf_label_fn label, void *arg);
+
+/* Unwind the held switch-outs of these threads (those that have one)
+ * into the moments, in one round trip. 0 or -ENOMEM. */
+int cpu_perf_unwind_held(struct cpu_perf *cp, struct interp *in, const pid_t *tids, size_t n);
 
 /* Name the kernel addresses of st (/proc/kallsyms; "[kernel]" when it
  * cannot be read). 0 or -ENOMEM. */

@@ -59,6 +59,37 @@ const struct moment *moments_find(const struct moments *ms, pid_t tid);
 const struct moment *moments_find_sleep(const struct moments *ms, pid_t tid,
 					const uint64_t *args, uint64_t sp, uint64_t pc);
 
+/* A switch-out not unwound yet: most are never needed (a thread
+ * preempted in its loop is R at the next tick, and its CPU samples say
+ * where it runs), so a switch-out is kept raw, one per thread, the
+ * newest, and unwound only when a tick needs it (cpu_perf.h). */
+struct held_switch {
+	struct moment m; /* m.stack empty */
+	struct user_regs_struct regs;
+	uint64_t stack_start;
+	uint8_t *bytes;
+	size_t len, cap;
+};
+
+/* A switch-out of m->tid at a place it already slept at (same SP, PC and
+ * arguments): that sleep's stack stands, and it becomes the thread's
+ * latest moment, at m's time. Returns whether one was kept. */
+bool moments_renew_sleep(struct moments *ms, const struct moment *m);
+
+/* Keep m (its registers and stack copy) as m->tid's held switch-out, if
+ * newer than the one held. 0 or -ENOMEM. */
+int moments_hold(struct moments *ms, const struct moment *m, const struct user_regs_struct *regs,
+		 const uint8_t *stack, size_t len);
+
+/* tid's held switch-out, or NULL. */
+const struct held_switch *moments_held(const struct moments *ms, pid_t tid);
+void moments_drop_held(struct moments *ms, pid_t tid);
+
+/* Whether tid is known to have gone to sleep at this place: a kept sleep
+ * (moments_find_sleep) or its held switch-out. */
+bool moments_knows_sleep(const struct moments *ms, pid_t tid, const uint64_t *args, uint64_t sp,
+			 uint64_t pc);
+
 /* Forget the threads pc does not list (a process that churns threads
  * would otherwise keep one entry for every thread it ever had). */
 void moments_prune(struct moments *ms, const struct process_capture *pc);

@@ -193,6 +193,8 @@ struct sampler {
 	 * samples): each thread's latest perf moment, or its resting stack
 	 * read from /proc. Counts of where each wall sample came from. */
 	struct moments *moments;
+	pid_t *held_tids; /* scratch: threads whose held switch-out a tick needs */
+	size_t held_tids_cap;
 	bool wall_perf;
 	uint64_t wall_from_switch, wall_from_cpu, wall_from_proc, wall_reused;
 	/* Thread samples (a thread at a tick) that had no stack: late to
@@ -520,14 +522,56 @@ static int ptrace_cpu_final(struct sampler *sp, const struct process_capture *pc
  * arguments are the same call from the same frames. */
 static bool moment_known(void *ctx, pid_t tid, const uint64_t *args, uint64_t sp, uint64_t pc)
 {
-	return moments_find_sleep(ctx, tid, args, sp, pc) != NULL;
+	return moments_knows_sleep(ctx, tid, args, sp, pc);
+}
+
+/* Whether the tick needs tc's held switch-out (moments.h) unwound: it is
+ * asleep where that switch-out left it, or it has had no newer moment for
+ * two CPU periods (it has been waiting for a CPU, or asleep since a
+ * switch-out the kernel did not sample at a known place). A thread
+ * preempted in its loop has a CPU sample at most a period of its own CPU
+ * time old, which says where it runs as well. */
+static bool needs_held(const struct sampler *sp, const struct thread_capture *tc)
+{
+	const struct held_switch *h = moments_held(sp->moments, tc->tid);
+	if (!h)
+		return false;
+	if ((tc->state == 'S' || tc->state == 'D') && tc->regs.rsp) {
+		uint64_t args[6] = {tc->regs.rdi, tc->regs.rsi, tc->regs.rdx,
+				    tc->regs.r10, tc->regs.r8,  tc->regs.r9};
+		const uint64_t *a = tc->syscall_nr >= 0 ? args : NULL;
+		if (moments_find_sleep(sp->moments, tc->tid, a, tc->regs.rsp, tc->regs.rip))
+			return false;
+		if (h->m.sp == tc->regs.rsp && h->m.pc == tc->regs.rip &&
+		    (!a || memcmp(a, h->m.args, sizeof(args)) == 0))
+			return true;
+	}
+	const struct moment *m = moments_find(sp->moments, tc->tid);
+	return !m || h->m.time_ns > m->time_ns + 2 * sp->requested_period_ns;
+}
+
+/* The held switch-outs this tick needs, unwound in one round trip. */
+static int unwind_needed_held(struct sampler *sp)
+{
+	if (array_reserve(&sp->held_tids, &sp->held_tids_cap, sp->cur.nthreads, sizeof(pid_t), 16) < 0)
+		return -ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i < sp->cur.nthreads; i++) {
+		const struct thread_capture *tc = &sp->cur.threads[i];
+		if (tc->outcome == THREAD_NOT_READ && needs_held(sp, tc))
+			sp->held_tids[n++] = tc->tid;
+	}
+	return n ? cpu_perf_unwind_held(sp->perf, sp->s->interp, sp->held_tids, n) : 0;
 }
 
 /* Wall-clock without stops: a thread the tick did not read takes its
  * latest perf moment (where it was running at most a period ago, or where
  * it left the CPU). */
-static void fill_from_moments(struct sampler *sp)
+static int fill_from_moments(struct sampler *sp)
 {
+	int r = unwind_needed_held(sp);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < sp->cur.nthreads; i++) {
 		struct thread_capture *tc = &sp->cur.threads[i];
 		if (tc->outcome == THREAD_CAPTURED && tc->not_stopped)
@@ -558,6 +602,7 @@ static void fill_from_moments(struct sampler *sp)
 			tc->regs.rip = m->pc;
 		}
 	}
+	return 0;
 }
 
 static int perf_drain(struct sampler *sp);
@@ -605,7 +650,9 @@ static int sample_tick(struct sampler *sp)
 	attach_service_late(); /* late threads that trapped while we unwound */
 	reuse_idle_stacks(sp);
 	if (sp->wall_perf) {
-		fill_from_moments(sp);
+		int f = fill_from_moments(sp);
+		if (f < 0)
+			return f;
 		sp->wall_reused += sp->cur.nunchanged;
 		moments_prune(sp->moments, &sp->cur);
 	}
@@ -996,6 +1043,7 @@ static void sampler_release(struct sampler *sp)
 	timeline_run_free(sp->timeline);
 	cpu_perf_free(sp->perf);
 	moments_free(sp->moments);
+	free(sp->held_tids);
 	cJSON_Delete(sp->adaptations);
 	addrset_free(sp->warmed);
 }

@@ -706,6 +706,19 @@ void interp_unwind(struct interp *in, const struct process_capture *pc,
 		}
 		return;
 	}
+	/* Nothing to unwind (a perf-engine tick reads no stack: every
+	 * thread's stack comes from its perf samples): no round trip. The
+	 * worker would answer each thread with no frames, truncated. */
+	size_t captured = 0;
+	for (size_t i = 0; i < pc->nthreads; i++)
+		captured += pc->threads[i].outcome == THREAD_CAPTURED;
+	if (captured == 0) {
+		for (size_t i = 0; i < pc->nthreads; i++) {
+			stacks[i].n = 0;
+			stacks[i].truncated = true;
+		}
+		return;
+	}
 	struct byte_buf m = {0};
 	/* The worker that will get this holds these maps already: it is
 	 * alive (one started by send_request holds none) and was sent them. */

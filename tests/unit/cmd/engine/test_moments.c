@@ -94,3 +94,71 @@ Test(moments, prune_keeps_only_the_threads_of_a_capture)
 	cr_expect_null(moments_find(ms, 6));
 	moments_free(ms);
 }
+
+Test(moments, a_switch_out_where_it_slept_before_renews_that_sleep)
+{
+	struct moments *ms;
+	cr_assert_eq(moments_new(&ms), 0);
+	struct moment sleep = at(7, MOMENT_SWITCH_OUT, 10, 0x2000, 0x50, 3);
+	struct moment ran = at(7, MOMENT_CPU, 20, 0x1000, 0x40, 0);
+	cr_assert_eq(moments_note(ms, &sleep), 0);
+	cr_assert_eq(moments_note(ms, &ran), 0);
+	/* Asleep at the same place again, at 30: no stack needed, and it is
+	 * the thread's latest moment, with the stack of the first sleep. */
+	struct moment again = at(7, MOMENT_SWITCH_OUT, 30, 0x2000, 0x50, 3);
+	again.stack.n = 0;
+	cr_assert(moments_renew_sleep(ms, &again));
+	const struct moment *m = moments_find(ms, 7);
+	cr_assert(m && m->time_ns == 30 && m->kind == MOMENT_SWITCH_OUT && m->stack.n == 1);
+	/* Another argument is another sleep: not renewed. */
+	struct moment other = at(7, MOMENT_SWITCH_OUT, 40, 0x2000, 0x50, 4);
+	cr_expect_not(moments_renew_sleep(ms, &other));
+	cr_expect_not(moments_renew_sleep(ms, &(struct moment){.tid = 8, .sp = 0x2000, .pc = 0x50}));
+	moments_free(ms);
+}
+
+Test(moments, the_newest_switch_out_is_held_raw_until_dropped)
+{
+	struct moments *ms;
+	cr_assert_eq(moments_new(&ms), 0);
+	struct user_regs_struct regs = {.rsp = 0x3000, .rip = 0x60};
+	uint8_t stack[64];
+	memset(stack, 0xab, sizeof(stack));
+	struct moment m = at(9, MOMENT_SWITCH_OUT, 50, 0x3000, 0x60, 5);
+	cr_assert_eq(moments_hold(ms, &m, &regs, stack, sizeof(stack)), 0);
+	struct moment older = at(9, MOMENT_SWITCH_OUT, 40, 0x3100, 0x70, 5);
+	cr_assert_eq(moments_hold(ms, &older, &regs, stack, 8), 0);
+	const struct held_switch *h = moments_held(ms, 9);
+	cr_assert(h && h->m.time_ns == 50 && h->len == sizeof(stack) && h->bytes[63] == 0xab);
+	cr_expect_eq(h->m.stack.n, 0);
+	cr_expect_eq(h->stack_start, 0x3000);
+	/* It tells a sleep at its place, not at another. */
+	uint64_t args[6] = {5};
+	cr_expect(moments_knows_sleep(ms, 9, args, 0x3000, 0x60));
+	cr_expect_not(moments_knows_sleep(ms, 9, args, 0x3000, 0x61));
+	moments_drop_held(ms, 9);
+	cr_expect_null(moments_held(ms, 9));
+	cr_expect_not(moments_knows_sleep(ms, 9, args, 0x3000, 0x60));
+	/* Held again after a drop: the buffer is reused. */
+	cr_assert_eq(moments_hold(ms, &m, &regs, stack, 16), 0);
+	cr_expect(moments_held(ms, 9) && moments_held(ms, 9)->len == 16);
+	moments_free(ms);
+}
+
+Test(moments, prune_frees_the_held_copies_of_threads_gone)
+{
+	struct moments *ms;
+	cr_assert_eq(moments_new(&ms), 0);
+	struct user_regs_struct regs = {.rsp = 0x3000, .rip = 0x60};
+	uint8_t stack[256] = {1};
+	for (pid_t tid = 1; tid <= 600; tid++) {
+		struct moment m = at(tid, MOMENT_SWITCH_OUT, 10, 0x3000, 0x60, 0);
+		cr_assert_eq(moments_hold(ms, &m, &regs, stack, sizeof(stack)), 0);
+	}
+	struct thread_capture kept[2] = {{.tid = 5}, {.tid = 77}};
+	struct process_capture pc = {.threads = kept, .nthreads = 2};
+	moments_prune(ms, &pc);
+	cr_expect(moments_held(ms, 5) && moments_held(ms, 77));
+	cr_expect_null(moments_held(ms, 6));
+	moments_free(ms); /* ASan/LSan: nothing of the 598 others leaks */
+}
