@@ -28,6 +28,11 @@ struct sym_group {
 	size_t exec;        /* an executable line of it, or SIZE_MAX */
 	bool vdso;
 	Dwfl_Module *mod;   /* NULL when it could not be opened or parsed */
+	/* The group whose module names this one's PCs: itself, or the first
+	 * instance of the same file (report_group says why); and the bias of
+	 * each, so a PC here is pc - bias + groups[owner].bias there. */
+	size_t owner;
+	uint64_t bias;
 	struct sym_debug_ctx debug; /* mod's userdata, for sym_find_debuginfo */
 	struct cu_index cus;
 	const char *build_id;
@@ -112,7 +117,8 @@ static int build_groups(struct symbolizer *s)
 		    e->offset <= m->entries[cur->last].offset) {
 			cur = &s->groups[s->ngroups++];
 			*cur = (struct sym_group){ .first = i, .last = i, .exec = SIZE_MAX,
-						   .vdso = vdso, .build_id = "" };
+						   .vdso = vdso, .build_id = "",
+						   .owner = s->ngroups - 1 };
 		}
 		cur->last = i;
 		s->entry_group[i] = (int)(cur - s->groups);
@@ -187,6 +193,35 @@ out:
 	return r;
 }
 
+/* An earlier group of the same file that has a module, or NULL. */
+static struct sym_group *first_instance(struct symbolizer *s, const struct sym_group *g)
+{
+	const struct maps_entry *e = &s->maps.entries[g->exec];
+	for (struct sym_group *o = s->groups; o < g; o++)
+		if (o->mod && o->owner == (size_t)(o - s->groups) && !o->vdso &&
+		    same_file(&s->maps.entries[o->exec], e))
+			return o;
+	return NULL;
+}
+
+/* A file mapped a second time is named through its first instance's
+ * module, never reported again: libdwfl places an ET_EXEC at its link
+ * addresses whatever base it is given, so a second report of it (node
+ * remaps part of its own text, executable, at a high address) has the
+ * first one's name and range, fails with DWFL_E_OVERLAP and marks the
+ * first module for collection at dwfl_report_end, which frees it under
+ * our pointer. A PC of the second instance is moved to the first by the
+ * two biases (same file offset, same symbol). */
+static int alias_group(struct symbolizer *s, struct sym_group *g, struct sym_group *first)
+{
+	Dwarf_Addr ignored;
+	Elf *elf = dwfl_module_getelf(first->mod, &ignored);
+	if (!elf || sym_elf_bias(elf, &s->maps.entries[g->exec], &g->bias) < 0)
+		return -ENOEXEC;
+	g->owner = (size_t)(first - s->groups);
+	return 0;
+}
+
 static int report_group(struct symbolizer *s, struct sym_group *g)
 {
 	const struct maps_entry *e = &s->maps.entries[g->exec];
@@ -195,6 +230,12 @@ static int report_group(struct symbolizer *s, struct sym_group *g)
 	uint64_t bias;
 	int fd, r;
 
+	g->owner = (size_t)(g - s->groups);
+	if (!g->vdso) {
+		struct sym_group *first = first_instance(s, g);
+		if (first)
+			return alias_group(s, g, first);
+	}
 	if (g->vdso) {
 		fd = vdso_fd(s, e, &bias);
 		if (fd < 0)
@@ -220,11 +261,50 @@ static int report_group(struct symbolizer *s, struct sym_group *g)
 		close(fd); /* consumed only on success */
 		return -ENOEXEC;
 	}
+	/* The bias libdwfl applies (for an ET_EXEC, 0 whatever we said). */
+	Dwarf_Addr applied = bias;
+	if (dwfl_module_getelf(g->mod, &applied))
+		bias = applied;
+	g->bias = bias;
 	void **userdata;
 	g->debug = (struct sym_debug_ctx){.path = e->path, .rootfd = s->rootfd,
 					  .foreign_root = s->foreign_root};
 	if (dwfl_module_info(g->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL))
 		*userdata = &g->debug;
+	return 0;
+}
+
+/* dwfl_getmodules callback: mark the groups whose module survived. */
+struct live_modules {
+	struct symbolizer *s;
+	bool *live;
+};
+
+static int note_live(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
+		     void *arg)
+{
+	struct live_modules *lm = arg;
+	for (size_t i = 0; i < lm->s->ngroups; i++)
+		if (lm->s->groups[i].mod == mod)
+			lm->live[i] = true;
+	return DWARF_CB_OK;
+}
+
+/* Whatever libdwfl collected at dwfl_report_end (a module a later report
+ * marked, as above, or any other way) is no module of ours any more:
+ * forget it, and the groups named through it, rather than follow a
+ * freed pointer. */
+static int drop_collected(struct symbolizer *s)
+{
+	bool *live = calloc(s->ngroups ? s->ngroups : 1, sizeof(*live));
+	if (!live)
+		return -ENOMEM;
+	struct live_modules lm = {.s = s, .live = live};
+	(void)dwfl_getmodules(s->dwfl, note_live, &lm, 0);
+	for (size_t i = 0; i < s->ngroups; i++)
+		if (s->groups[i].mod && !live[i])
+			s->groups[i].mod = NULL;
+	free(live);
 	return 0;
 }
 
@@ -255,6 +335,8 @@ static int report_all(struct symbolizer *s)
 	}
 	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0)
 		return -EIO;
+	if (drop_collected(s) < 0)
+		return -ENOMEM;
 	for (size_t i = 0; i < s->ngroups; i++) {
 		struct sym_group *g = &s->groups[i];
 
@@ -263,6 +345,13 @@ static int report_all(struct symbolizer *s)
 		g->build_id = module_build_id(s, g->mod);
 		if (!g->build_id)
 			return -ENOMEM;
+	}
+	/* Second instances: their first instance's module and build-id. */
+	for (size_t i = 0; i < s->ngroups; i++) {
+		struct sym_group *g = &s->groups[i];
+
+		if (g->exec != SIZE_MAX && g->owner != i && s->groups[g->owner].mod)
+			g->build_id = s->groups[g->owner].build_id;
 	}
 	for (size_t i = 0; i < s->maps.count; i++)
 		if (s->entry_module[i] >= 0)
@@ -453,9 +542,10 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t pc, const struct sym_locati
 		loc->module_offset = pc - e->start + e->offset;
 		/* Only code has frames; a data address would otherwise pick
 		 * up the nearest data symbol. */
-		if (is_exec(e) && g >= 0 && s->groups[g].mod)
-			n = sym_resolve_dwfl(s->groups[g].mod, &s->groups[g].cus, s->names_only, pc,
-					     &s->arena, tmp);
+		struct sym_group *named = g >= 0 ? &s->groups[s->groups[g].owner] : NULL;
+		if (is_exec(e) && named && named->mod)
+			n = sym_resolve_dwfl(named->mod, &named->cus, s->names_only,
+					     pc - s->groups[g].bias + named->bias, &s->arena, tmp);
 		else if (is_exec(e))
 			n = resolve_jit(s, pc, tmp);
 		if (n < 0)

@@ -161,6 +161,57 @@ Test(snapshot, omit_frame_pointer_pie) { snapshot_variant("chains_nofp"); }
 Test(snapshot, pie_with_frame_pointers) { snapshot_variant("chains_pie"); }
 Test(snapshot, stripped_with_debuglink) { snapshot_variant("chains_stripped"); }
 
+/* A program that maps its own text a second time, executable (node
+ * does): the thread running in the copy is named through the file's one
+ * module, and the worker survives (libdwfl freed the first module of an
+ * ET_EXEC reported twice, and the symbolizer died on it: every frame of
+ * the process came out unnamed). */
+static void mapped_twice_variant(const char *target_name)
+{
+	const char *argv[] = {target_path(target_name), NULL};
+	struct target_run g;
+	run_begin(&g, argv, "ready", "bundle");
+	struct tool_result r;
+	const char *args[] = {"-p", g.pid, "--snapshot", "-o", g.out, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "%s: exit %d: %s", target_name, r.exit_code, r.err);
+	char *text = read_in(g.out, "threads.txt");
+	cr_assert(text, "no threads.txt");
+	char *alias = thread_block(text, "alias");
+	cr_assert(alias, "no alias thread in:\n%s", text);
+	/* Frame 0 runs in the copy (mmap's high addresses), frame 1 in the
+	 * file's own mapping: both named, with file:line. */
+	const char *f0 = strstr(alias, "#0 ");
+	cr_assert(f0, "no frame in:\n%s", alias);
+	cr_expect(strncmp(f0 + 5, "0x00007f", 8) == 0, "frame 0 not in the second mapping:\n%s",
+		  alias);
+	static const char *const chain[] = {"spin_in_alias", "alias_thread_main"};
+	for (size_t i = 0; i < 2; i++) {
+		char needle[64];
+		snprintf(needle, sizeof(needle), "  %s+", chain[i]);
+		const char *at = strstr(alias, needle);
+		cr_expect(at, "%s not named in:\n%s", chain[i], alias);
+		const char *eol = at ? strchr(at, '\n') : NULL;
+		char *l = at ? strndup(at, eol ? (size_t)(eol - at) : strlen(at)) : NULL;
+		cr_expect(l && strstr(l, "mapped_twice.c:"), "%s without file:line: %s", chain[i], l);
+		free(l);
+	}
+	char main_hdr[64];
+	snprintf(main_hdr, sizeof(main_hdr), "Thread %d ", (int)g.t.pid);
+	char *main_block = strstr(text, main_hdr);
+	cr_expect(main_block && strstr(main_block, "  main+"), "main thread unnamed:\n%s", text);
+	cJSON *m = manifest_need(g.out);
+	cr_expect_eq(number_at(m, "interpretation", "worker_restarts"), 0);
+	cr_expect_eq(number_at(m, "interpretation", "symbol_batches_lost"), 0);
+	cJSON_Delete(m);
+	free(alias);
+	free(text);
+	run_end(&g);
+}
+
+Test(snapshot, text_mapped_twice_exec) { mapped_twice_variant("mapped_twice_exec"); }
+Test(snapshot, text_mapped_twice_pie) { mapped_twice_variant("mapped_twice_pie"); }
+
 Test(snapshot, stopped_target_stays_stopped)
 {
 	const char *argv[] = {target_path("chains_fp"), NULL};
