@@ -450,6 +450,22 @@ static void show_leak(const struct capture_leak *l, void *arg)
  * samples, how many against what the target's CPU time asks for (its CPU
  * seconds from /proc times the rate), what was lost; a warning when fewer
  * than 90 % were taken, so a thin profile never passes for a full one. */
+/* A worker that died (a crash on one of the target's files) cost names
+ * or stacks: said once the bundle is finished (its last symbols are
+ * resolved then), in every mode and even with -q, never left to be found
+ * deep in the manifest. */
+static void print_losses(const struct capture_summary *sum)
+{
+	if (sum->symbol_batches_lost || sum->stacks_lost || sum->worker_restarts)
+		fprintf(stderr,
+			"diag-attach: warning: an interpretation worker died: %llu symbol batch(es) lost "
+			"(their frames read module+0xOFF), %llu stack(s) cut to their innermost frame, "
+			"%llu worker restart(s); see interpretation in manifest.json\n",
+			(unsigned long long)sum->symbol_batches_lost,
+			(unsigned long long)sum->stacks_lost,
+			(unsigned long long)sum->worker_restarts);
+}
+
 static void print_summary(const struct capture_summary *sum)
 {
 	if (!sum->sampled || sum->hz == 0)
@@ -557,6 +573,9 @@ int cmd_capture(int argc, char **argv)
 		if (!existed)
 			rmdir(dir);
 	} else {
+		struct capture_summary sum;
+		capture_session_summary(s, &sum);
+		print_losses(&sum);
 		exit_code = print_bundle_path(dir);
 	}
 	attach_watchdog_stop();

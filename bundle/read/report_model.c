@@ -582,6 +582,27 @@ static void warn(cJSON *warnings, const char *fmt, const char *a, int e)
 	cJSON_AddItemToArray(warnings, cJSON_CreateString(buf));
 }
 
+/* An interpretation worker that died lost names or stacks: the first
+ * warning, so the frames that read module+0xOFF are explained. */
+static void add_interpretation_losses(const cJSON *manifest, cJSON *warnings)
+{
+	const cJSON *in = cJSON_GetObjectItemCaseSensitive(manifest, "interpretation");
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(in, "symbol_batches_lost");
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(in, "stacks_lost");
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(in, "worker_restarts");
+	double batches = cJSON_IsNumber(b) ? b->valuedouble : 0;
+	double stacks = cJSON_IsNumber(s) ? s->valuedouble : 0;
+	double restarts = cJSON_IsNumber(w) ? w->valuedouble : 0;
+	if (batches <= 0 && stacks <= 0 && restarts <= 0)
+		return;
+	char buf[256];
+	snprintf(buf, sizeof(buf),
+		 "an interpretation worker died: %.0f symbol batch(es) lost (their frames read "
+		 "module+0xOFF), %.0f stack(s) cut to their innermost frame, %.0f worker restart(s)",
+		 batches, stacks, restarts);
+	cJSON_AddItemToArray(warnings, cJSON_CreateString(buf));
+}
+
 static cJSON *dup_item(const cJSON *manifest, const char *key)
 {
 	const cJSON *it = cJSON_GetObjectItemCaseSensitive(manifest, key);
@@ -907,6 +928,7 @@ int report_build_json(struct bundle_reader *r, const struct report_options *opt,
 			cJSON_AddItemToObject(doc, copy[i], it);
 	}
 	cJSON *warnings = cJSON_CreateArray();
+	add_interpretation_losses(m, warnings);
 	add_profiles(r, opt, doc, warnings);
 	add_threads(r, doc, warnings);
 	add_goroutines(r, doc, warnings);

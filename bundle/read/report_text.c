@@ -335,6 +335,13 @@ void report_print_text(const cJSON *doc, FILE *out, bool color, size_t top)
 					  "\033[32m", "\033[36m", "\033[0m"};
 	const struct style *st = color ? &ansi : &plain;
 	print_header(doc, out, st);
+	/* Warnings come first: they say what the tables below lack. */
+	const cJSON *w;
+	cJSON_ArrayForEach(w, get(doc, "warnings"))
+	{
+		if (cJSON_IsString(w))
+			fprintf(out, "%swarning:%s %s\n", st->yellow, st->off, w->valuestring);
+	}
 	const cJSON *profiles = get(doc, "profiles");
 	if (get(profiles, "cpu"))
 		print_table("CPU", get(profiles, "cpu"), out, st, top);
@@ -344,10 +351,4 @@ void report_print_text(const cJSON *doc, FILE *out, bool color, size_t top)
 	print_goroutines(doc, out, st);
 	print_counters(doc, out, st);
 	print_findings(doc, out, st);
-	const cJSON *w;
-	cJSON_ArrayForEach(w, get(doc, "warnings"))
-	{
-		if (cJSON_IsString(w))
-			fprintf(out, "%swarning:%s %s\n", st->yellow, st->off, w->valuestring);
-	}
 }

@@ -86,6 +86,9 @@ struct capture_summary {
 	uint64_t lost, throttled;
 	uint64_t threads_without_event; /* perf: threads we could not open an event for */
 	uint64_t stops;          /* ptrace stops (wall-clock samples and the final snapshot) */
+	/* Set for snapshots too: what dead interpretation workers lost
+	 * (interp_losses). */
+	uint64_t worker_restarts, stacks_lost, symbol_batches_lost;
 };
 
 struct capture_options {

@@ -83,6 +83,18 @@ static uint64_t location_for(struct encode_ctx *ctx, uint64_t addr)
 	const struct sym_frame *frames = loc->frames;
 	size_t nframes = loc->nframes;
 	n = profile_lines_from_frames(frames, nframes, lines, 64);
+	/* A frame without a name reads as in threads.txt, module+0xOFF (the
+	 * file offset, for addr2line), not as pprof's "[module]" or an
+	 * address: one spelling everywhere, and two unnamed functions of one
+	 * module never share a row. (Interned by the builder.) */
+	char unnamed[320];
+	if (n == 0 && loc->module && loc->module->path) {
+		const char *base = strrchr(loc->module->path, '/');
+		snprintf(unnamed, sizeof(unnamed), "%s+0x%llx", base ? base + 1 : loc->module->path,
+			 (unsigned long long)loc->module_offset);
+		lines[0] = (struct profile_line){.function = unnamed, .system_name = unnamed};
+		n = 1;
+	}
 	return profile_builder_add_location(ctx->pb, addr, mapping_id_for(ctx, loc->module), lines, n);
 }
 
@@ -156,9 +168,14 @@ int profile_out_encode(const struct stackagg *agg, const struct symtab *st,
 		/* A Go target's main mapping is symbolized from its own pclntab
 		 * even when stripped. */
 		bool go_main = ctx.main_named_by_go && i == 0;
+		/* Every location of a mapping carries a function, module+0xOFF
+		 * where nothing named it (location_for): pprof is told so, or it
+		 * names them again from whatever file sits at that path on the
+		 * reader's machine, and gets ET_EXEC text mapped twice wrong
+		 * (node's uv_run shown as uv_err_name). */
 		ctx.mapping_ids[i] = profile_builder_add_mapping(
 			ctx.pb, m->start, m->limit, m->offset, m->path, m->build_id,
-			m->has_functions || go_main, m->has_filenames || go_main,
+			true, m->has_filenames || go_main,
 			m->has_line_numbers || go_main);
 	}
 	stackagg_foreach(agg, add_sample, &ctx);

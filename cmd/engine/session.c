@@ -245,6 +245,12 @@ enum capture_stage capture_session_stage(const struct capture_session *s)
 void capture_session_summary(const struct capture_session *s, struct capture_summary *ret)
 {
 	*ret = s->summary;
+	struct interp_losses l = {0};
+	if (s->interp)
+		interp_losses(s->interp, &l);
+	ret->worker_restarts = l.worker_restarts;
+	ret->stacks_lost = l.stacks_lost;
+	ret->symbol_batches_lost = l.symbol_batches_lost;
 }
 
 bool capture_session_target_exited(const struct capture_session *s)

@@ -439,6 +439,10 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 		struct byte_buf out = {0};
 		if (kind == 'U' && crash_at && ++unwinds == crash_at)
 			raise(SIGSEGV);
+		/* Test-only: every symbol request crashes (a file that kills
+		 * libdw), to prove the loss is said, not hidden. */
+		if (kind == 'S' && getenv("DIAG_ATTACH_TEST_SYMBOLS_CRASH"))
+			raise(SIGSEGV);
 		if (kind == 'U')
 			worker_unwind(&w, &c, &out);
 		else if (kind == 'S' || kind == 'W') {
@@ -831,12 +835,17 @@ int interp_symbolize(struct interp *in, const char *maps_text, size_t maps_len,
 		return 0;
 	}
 	free(reply);
-	/* Lost or garbled: an empty table still yields valid output, with
-	 * module+offset frames. */
+	/* Lost or garbled: what the maps alone say (module+0xOFF frames,
+	 * which a user can still give to addr2line), and the loss counted
+	 * for the warnings (interp_losses). */
 	in->batches_lost++;
 	st = symtab_new();
 	if (!st)
 		return -ENOMEM;
+	if (symtab_fill_from_maps(st, maps_text, maps_len, addrs, n) < 0) {
+		symtab_free(st);
+		return -ENOMEM;
+	}
 	*ret = st;
 	return 0;
 }
@@ -903,6 +912,13 @@ void interp_normal_priority(struct interp *in)
 uint64_t interp_unwinder_cpu_ns(struct interp *in)
 {
 	return in->uw_cpu_ns;
+}
+
+void interp_losses(const struct interp *in, struct interp_losses *ret)
+{
+	ret->worker_restarts = in->unwinding.restarts + in->symbols.restarts;
+	ret->stacks_lost = in->stacks_lost;
+	ret->symbol_batches_lost = in->batches_lost;
 }
 
 void interp_describe(const struct interp *in, cJSON *o)

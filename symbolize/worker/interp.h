@@ -79,6 +79,14 @@ void interp_normal_priority(struct interp *in);
  * beyond the tool's own CPU. */
 uint64_t interp_unwinder_cpu_ns(struct interp *in);
 
+/* What was lost to workers that died (a crash on a hostile or odd file):
+ * stacks kept as their leaf only, and symbol batches whose frames are
+ * only module+0xOFF. Each is a warning for the user, never silent. */
+struct interp_losses {
+	uint64_t worker_restarts, stacks_lost, symbol_batches_lost;
+};
+void interp_losses(const struct interp *in, struct interp_losses *ret);
+
 /* {worker_cpu_ms, sandboxed, worker_restarts, stacks_lost, symbol_batches_lost,
  * symbols}: worker_cpu_ms is the live workers' CPU so far, which the tool's own
  * rusage lacks (they are not waited for at the end). */

@@ -279,6 +279,39 @@ int symtab_fill(struct symtab *st, struct symbolizer *sym, const uint64_t *addrs
 	return r;
 }
 
+int symtab_fill_from_maps(struct symtab *st, const char *maps_text, size_t maps_len,
+			  const uint64_t *addrs, size_t n)
+{
+	struct maps m;
+	if (maps_parse(maps_text ? maps_text : "", maps_len, &m) < 0)
+		m = (struct maps){0}; /* no modules: every address stays unknown */
+	struct sym_module *mods = calloc(m.count ? m.count : 1, sizeof(*mods));
+	long *index_of = calloc(m.count ? m.count : 1, sizeof(*index_of));
+	int r = mods && index_of ? 0 : -ENOMEM;
+	size_t nmods = 0;
+	for (size_t i = 0; i < m.count && r == 0; i++) {
+		const struct maps_entry *e = &m.entries[i];
+		index_of[i] = -1;
+		if (e->perms[2] != 'x' || e->path[0] != '/')
+			continue;
+		mods[nmods] = (struct sym_module){.start = e->start, .limit = e->limit,
+						  .offset = e->offset, .path = e->path,
+						  .build_id = ""};
+		index_of[i] = (long)nmods++;
+	}
+	for (size_t k = 0; k < n && r == 0; k++) {
+		const struct maps_entry *e = maps_find(&m, addrs[k]);
+		long mi = e ? index_of[e - m.entries] : -1;
+		r = add(st, addrs[k], mi, mi >= 0 ? addrs[k] - e->start + e->offset : 0, NULL, 0);
+	}
+	if (r == 0 && !st->modules)
+		r = set_modules(st, mods, nmods);
+	free(mods);
+	free(index_of);
+	maps_release(&m);
+	return r;
+}
+
 const struct sym_location *symtab_lookup(const struct symtab *st, uint64_t pc)
 {
 	struct node *n = find(st, pc);

@@ -24,6 +24,13 @@ void symtab_free(struct symtab *st);
  * lookups). 0 or -ENOMEM. */
 int symtab_fill(struct symtab *st, struct symbolizer *sym, const uint64_t *addrs, size_t n);
 
+/* What is known of addrs without their files (a lost worker): the
+ * executable file mappings of the maps text as modules (no build-id, no
+ * symbols), each address with its module and file offset, so that its
+ * frame still reads module+0xOFF. 0 or -ENOMEM. */
+int symtab_fill_from_maps(struct symtab *st, const char *maps_text, size_t maps_len,
+			  const uint64_t *addrs, size_t n);
+
 /* The location of pc, or NULL when pc was never recorded. Valid until
  * symtab_free. */
 const struct sym_location *symtab_lookup(const struct symtab *st, uint64_t pc);

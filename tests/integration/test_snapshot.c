@@ -212,6 +212,64 @@ static void mapped_twice_variant(const char *target_name)
 Test(snapshot, text_mapped_twice_exec) { mapped_twice_variant("mapped_twice_exec"); }
 Test(snapshot, text_mapped_twice_pie) { mapped_twice_variant("mapped_twice_pie"); }
 
+/* The symbolizing worker dies on every batch (a file that kills libdw,
+ * as node's did): the loss is said on stderr, first in report and in its
+ * JSON, and every frame still reads module+0xOFF, in threads.txt and as
+ * the pprof function name. */
+Test(snapshot, a_lost_symbol_worker_is_said_and_frames_keep_module_offsets)
+{
+	const char *argv[] = {target_path("chains_fp"), NULL};
+	struct target_run g;
+	run_begin(&g, argv, "ready", "bundle");
+	struct tool_result r;
+	const char *args[] = {"-p", g.pid, "--snapshot", "-q", "-o", g.out, NULL};
+	setenv("DIAG_ATTACH_TEST_SYMBOLS_CRASH", "1", 1);
+	tool_run(&r, args);
+	unsetenv("DIAG_ATTACH_TEST_SYMBOLS_CRASH");
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "warning: an interpretation worker died") &&
+			  strstr(r.err, "1 symbol batch(es) lost"),
+		  "no warning on stderr (even with -q): %s", r.err);
+	char *text = read_in(g.out, "threads.txt");
+	cr_assert(text);
+	char *a = thread_block(text, "parker-a");
+	cr_assert(a, "no parker-a in:\n%s", text);
+	cr_expect(strstr(a, "  chains_fp+0x") && strstr(a, "  libc.so.6+0x"),
+		  "frames without module+0xOFF:\n%s", a);
+	cr_expect_null(strstr(a, "??"), "a frame reads ?? although its module is known:\n%s", a);
+	free(a);
+	free(text);
+
+	const char *rargs[] = {"report", g.out, NULL};
+	tool_run(&r, rargs);
+	cr_expect_eq(r.exit_code, 0, "report: %s", r.err);
+	const char *w = strstr(r.out, "warning: an interpretation worker died");
+	const char *threads = strstr(r.out, "THREADS");
+	cr_expect(w && threads && w < threads, "the loss is not said at the top of report:\n%s",
+		  r.out);
+	const char *jargs[] = {"report", "--json", g.out, NULL};
+	tool_run(&r, jargs);
+	cr_expect(strstr(r.out, "\"warnings\"") &&
+			  strstr(r.out, "an interpretation worker died"),
+		  "no JSON warning:\n%.2000s", r.out);
+
+	char path[400];
+	snprintf(path, sizeof(path), "%s/threads.pprof", g.out);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0);
+	size_t named_by_offset = 0;
+	for (size_t i = 0; i < p->n_function; i++) {
+		const char *name = pprof_str(p, p->function[i]->name);
+		named_by_offset += name && strncmp(name, "chains_fp+0x", 12) == 0;
+	}
+	cr_expect_geq(named_by_offset, 3, "pprof functions not named module+0xOFF");
+	for (size_t i = 0; i < p->n_mapping; i++)
+		cr_expect(p->mapping[i]->has_functions, "mapping %zu invites pprof to rename it", i);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	expect_verified(g.out, "bundle with a lost batch");
+	run_end(&g);
+}
+
 Test(snapshot, stopped_target_stays_stopped)
 {
 	const char *argv[] = {target_path("chains_fp"), NULL};
