@@ -2,7 +2,9 @@
  * come from the target, UTF-8 for JSON, timestamps and bundle ids. */
 #include "bundle/text.h"
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -64,17 +66,43 @@ static size_t utf8_char_len(const unsigned char *s)
 
 /* The escaped form of the character at s into e (at most 5 bytes + NUL);
  * returns how many bytes of s it stands for. */
+/* The code point of the valid n-byte UTF-8 character at u. */
+static uint32_t utf8_decode(const unsigned char *u, size_t n)
+{
+	uint32_t c = n == 2 ? u[0] & 0x1f : n == 3 ? u[0] & 0x0f : u[0] & 0x07;
+	for (size_t i = 1; i < n; i++)
+		c = (c << 6) | (u[i] & 0x3f);
+	return c;
+}
+
+/* Valid characters a terminal must still not be handed: C1 controls
+ * (U+009B is a CSI to a terminal that takes 8-bit controls) and the
+ * invisible formatting and bidirectional controls that make a line read
+ * other than it is (U+202E reverses what follows). */
+static bool unsafe_for_terminal(uint32_t c)
+{
+	return (c >= 0x80 && c <= 0x9f) || c == 0x061c || (c >= 0x200b && c <= 0x200f) ||
+	       (c >= 0x202a && c <= 0x202e) || (c >= 0x2060 && c <= 0x2069) || c == 0xfeff;
+}
+
 static size_t escape_one(const char *s, char e[8])
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t n = utf8_char_len(u);
 	if (n > 1) {
+		uint32_t c = utf8_decode(u, n);
+		if (unsafe_for_terminal(c)) {
+			snprintf(e, 8, "\\u%04x", (unsigned)c);
+			return n;
+		}
 		memcpy(e, s, n);
 		e[n] = '\0';
 		return n;
 	}
 	if (u[0] == '\\')
 		snprintf(e, 8, "\\\\");
+	else if (u[0] == '"')
+		snprintf(e, 8, "\\\"");
 	else if (u[0] == '\n')
 		snprintf(e, 8, "\\n");
 	else if (u[0] == '\t')
@@ -138,4 +166,24 @@ char *utf8_sanitize(const char *s)
 	}
 	*o = '\0';
 	return out;
+}
+
+int escape_json_strings(cJSON *item)
+{
+	for (; item; item = item->next) {
+		if (cJSON_IsString(item) && item->valuestring) {
+			size_t size = 4 * strlen(item->valuestring) + 1;
+			char *e = malloc(size);
+			if (!e)
+				return -ENOMEM;
+			escape_text(item->valuestring, e, size);
+			bool ok = cJSON_SetValuestring(item, e) != NULL;
+			free(e);
+			if (!ok)
+				return -ENOMEM;
+		}
+		if (item->child && escape_json_strings(item->child) < 0)
+			return -ENOMEM;
+	}
+	return 0;
 }

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <cjson/cJSON.h>
+
 /* "2026-11-30T06:12:01.123Z" from nanoseconds since the epoch. */
 void format_rfc3339_ms(uint64_t epoch_ns, char out[32]);
 
@@ -20,14 +22,23 @@ void make_uuid(char out[37]);
 
 /*
  * In line-oriented text and in pprof labels, names are escaped so that one
- * thread stays one line and one label: backslash, control characters, DEL
- * and bytes that do not form UTF-8 become \\, \n, \t, \r or \xNN; valid
- * UTF-8 is kept as it is. escape_text writes into out (out_size > 0),
+ * thread stays one line and one label, and nothing a target named reaches
+ * a terminal as a command: backslash, double quote, control characters,
+ * DEL and bytes that do not form UTF-8 become \\, \", \n, \t, \r or \xNN;
+ * C1 controls and the invisible or bidirectional formatting characters
+ * (U+061C, U+200B-U+200F, U+202A-U+202E, U+2060-U+2069, U+FEFF) become
+ * \uXXXX; other valid UTF-8 is kept as it is. escape_text writes into out (out_size > 0),
  * truncating between characters, and returns out; escape_text_put writes
  * to f.
  */
 char *escape_text(const char *s, char *out, size_t out_size);
 void escape_text_put(const char *s, FILE *f);
+
+/* Every string value under item (its siblings and children too) replaced
+ * by its escape_text form: what the text renderers of report and diff
+ * print, so no name, path, finding or annotation from a target or a
+ * bundle reaches the terminal raw. 0 or -ENOMEM (then partly done). */
+int escape_json_strings(cJSON *item);
 
 /* A malloc'd copy of s that is valid UTF-8, for JSON (which must be UTF-8;
  * cJSON escapes control characters but passes any byte through): every

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bundle/text.h"
 #include "cmd/cli/capture_errors.h"
 #include "cmd/cli/exit_codes.h"
 #include "symbolize/worker/interp.h"
@@ -218,22 +219,27 @@ static void render(struct top *t, const struct symtab *st, bool tty)
 	if (tty)
 		fputs("\033[H\033[2J", stdout);
 	double hold_avg = t->ticks ? (double)t->hold_sum_ns / t->ticks / 1000.0 : 0;
+	/* Names and paths are the target's: escaped (bundle/text.h), never
+	 * handed to the terminal raw. */
+	char e1[4 * 256 + 1], e2[4 * 64 + 1];
 	printf("diag-attach top  pid %d (%s)  %u samples/s  %zu threads  pause avg %.0f us max %.0f us%s\n\n",
-	       (int)t->pid, t->target.comm, t->ticks, t->nthreads, hold_avg,
+	       (int)t->pid, escape_text(t->target.comm, e2, sizeof(e2)), t->ticks, t->nthreads, hold_avg,
 	       (double)t->hold_max_ns / 1000.0, tty ? "   (q quits)" : "");
 	printf("%7s %7s  %s\n", "SELF%", "TOTAL%", "FUNCTION (on-CPU samples, last second)");
 	unsigned samples = (unsigned)t->nstacks;
 	for (size_t i = 0; i < nfn && i < MAX_ROWS; i++)
 		printf("%6.1f%% %6.1f%%  %s\n", samples ? 100.0 * fns[i].self / samples : 0,
-		       samples ? 100.0 * fns[i].total / samples : 0, fns[i].name);
+		       samples ? 100.0 * fns[i].total / samples : 0,
+		       escape_text(fns[i].name, e1, sizeof(e1)));
 	if (nfn == 0)
 		puts("    (no thread was running)");
 	printf("\n%8s %-16s %5s %6s  %s\n", "TID", "THREAD", "STATE", "CPU%", "NOW IN");
 	for (size_t i = 0; i < t->nthreads && i < MAX_THREAD_ROWS; i++) {
 		const struct thread_now *n = &t->threads[i];
 		char buf[96];
-		printf("%8d %-16s %5c %5.0f%%  %s\n", (int)n->tid, n->comm, n->state,
-		       n->seen ? 100.0 * n->on_cpu / n->seen : 0, name_of(st, n->leaf, buf, sizeof(buf)));
+		printf("%8d %-16s %5c %5.0f%%  %s\n", (int)n->tid, escape_text(n->comm, e2, sizeof(e2)),
+		       n->state, n->seen ? 100.0 * n->on_cpu / n->seen : 0,
+		       escape_text(name_of(st, n->leaf, buf, sizeof(buf)), e1, sizeof(e1)));
 	}
 	fflush(stdout);
 	free(fns);

@@ -348,9 +348,16 @@ int sym_resolve_dwfl(Dwfl_Module *mod, struct cu_index *idx, bool names_only, ui
 		if (err)
 			return err;
 	}
+	/* C++ and Rust: an outer function whose DWARF has no linkage name
+	 * (members of a local class, a lambda's operator(), std::thread's
+	 * _M_run) is only its short name, which several functions share: its
+	 * ELF symbol, demangled as c++filt prints it (scopes, template and
+	 * parameters), says which one it is. */
+	bool wants_linkage = n > 0 && cudie && !lang_is_c(dwarf_srclang(cudie)) &&
+			     frames[n - 1].function && !strchr(frames[n - 1].function, '(');
 	/* The ELF symbol search is a linear scan in libdwfl: only when DWARF
 	 * left something open. */
-	if (n == 0 || !frames[n - 1].function || !have_entry) {
+	if (n == 0 || !frames[n - 1].function || !have_entry || wants_linkage) {
 		symname = dwfl_module_addrinfo(mod, pc, &symoff, &sym, NULL, NULL, NULL);
 		if (symname && symname[0] == '\0')
 			symname = NULL;
@@ -361,6 +368,13 @@ int sym_resolve_dwfl(Dwfl_Module *mod, struct cu_index *idx, bool names_only, ui
 	if (n > 0) {
 		struct sym_frame *outer = &frames[n - 1];
 
+		if (wants_linkage && symname) {
+			const char *full = demangled(symname, strings, &err);
+			if (err)
+				return err;
+			if (full)
+				outer->function = full;
+		}
 		if (!outer->function)
 			outer->function = symname;
 		outer->function_offset = have_entry ? entry_off : (symname ? symoff : 0);

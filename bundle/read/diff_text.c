@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bundle/read/report_model.h"
+#include "bundle/text.h"
 
 static const char *tstr(const cJSON *side_obj, const char *k)
 {
@@ -44,7 +45,7 @@ static void side_values(const char *name, const cJSON *x, char first[32], char l
 	}
 }
 
-void diff_print_text(const cJSON *d, FILE *out, bool color)
+static void print_diff_escaped(const cJSON *d, FILE *out, bool color)
 {
 	const char *bold = color ? "\033[1m" : "", *red = color ? "\033[31m" : "",
 		   *green = color ? "\033[32m" : "", *off = color ? "\033[0m" : "";
@@ -145,5 +146,19 @@ void diff_print_text(const cJSON *d, FILE *out, bool color)
 		if (!n)
 			fputs("  none\n", out);
 	}
+}
+
+void diff_print_text(const cJSON *d, FILE *out, bool color)
+{
+	/* Every string in the document came from a target or a bundle:
+	 * escaped (bundle/text.h) before any of it meets the terminal. */
+	cJSON *safe = cJSON_Duplicate(d, true);
+	if (!safe || escape_json_strings(safe) < 0) {
+		fputs("diag-attach: out of memory\n", out);
+		cJSON_Delete(safe);
+		return;
+	}
+	print_diff_escaped(safe, out, color);
+	cJSON_Delete(safe);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bundle/read/report_model.h"
+#include "bundle/text.h"
 
 struct style {
 	const char *bold, *dim, *red, *yellow, *green, *cyan, *off;
@@ -74,8 +75,17 @@ static void print_header(const cJSON *doc, FILE *out, const struct style *st)
 	const cJSON *t = get(doc, "target");
 	fprintf(out, "%sdiag-attach report%s %s\n", st->bold, st->off, str(doc, "bundle", ""));
 	if (t) {
-		fprintf(out, "target    %s%s%s (pid %.0f) %s\n", st->bold, str(t, "comm", "?"),
-			st->off, num(t, "pid", 0), str(t, "exe", ""));
+		/* The name the user knows (comm, and argv[0] when it says
+		 * more: Debian's redis-server is a link to redis-check-rdb),
+		 * then the executable it resolved to. */
+		const cJSON *argv = get(t, "argv");
+		const cJSON *a0 = cJSON_IsArray(argv) ? cJSON_GetArrayItem(argv, 0) : NULL;
+		const char *arg0 = cJSON_IsString(a0) ? a0->valuestring : NULL;
+		fprintf(out, "target    %s%s%s (pid %.0f)", st->bold, str(t, "comm", "?"), st->off,
+			num(t, "pid", 0));
+		if (arg0 && arg0[0] && strcmp(arg0, str(t, "exe", "")) != 0)
+			fprintf(out, " %s ->", arg0);
+		fprintf(out, " %s\n", str(t, "exe", ""));
 		if (get(t, "build_id"))
 			fprintf(out, "          build-id %s\n", str(t, "build_id", ""));
 	}
@@ -328,7 +338,7 @@ static void print_findings(const cJSON *doc, FILE *out, const struct style *st)
 	}
 }
 
-void report_print_text(const cJSON *doc, FILE *out, bool color, size_t top)
+static void print_report_escaped(const cJSON *doc, FILE *out, bool color, size_t top)
 {
 	static const struct style plain = {"", "", "", "", "", "", ""};
 	static const struct style ansi = {"\033[1m",  "\033[2m",  "\033[31m", "\033[33m",
@@ -351,4 +361,18 @@ void report_print_text(const cJSON *doc, FILE *out, bool color, size_t top)
 	print_goroutines(doc, out, st);
 	print_counters(doc, out, st);
 	print_findings(doc, out, st);
+}
+
+void report_print_text(const cJSON *doc, FILE *out, bool color, size_t top)
+{
+	/* Every string in the document came from a target or a bundle:
+	 * escaped (bundle/text.h) before any of it meets the terminal. */
+	cJSON *safe = cJSON_Duplicate(doc, true);
+	if (!safe || escape_json_strings(safe) < 0) {
+		fputs("diag-attach: out of memory\n", out);
+		cJSON_Delete(safe);
+		return;
+	}
+	print_report_escaped(safe, out, color, top);
+	cJSON_Delete(safe);
 }

@@ -270,6 +270,74 @@ Test(snapshot, a_lost_symbol_worker_is_said_and_frames_keep_module_offsets)
 	run_end(&g);
 }
 
+/* The frame of thread `thread` whose function starts with `prefix`, as
+ * the whole function text up to its "+0x" offset (malloc'd), or NULL. */
+static char *function_of(const char *text, const char *thread, const char *prefix)
+{
+	char *block = thread_block(text, thread);
+	char needle[128];
+	snprintf(needle, sizeof(needle), "  %s", prefix);
+	const char *at = block ? strstr(block, needle) : NULL;
+	char *out = NULL;
+	if (at) {
+		at += 2;
+		const char *end = strstr(at, "+0x");
+		const char *eol = strchr(at, '\n');
+		if (!end || (eol && eol < end))
+			end = strstr(at, "  ");
+		out = strndup(at, end ? (size_t)(end - at) : strlen(at));
+	}
+	free(block);
+	return out;
+}
+
+/* C++ functions are named as c++filt prints their symbol (scopes,
+ * template arguments, parameters), not by their DWARF short name: two
+ * overloads are two functions, in threads.txt as in pprof. */
+Test(snapshot, cpp_functions_have_their_qualified_names)
+{
+	const char *argv[] = {target_path("cpp_names"), NULL};
+	struct target_run g;
+	run_begin(&g, argv, "ready", "bundle");
+	struct tool_result r;
+	const char *args[] = {"-p", g.pid, "--snapshot", "-q", "-o", g.out, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	char *text = read_in(g.out, "threads.txt");
+	cr_assert(text);
+	static const struct {
+		const char *thread, *prefix, *want;
+	} cases[] = {
+		{"ovl-int", "shop::Worker::park", "shop::Worker::park(int)"},
+		{"ovl-double", "shop::Worker::park", "shop::Worker::park(double)"},
+		{"template", "shop::Shelf", "shop::Shelf<long>::hold(long)"},
+		{"lambda", "std::thread::_State_impl<",
+		 "std::thread::_State_impl<std::thread::_Invoker<std::tuple<main::{lambda()#4}> > "
+		 ">::_M_run()"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *fn = function_of(text, cases[i].thread, cases[i].prefix);
+		cr_expect(fn && strcmp(fn, cases[i].want) == 0, "%s: got %s, want %s in:\n%s",
+			  cases[i].thread, fn ? fn : "(none)", cases[i].want, text);
+		free(fn);
+	}
+	free(text);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/threads.pprof", g.out);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0);
+	size_t park_int = 0, park_double = 0;
+	for (size_t i = 0; i < p->n_function; i++) {
+		const char *name = pprof_str(p, p->function[i]->name);
+		park_int += name && strcmp(name, "shop::Worker::park(int)") == 0;
+		park_double += name && strcmp(name, "shop::Worker::park(double)") == 0;
+	}
+	cr_expect(park_int == 1 && park_double == 1,
+		  "the overloads are not one pprof function each (%zu, %zu)", park_int, park_double);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	run_end(&g);
+}
+
 Test(snapshot, stopped_target_stays_stopped)
 {
 	const char *argv[] = {target_path("chains_fp"), NULL};

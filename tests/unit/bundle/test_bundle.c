@@ -11,6 +11,7 @@
 
 #include "bundle/bundle.h"
 #include "bundle/gzip.h"
+#include "bundle/text.h"
 #include "tmpdir.h"
 
 static mode_t mode_of(const char *path)
@@ -262,4 +263,34 @@ Test(bundle, gzip_round_trip_and_bound)
 	cr_assert_eq(bundle_gunzip(gz, gzlen - 4, SIZE_MAX, &out, &outlen), -EBADMSG);
 	cr_assert_eq(bundle_gunzip(plain, sizeof(plain), SIZE_MAX, &out, &outlen), -EBADMSG);
 	free(gz);
+}
+
+/* Nothing a target named reaches a terminal as a command or reads other
+ * than it is: C0 and C1 controls, DEL, bidi overrides and invisible
+ * formatting characters are escaped, a double quote too (threads.txt puts
+ * names between quotes); ordinary UTF-8 is kept. */
+Test(text, escape_text_keeps_terminals_safe)
+{
+	char out[256];
+	cr_expect_str_eq(escape_text("caf\xc3\xa9", out, sizeof(out)), "caf\xc3\xa9");
+	cr_expect_str_eq(escape_text("\x1b]0;pwned\x07", out, sizeof(out)), "\\x1b]0;pwned\\x07");
+	cr_expect_str_eq(escape_text("a\xc2\x9b" "2J", out, sizeof(out)), "a\\u009b2J");
+	cr_expect_str_eq(escape_text("evil\xe2\x80\xaegnp.exe", out, sizeof(out)),
+			 "evil\\u202egnp.exe");
+	cr_expect_str_eq(escape_text("x\xe2\x81\xa6y\xef\xbb\xbf", out, sizeof(out)), "x\\u2066y\\ufeff");
+	cr_expect_str_eq(escape_text("say \"hi\"\\", out, sizeof(out)), "say \\\"hi\\\"\\\\");
+	cr_expect_str_eq(escape_text("\xff\x7f", out, sizeof(out)), "\\xff\\x7f");
+	/* Truncation falls between characters, never inside an escape. */
+	cr_expect_str_eq(escape_text("\xe2\x80\xae", out, 6), "");
+}
+
+Test(text, escape_json_strings_reaches_every_string)
+{
+	cJSON *doc = cJSON_Parse("{\"a\":\"\\u001b[2J\",\"b\":[\"ok\",{\"c\":\"\\u202e\"}],\"n\":3}");
+	cr_assert(doc);
+	cr_assert_eq(escape_json_strings(doc), 0);
+	char *p = cJSON_PrintUnformatted(doc);
+	cr_expect_str_eq(p, "{\"a\":\"\\\\x1b[2J\",\"b\":[\"ok\",{\"c\":\"\\\\u202e\"}],\"n\":3}");
+	free(p);
+	cJSON_Delete(doc);
 }
