@@ -1167,6 +1167,80 @@ Test(reliability_hostile, e8_hostile_names_and_paths, .timeout = 300)
 	rm_rf(dir);
 }
 
+/* ---- E9 ---- */
+
+/* A real attack on the operator's terminal: python3 names its threads
+ * with an OSC title-set and a clear-screen CSI (ESC), a C1 CSI (U+009B)
+ * and a bidi override (U+202E). Nothing of them reaches stdout or stderr
+ * raw from capture, report, diff or top, nor threads.txt. */
+static const char e9_script[] =
+	"import ctypes, threading, sys, time\n"
+	"libc = ctypes.CDLL(None)\n"
+	"def name(b):\n"
+	"    libc.prctl(15, ctypes.c_char_p(b), 0, 0, 0)\n"
+	"def park(b):\n"
+	"    name(b)\n"
+	"    while True: time.sleep(1)\n"
+	"for b in (b'\\x1b]0;pwn\\x07\\x1b[2J', b'c1\\xc2\\x9b2J', b'bidi\\xe2\\x80\\xaeexe'):\n"
+	"    threading.Thread(target=park, args=(b,), daemon=True).start()\n"
+	"name(b'\\x1b[31mred')\n"
+	"time.sleep(0.3)\n"
+	"print('ready', flush=True)\n"
+	"while True: time.sleep(1)\n";
+
+static bool raw_terminal_control(const char *s)
+{
+	return s && (strchr(s, '\x1b') || strstr(s, "\xc2\x9b") || strstr(s, "\xe2\x80\xae"));
+}
+
+static void e9_expect_clean(const char *what, const struct tool_result *r)
+{
+	cr_expect(!raw_terminal_control(r->out), "%s: raw control on stdout:\n%s", what, r->out);
+	cr_expect(!raw_terminal_control(r->err), "%s: raw control on stderr:\n%s", what, r->err);
+}
+
+Test(reliability_hostile, e9_names_never_reach_the_terminal_raw, .timeout = 300)
+{
+	const char *argv[] = {"/usr/bin/python3", "-c", e9_script, NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], snap[320], sampled[320], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(snap, sizeof(snap), "%s/snap", dir);
+	snprintf(sampled, sizeof(sampled), "%s/sampled", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *a1[] = {"-p", pid, "--snapshot", "-o", snap, NULL};
+	tool_run(&r, a1);
+	cr_assert_eq(r.exit_code, 0, "snapshot: %s", r.err);
+	e9_expect_clean("snapshot", &r);
+	const char *a2[] = {"-p", pid, "-d", "1s", "-F", "49", "-o", sampled, NULL};
+	tool_run(&r, a2);
+	cr_assert_eq(r.exit_code, 0, "sampling: %s", r.err);
+	e9_expect_clean("sampling", &r);
+	char *txt = read_in(snap, "threads.txt");
+	cr_assert(txt);
+	cr_expect(!raw_terminal_control(txt), "threads.txt holds a raw control:\n%s", txt);
+	cr_expect(strstr(txt, "\\u202e") && strstr(txt, "\\u009b") && strstr(txt, "\\x1b"),
+		  "the names are not shown escaped:\n%s", txt);
+	free(txt);
+	const char *reports[][4] = {{"report", snap, NULL}, {"report", sampled, NULL},
+				    {"diff", snap, sampled, NULL}};
+	for (size_t i = 0; i < 3; i++) {
+		tool_run(&r, reports[i]);
+		cr_expect(r.exit_code == 0 || r.exit_code == 1, "%s: exit %d: %s", reports[i][0],
+			  r.exit_code, r.err);
+		e9_expect_clean(reports[i][0], &r);
+	}
+	const char *top[] = {"top", "-p", pid, "-n", "1", NULL};
+	tool_run(&r, top);
+	cr_expect_eq(r.exit_code, 0, "top: %s", r.err);
+	e9_expect_clean("top", &r);
+	cr_expect(strstr(r.out, "\\x1b[31mred"), "top does not show the escaped name:\n%s", r.out);
+	expect_target_ok(t.pid, "e9");
+	target_kill(&t);
+	rm_rf(dir);
+}
+
 /* ---- D8 ---- */
 
 /* D8: a process that made itself non-dumpable (PR_SET_DUMPABLE 0) asked
