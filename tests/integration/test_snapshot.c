@@ -338,6 +338,122 @@ Test(snapshot, cpp_functions_have_their_qualified_names)
 	run_end(&g);
 }
 
+/* One frame of a stack listing: its thread, address and function name. */
+struct listed_frame {
+	long tid;
+	unsigned long long addr;
+	char name[256];
+};
+
+/* The outer function of each frame of our threads.txt (the last line of
+ * an address's inline chain), named up to its "+0x" offset. */
+static size_t our_frames(const char *text, struct listed_frame *out, size_t max)
+{
+	size_t n = 0;
+	long tid = 0;
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		if (strncmp(l, "Thread ", 7) == 0)
+			tid = atol(l + 7);
+		unsigned long long a;
+		int off = 0;
+		if (l[0] != '#' || sscanf(l, "#%*u 0x%llx %n", &a, &off) != 1 || !off)
+			continue;
+		const char *nm = l + off;
+		size_t len = strcspn(nm, "\n");
+		const char *plus = strstr(nm, "+0x"), *gap = strstr(nm, "  ");
+		if (plus && (size_t)(plus - nm) < len)
+			len = (size_t)(plus - nm);
+		if (gap && (size_t)(gap - nm) < len)
+			len = (size_t)(gap - nm);
+		if (n && out[n - 1].tid == tid && out[n - 1].addr == a)
+			n--; /* an inline chain: keep its outer frame */
+		if (n == max)
+			break;
+		out[n] = (struct listed_frame){.tid = tid, .addr = a};
+		snprintf(out[n].name, sizeof(out[n].name), "%.*s", (int)len, nm);
+		n++;
+	}
+	return n;
+}
+
+/* Two spellings of one function: eu-stack names a PC by its ELF symbol,
+ * we by its DWARF function, which differ by a GCC clone suffix
+ * (__new_sem_wait_slow64.constprop.0), a symbol version
+ * (pthread_cond_wait@@GLIBC_2.3.2) or the underscores of an alias at the
+ * same address (___pthread_cond_wait). */
+static bool same_function(const char *ours, const char *theirs)
+{
+	while (*ours == '_')
+		ours++;
+	while (*theirs == '_')
+		theirs++;
+	size_t lo = strcspn(ours, ".@"), lt = strcspn(theirs, ".@");
+	/* __libc_start_main for __libc_start_main_impl: a prefix at a
+	 * word boundary */
+	return lt <= lo && strncmp(ours, theirs, lt) == 0 && (lt == lo || ours[lt] == '_');
+}
+
+/* node, the real one (Debian's nodejs): at least 90 % of the frames
+ * eu-stack names carry the same name in our snapshot, and no worker is
+ * lost (node maps part of its own text twice: the symbolizer died on it). */
+Test(snapshot, node_frames_match_eu_stack)
+{
+	if (access("/usr/bin/node", X_OK) != 0 || system("command -v eu-stack >/dev/null") != 0)
+		cr_skip_test("no /usr/bin/node or eu-stack");
+	const char *argv[] = {"/usr/bin/node", "-e",
+			      "setInterval(() => {}, 1000); console.log('ready')", NULL};
+	struct target_run g;
+	run_begin(&g, argv, "ready", "bundle");
+	sleep_ms(300);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "eu-stack -p %s 2>/dev/null", g.pid);
+	FILE *eu = popen(cmd, "r");
+	cr_assert(eu);
+	static struct listed_frame theirs[4096], ours[4096];
+	size_t nt = 0;
+	char line[1024];
+	long tid = 0;
+	while (fgets(line, sizeof(line), eu) && nt < 4096) {
+		unsigned long long a;
+		char name[256];
+		if (strncmp(line, "TID ", 4) == 0)
+			tid = atol(line + 4);
+		else if (sscanf(line, "#%*u 0x%llx %255[^\n]", &a, name) == 2 && strcmp(name, "??")) {
+			theirs[nt] = (struct listed_frame){.tid = tid, .addr = a};
+			snprintf(theirs[nt].name, sizeof(theirs[nt].name), "%s", name);
+			nt++;
+		}
+	}
+	pclose(eu);
+	struct tool_result r;
+	const char *args[] = {"-p", g.pid, "--snapshot", "-q", "-o", g.out, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect_null(strstr(r.err, "worker died"), "%s", r.err);
+	char *text = read_in(g.out, "threads.txt");
+	cr_assert(text);
+	size_t no = our_frames(text, ours, 4096), same = 0;
+	for (size_t i = 0; i < nt; i++)
+		for (size_t k = 0; k < no; k++)
+			if (ours[k].tid == theirs[i].tid && ours[k].addr == theirs[i].addr) {
+				if (same_function(ours[k].name, theirs[i].name))
+					same++;
+				else
+					fprintf(stderr, "node: 0x%llx is %s to eu-stack, %s here\n",
+						theirs[i].addr, theirs[i].name, ours[k].name);
+				break;
+			}
+	cr_expect_geq(nt, 10, "eu-stack named only %zu frames", nt);
+	cr_expect_geq(same * 10, nt * 9, "%zu of the %zu frames eu-stack names have that name here:\n%s",
+		      same, nt, text);
+	cJSON *m = manifest_need(g.out);
+	cr_expect_eq(number_at(m, "interpretation", "symbol_batches_lost"), 0);
+	cr_expect_eq(number_at(m, "interpretation", "worker_restarts"), 0);
+	cJSON_Delete(m);
+	free(text);
+	run_end(&g);
+}
+
 Test(snapshot, stopped_target_stays_stopped)
 {
 	const char *argv[] = {target_path("chains_fp"), NULL};
