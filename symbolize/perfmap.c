@@ -5,8 +5,9 @@
  * memory, so a later line for an address wins over an earlier one.
  *
  * The file is named by the target's PID in our /tmp; it is opened without
- * following symlinks and must be a regular file (anyone can create files in
- * /tmp, so it is not trusted beyond giving names).
+ * following symlinks and used only when perfmap_check trusts it (anyone can
+ * create files in /tmp: a map another user wrote could name a root
+ * process's frames).
  */
 #include <stddef.h>
 #include <errno.h>
@@ -133,6 +134,30 @@ next:
 	return 0;
 }
 
+int perfmap_check(int fd, pid_t pid, char *why, size_t why_size)
+{
+	struct stat st, proc;
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (fstat(fd, &st) < 0 || stat(path, &proc) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, why_size, "not a regular file");
+		return -EPERM;
+	}
+	if (st.st_uid != 0 && st.st_uid != proc.st_uid) {
+		snprintf(why, why_size, "owned by uid %u, neither root nor the target's uid %u",
+			 (unsigned)st.st_uid, (unsigned)proc.st_uid);
+		return -EPERM;
+	}
+	if (st.st_mode & S_IWOTH) {
+		snprintf(why, why_size, "writable by anyone (mode %04o)", (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
 int perfmap_load(pid_t pid, struct perfmap **ret)
 {
 	char path[64];
@@ -144,6 +169,12 @@ int perfmap_load(pid_t pid, struct perfmap **ret)
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	char why[128];
+	r = perfmap_check(fd, pid, why, sizeof(why));
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
 	pm = calloc(1, sizeof(*pm));
 	if (!pm) {
 		close(fd);

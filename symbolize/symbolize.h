@@ -57,6 +57,14 @@ const struct maps_entry *maps_find(const struct maps *m, uint64_t addr);
  * /proc/PID/map_files. Returns a read-only O_CLOEXEC fd or -errno. */
 int symbolize_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e);
 
+/* Whether the JIT map /tmp/perf-PID.map, open as fd, may name pid's
+ * frames. Anyone can create files in /tmp, so, like perf (which takes a
+ * map only from its own user or root), one is trusted only when it is a
+ * regular file owned by root or by the target's user (the owner of
+ * /proc/PID) and not writable by others. 0: trusted; -EPERM: refused,
+ * with a one-line reason in why; -errno when it cannot be told. */
+int perfmap_check(int fd, pid_t pid, char *why, size_t why_size);
+
 struct symbolize_options {
 	bool allow_debuginfod; /* honour DEBUGINFOD_URLS (can stall for minutes) */
 	/* Function names from ELF symbol tables only: no DWARF, so no

@@ -1,5 +1,6 @@
 #include "cmd/engine/target_info.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "bundle/bundle.h"
 #include "bundle/text.h"
+#include "symbolize/symbolize.h"
 
 #define CMDLINE_MAX (64 * 1024)
 #define ARGV_MAX 4096
@@ -235,6 +237,25 @@ static long inner_pid(const struct attach_target *t)
 	return last;
 }
 
+/* The JIT map, when there is one: whether its frames will be named from
+ * it, or why it is refused (symbolize.h). */
+static void add_perf_map(cJSON *o, pid_t pid)
+{
+	char path[64], why[128] = "";
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return;
+	cJSON *m = cJSON_AddObjectToObject(o, "perf_map");
+	cJSON_AddStringToObject(m, "path", path);
+	int r = fd < 0 ? -errno : perfmap_check(fd, pid, why, sizeof(why));
+	if (fd >= 0)
+		close(fd);
+	cJSON_AddBoolToObject(m, "used", r == 0);
+	if (r < 0)
+		cJSON_AddStringToObject(m, "refused", r == -EPERM ? why : strerror(-r));
+}
+
 cJSON *target_info_json(const struct attach_target *t, bool record_environ)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -262,6 +283,7 @@ cJSON *target_info_json(const struct attach_target *t, bool record_environ)
 		format_rfc3339_ms(ns, when);
 		cJSON_AddStringToObject(o, "start_time", when);
 	}
+	add_perf_map(o, t->pid);
 	return o;
 }
 

@@ -454,6 +454,46 @@ Test(snapshot, node_frames_match_eu_stack)
 	run_end(&g);
 }
 
+/* node --perf-basic-prof writes /tmp/perf-PID.map: its JIT frames (a hot
+ * JavaScript function) are named from it in cpu.pprof, and the manifest
+ * says the map was used. */
+Test(snapshot, node_jit_frames_named_from_perf_map)
+{
+	if (access("/usr/bin/node", X_OK) != 0)
+		cr_skip_test("no /usr/bin/node");
+	const char *argv[] = {"/usr/bin/node", "--perf-basic-prof", "-e",
+			      "function hot() { let s = 0; for (let i = 0; i < 1e7; i++) s += i; return s }"
+			      " setInterval(() => { hot() }, 1); console.log('ready')",
+			      NULL};
+	struct target_run g;
+	run_begin(&g, argv, "ready", "bundle");
+	sleep_ms(500); /* hot() compiled and in the map */
+	struct tool_result r;
+	const char *args[] = {"-p", g.pid, "-d", "2s", "-q", "-o", g.out, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/cpu.pprof", g.out);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0);
+	bool named = false;
+	for (size_t i = 0; i < p->n_function; i++) {
+		const char *name = pprof_str(p, p->function[i]->name);
+		named |= name && strstr(name, "hot") && strstr(name, "[eval]");
+	}
+	cr_expect(named, "no JIT frame of hot() named in cpu.pprof");
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	cJSON *m = manifest_need(g.out);
+	const cJSON *pm = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(m, "target"), "perf_map");
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pm, "used")),
+		  "manifest does not say the perf map was used");
+	cJSON_Delete(m);
+	snprintf(path, sizeof(path), "/tmp/perf-%s.map", g.pid);
+	run_end(&g);
+	unlink(path);
+}
+
 Test(snapshot, stopped_target_stays_stopped)
 {
 	const char *argv[] = {target_path("chains_fp"), NULL};

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "symbolize/symbolize.h"
@@ -501,6 +502,7 @@ Test(symbolizer, jit_perf_map)
 	fprintf(f, "%lx 80 jit_first\n", (unsigned long)(uintptr_t)code);
 	fprintf(f, "0x%lx 0x20 jit_second thing\n", (unsigned long)(uintptr_t)code + 0x100);
 	fclose(f);
+	cr_assert_eq(chmod(path, 0644), 0); /* whatever the umask: not writable by others */
 
 	s = self_symbolizer();
 	loc = lookup(s, (uintptr_t)code + 0x10);
@@ -517,6 +519,45 @@ Test(symbolizer, jit_perf_map)
 	loc = lookup(s, (uintptr_t)code + 0x200);
 	cr_assert_eq(loc->nframes, 0);
 	symbolizer_free(s);
+	unlink(path);
+	munmap(code, 4096);
+}
+
+/* A JIT map another user wrote, or one anyone may rewrite, names nothing
+ * (any local user can create /tmp/perf-PID.map for a root process); the
+ * reason is given. perf takes a map only from its own user or root. */
+Test(symbolizer, jit_perf_map_of_another_user_is_refused)
+{
+	char path[64], why[128];
+	void *code = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(code, MAP_FAILED);
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "%lx 80 forged\n", (unsigned long)(uintptr_t)code);
+	fclose(f);
+	cr_assert_eq(chmod(path, 0644), 0);
+	int fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_expect_eq(perfmap_check(fd, getpid(), why, sizeof(why)), 0, "our own map refused: %s", why);
+
+	cr_assert_eq(chown(path, 65534, 65534), 0);
+	cr_expect_eq(perfmap_check(fd, getpid(), why, sizeof(why)), -EPERM);
+	cr_expect(strstr(why, "owned by uid 65534"), "%s", why);
+	struct symbolizer *s = self_symbolizer();
+	const struct sym_location *loc = lookup(s, (uintptr_t)code + 0x10);
+	cr_expect_eq(loc->nframes, 0, "a map of uid 65534 named a frame of ours");
+	symbolizer_free(s);
+
+	cr_assert_eq(chown(path, 0, 0), 0);
+	cr_assert_eq(chmod(path, 0666), 0);
+	cr_expect_eq(perfmap_check(fd, getpid(), why, sizeof(why)), -EPERM);
+	cr_expect(strstr(why, "writable by anyone"), "%s", why);
+	s = self_symbolizer();
+	loc = lookup(s, (uintptr_t)code + 0x10);
+	cr_expect_eq(loc->nframes, 0, "a world-writable map named a frame");
+	symbolizer_free(s);
+	close(fd);
 	unlink(path);
 	munmap(code, 4096);
 }
