@@ -187,3 +187,13 @@ int escape_json_strings(cJSON *item)
 	}
 	return 0;
 }
+
+cJSON *escaped_json_copy(const cJSON *doc)
+{
+	cJSON *copy = cJSON_Duplicate(doc, true);
+	if (copy && escape_json_strings(copy) < 0) {
+		cJSON_Delete(copy);
+		copy = NULL;
+	}
+	return copy;
+}

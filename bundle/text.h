@@ -40,6 +40,10 @@ void escape_text_put(const char *s, FILE *f);
  * bundle reaches the terminal raw. 0 or -ENOMEM (then partly done). */
 int escape_json_strings(cJSON *item);
 
+/* A copy of doc with every string escaped (escape_json_strings), for a
+ * text renderer to print; NULL on ENOMEM. */
+cJSON *escaped_json_copy(const cJSON *doc);
+
 /* A malloc'd copy of s that is valid UTF-8, for JSON (which must be UTF-8;
  * cJSON escapes control characters but passes any byte through): every
  * byte that does not start a valid character becomes U+FFFD. NULL on

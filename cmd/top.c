@@ -163,12 +163,8 @@ static const char *name_of(const struct symtab *st, uint64_t addr, char *buf, si
 	const struct sym_location *loc = symtab_lookup(st, addr);
 	if (loc && loc->nframes && loc->frames[loc->nframes - 1].function)
 		return loc->frames[loc->nframes - 1].function;
-	if (loc && loc->module) {
-		const char *base = strrchr(loc->module->path, '/');
-		snprintf(buf, size, "%s+0x%llx", base ? base + 1 : loc->module->path,
-			 (unsigned long long)loc->module_offset);
+	if (sym_location_unnamed(loc, buf, size))
 		return buf;
-	}
 	snprintf(buf, size, "0x%llx", (unsigned long long)addr);
 	return buf;
 }

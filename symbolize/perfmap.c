@@ -158,17 +158,25 @@ int perfmap_check(int fd, pid_t pid, char *why, size_t why_size)
 	return 0;
 }
 
+int perfmap_open(pid_t pid, char path[64])
+{
+	char own[64];
+	if (!path)
+		path = own;
+	snprintf(path, 64, "/tmp/perf-%d.map", (int)pid);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 int perfmap_load(pid_t pid, struct perfmap **ret)
 {
-	char path[64];
 	struct perfmap *pm;
 	size_t len = 0;
 	int fd, r;
 
-	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = perfmap_open(pid, NULL);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	char why[128];
 	r = perfmap_check(fd, pid, why, sizeof(why));
 	if (r < 0) {

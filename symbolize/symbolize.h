@@ -64,6 +64,10 @@ int symbolize_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e);
  * /proc/PID) and not writable by others. 0: trusted; -EPERM: refused,
  * with a one-line reason in why; -errno when it cannot be told. */
 int perfmap_check(int fd, pid_t pid, char *why, size_t why_size);
+/* pid's JIT map, /tmp/perf-PID.map, opened read-only without following a
+ * symlink or blocking on a FIFO (path, if not NULL, gets its name): a
+ * descriptor or -errno (-ENOENT: none). */
+int perfmap_open(pid_t pid, char path[64]);
 
 struct symbolize_options {
 	bool allow_debuginfod; /* honour DEBUGINFOD_URLS (can stall for minutes) */

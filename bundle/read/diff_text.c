@@ -152,10 +152,9 @@ void diff_print_text(const cJSON *d, FILE *out, bool color)
 {
 	/* Every string in the document came from a target or a bundle:
 	 * escaped (bundle/text.h) before any of it meets the terminal. */
-	cJSON *safe = cJSON_Duplicate(d, true);
-	if (!safe || escape_json_strings(safe) < 0) {
+	cJSON *safe = escaped_json_copy(d);
+	if (!safe) {
 		fputs("diag-attach: out of memory\n", out);
-		cJSON_Delete(safe);
 		return;
 	}
 	print_diff_escaped(safe, out, color);

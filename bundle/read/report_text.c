@@ -367,10 +367,9 @@ void report_print_text(const cJSON *doc, FILE *out, bool color, size_t top)
 {
 	/* Every string in the document came from a target or a bundle:
 	 * escaped (bundle/text.h) before any of it meets the terminal. */
-	cJSON *safe = cJSON_Duplicate(doc, true);
-	if (!safe || escape_json_strings(safe) < 0) {
+	cJSON *safe = escaped_json_copy(doc);
+	if (!safe) {
 		fputs("diag-attach: out of memory\n", out);
-		cJSON_Delete(safe);
 		return;
 	}
 	print_report_escaped(safe, out, color, top);

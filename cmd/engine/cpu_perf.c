@@ -132,13 +132,6 @@ static void trim_stacks(struct cpu_perf *cp)
 	}
 }
 
-/* A system call's six arguments as the registers held them. */
-static void moment_args(struct moment *m, const struct user_regs_struct *r)
-{
-	uint64_t a[6] = {r->rdi, r->rsi, r->rdx, r->r10, r->r8, r->r9};
-	memcpy(m->args, a, sizeof(a));
-}
-
 /* Unwind the batch and add each sample, kernel frames on top. */
 static void flush(struct cpu_perf *cp)
 {
@@ -162,7 +155,7 @@ static void flush(struct cpu_perf *cp)
 				.stack_cut = cp->cut[i],
 				.stack = cp->stacks[i],
 			};
-			moment_args(&m, &b->threads[i].regs);
+			moment_syscall_args(&b->threads[i].regs, m.args);
 			if (moments_note(cp->moments, &m) < 0)
 				cp->error = -ENOMEM;
 		}
@@ -208,7 +201,7 @@ static int hold_switch_out(struct cpu_perf *cp, const struct perf_sample *s)
 		.pc = s->regs.rip,
 		.stack_cut = s->stack_maybe_truncated,
 	};
-	moment_args(&m, &s->regs);
+	moment_syscall_args(&s->regs, m.args);
 	if (moments_renew_sleep(cp->moments, &m)) {
 		cp->switch_same_place++;
 		return 0;
@@ -220,6 +213,39 @@ static int hold_switch_out(struct cpu_perf *cp, const struct perf_sample *s)
 	return 0;
 }
 
+/* A new batch entry for tid with these registers and stack copy: its
+ * index, or -1 (cp->error set) when the copy finds no memory. The caller
+ * fills the rest of the entry and then calls batch_commit. */
+static long batch_add(struct cpu_perf *cp, pid_t tid, char state, const struct user_regs_struct *regs,
+		      const uint8_t *stack, size_t len)
+{
+	struct process_capture *b = &cp->batch;
+	size_t i = b->nthreads;
+	struct thread_capture *tc = &b->threads[i];
+	tc->tid = tid;
+	tc->outcome = THREAD_CAPTURED;
+	tc->state = state;
+	tc->regs = *regs;
+	tc->stack_start = regs->rsp;
+	tc->stack_len = 0;
+	if (len) {
+		if (array_reserve(&tc->stack, &tc->stack_cap, len, 1, 4096) < 0) {
+			cp->error = -ENOMEM;
+			return -1;
+		}
+		memcpy(tc->stack, stack, len);
+		tc->stack_len = len;
+	}
+	return (long)i;
+}
+
+/* The entry batch_add gave is complete: count it, and unwind a full batch. */
+static void batch_commit(struct cpu_perf *cp)
+{
+	if (++cp->batch.nthreads == BATCH_MAX)
+		flush(cp);
+}
+
 static int on_sample(void *arg, const struct perf_sample *s)
 {
 	struct cpu_perf *cp = arg;
@@ -227,23 +253,9 @@ static int on_sample(void *arg, const struct perf_sample *s)
 		return 1;
 	if (s->switch_out)
 		return hold_switch_out(cp, s);
-	struct process_capture *b = &cp->batch;
-	size_t i = b->nthreads;
-	struct thread_capture *tc = &b->threads[i];
-	tc->tid = s->tid;
-	tc->outcome = THREAD_CAPTURED;
-	tc->state = 'R';
-	tc->regs = s->regs;
-	tc->stack_start = s->regs.rsp;
-	tc->stack_len = 0;
-	if (s->have_user_regs && s->stack_len) {
-		if (array_reserve(&tc->stack, &tc->stack_cap, s->stack_len, 1, 4096) < 0) {
-			cp->error = -ENOMEM;
-			return 1;
-		}
-		memcpy(tc->stack, s->stack, s->stack_len);
-		tc->stack_len = s->stack_len;
-	}
+	long i = batch_add(cp, s->tid, 'R', &s->regs, s->stack, s->have_user_regs ? s->stack_len : 0);
+	if (i < 0)
+		return 1;
 	cp->user[i] = s->have_user_regs;
 	if (!s->have_user_regs)
 		cp->kernel_only++;
@@ -254,10 +266,7 @@ static int on_sample(void *arg, const struct perf_sample *s)
 	cp->time_ns[i] = s->time_ns;
 	cp->switch_out[i] = false;
 	cp->cut[i] = s->stack_maybe_truncated;
-	if (i == b->nthreads)
-		b->nthreads++;
-	if (b->nthreads == BATCH_MAX)
-		flush(cp);
+	batch_commit(cp);
 	return 0;
 }
 
@@ -278,38 +287,22 @@ int cpu_perf_unwind_held(struct cpu_perf *cp, struct interp *in, const pid_t *ti
 {
 	cp->in = in;
 	flush(cp); /* the batch holds CPU samples only between drains: none */
-	struct process_capture *b = &cp->batch;
 	for (size_t k = 0; k < n && !cp->error; k++) {
 		const struct held_switch *h = moments_held(cp->moments, tids[k]);
 		if (!h)
 			continue;
-		size_t i = b->nthreads;
-		struct thread_capture *tc = &b->threads[i];
-		tc->tid = h->m.tid;
-		tc->outcome = THREAD_CAPTURED;
-		tc->state = 'S';
-		tc->regs = h->regs;
-		tc->stack_start = h->stack_start;
-		tc->stack_len = 0;
-		if (h->len) {
-			if (array_reserve(&tc->stack, &tc->stack_cap, h->len, 1, 4096) < 0) {
-				cp->error = -ENOMEM;
-				break;
-			}
-			memcpy(tc->stack, h->bytes, h->len);
-			tc->stack_len = h->len;
-		}
+		long i = batch_add(cp, h->m.tid, 'S', &h->regs, h->bytes, h->len);
+		if (i < 0)
+			break;
 		cp->user[i] = true;
 		cp->nkpcs[i] = 0;
 		cp->period_ns[i] = 0;
 		cp->time_ns[i] = h->m.time_ns;
 		cp->switch_out[i] = true;
 		cp->cut[i] = h->m.stack_cut;
-		b->nthreads++;
 		cp->switch_unwound++;
 		moments_drop_held(cp->moments, tids[k]);
-		if (b->nthreads == BATCH_MAX)
-			flush(cp);
+		batch_commit(cp);
 	}
 	flush(cp);
 	return cp->error;

@@ -18,6 +18,12 @@ struct moments {
 	size_t used, cap;
 };
 
+void moment_syscall_args(const struct user_regs_struct *r, uint64_t out[6])
+{
+	const uint64_t a[6] = {r->rdi, r->rsi, r->rdx, r->r10, r->r8, r->r9};
+	memcpy(out, a, sizeof(a));
+}
+
 int moments_new(struct moments **ret)
 {
 	*ret = calloc(1, sizeof(**ret));
@@ -169,7 +175,6 @@ int moments_hold(struct moments *ms, const struct moment *m, const struct user_r
 	h->m = *m;
 	h->m.stack.n = 0;
 	h->regs = *regs;
-	h->stack_start = regs->rsp;
 	return 0;
 }
 

@@ -40,6 +40,10 @@ struct moment {
 
 struct moments;
 
+/* The six system-call argument registers of r (rdi, rsi, rdx, r10, r8,
+ * r9), as a moment keeps them. */
+void moment_syscall_args(const struct user_regs_struct *r, uint64_t out[6]);
+
 int moments_new(struct moments **ret);
 void moments_free(struct moments *m);
 
@@ -65,8 +69,7 @@ const struct moment *moments_find_sleep(const struct moments *ms, pid_t tid,
  * newest, and unwound only when a tick needs it (cpu_perf.h). */
 struct held_switch {
 	struct moment m; /* m.stack empty */
-	struct user_regs_struct regs;
-	uint64_t stack_start;
+	struct user_regs_struct regs; /* the stack copy starts at regs.rsp */
 	uint8_t *bytes;
 	size_t len, cap;
 };

@@ -87,11 +87,9 @@ static uint64_t location_for(struct encode_ctx *ctx, uint64_t addr)
 	 * file offset, for addr2line), not as pprof's "[module]" or an
 	 * address: one spelling everywhere, and two unnamed functions of one
 	 * module never share a row. (Interned by the builder.) */
-	char unnamed[320];
-	if (n == 0 && loc->module && loc->module->path) {
-		const char *base = strrchr(loc->module->path, '/');
-		snprintf(unnamed, sizeof(unnamed), "%s+0x%llx", base ? base + 1 : loc->module->path,
-			 (unsigned long long)loc->module_offset);
+	char buf[320];
+	const char *unnamed = n == 0 ? sym_location_unnamed(loc, buf, sizeof(buf)) : NULL;
+	if (unnamed) {
 		lines[0] = (struct profile_line){.function = unnamed, .system_name = unnamed};
 		n = 1;
 	}

@@ -537,13 +537,14 @@ static bool needs_held(const struct sampler *sp, const struct thread_capture *tc
 	if (!h)
 		return false;
 	if ((tc->state == 'S' || tc->state == 'D') && tc->regs.rsp) {
-		uint64_t args[6] = {tc->regs.rdi, tc->regs.rsi, tc->regs.rdx,
-				    tc->regs.r10, tc->regs.r8,  tc->regs.r9};
+		uint64_t args[6];
+		moment_syscall_args(&tc->regs, args);
 		const uint64_t *a = tc->syscall_nr >= 0 ? args : NULL;
+		/* Asleep at a kept sleep: nothing to unwind; else at the held
+		 * one's place (what moments_knows_sleep adds to the kept). */
 		if (moments_find_sleep(sp->moments, tc->tid, a, tc->regs.rsp, tc->regs.rip))
 			return false;
-		if (h->m.sp == tc->regs.rsp && h->m.pc == tc->regs.rip &&
-		    (!a || memcmp(a, h->m.args, sizeof(args)) == 0))
+		if (moments_knows_sleep(sp->moments, tc->tid, a, tc->regs.rsp, tc->regs.rip))
 			return true;
 	}
 	const struct moment *m = moments_find(sp->moments, tc->tid);
@@ -582,8 +583,8 @@ static int fill_from_moments(struct sampler *sp)
 		 * hook above said so); otherwise its latest moment. */
 		const struct moment *m = NULL;
 		if ((tc->state == 'S' || tc->state == 'D') && tc->regs.rsp) {
-			uint64_t args[6] = {tc->regs.rdi, tc->regs.rsi, tc->regs.rdx,
-					    tc->regs.r10, tc->regs.r8,  tc->regs.r9};
+			uint64_t args[6];
+			moment_syscall_args(&tc->regs, args);
 			m = moments_find_sleep(sp->moments, tc->tid, tc->syscall_nr >= 0 ? args : NULL,
 					       tc->regs.rsp, tc->regs.rip);
 		}

@@ -23,15 +23,15 @@ static void print_frame_line(FILE *f, unsigned *frame_no, uint64_t pc, uint64_t 
 	const char *module = loc && loc->module ? basename_of(loc->module->path) : "??";
 	/* Module paths, function and file names come from the target's files:
 	 * escaped, so that none of them can break or forge a line. */
+	char unnamed[320];
 	if (!loc || loc->nframes == 0) {
 		/* Never blank: module+offset is enough to symbolize later. */
 		fprintf(f, "#%-3u 0x%016llx  ", (*frame_no)++, (unsigned long long)pc);
-		if (loc && loc->module) {
-			escape_text_put(module, f);
-			fprintf(f, "+0x%llx\n", (unsigned long long)loc->module_offset);
-		} else {
-			fputs("??\n", f);
-		}
+		if (sym_location_unnamed(loc, unnamed, sizeof(unnamed)))
+			escape_text_put(unnamed, f);
+		else
+			fputs("??", f);
+		fputc('\n', f);
 		return;
 	}
 	for (size_t i = 0; i < loc->nframes; i++) {
@@ -41,9 +41,10 @@ static void print_frame_line(FILE *f, unsigned *frame_no, uint64_t pc, uint64_t 
 			escape_text_put(fr->function, f);
 			if (!fr->inlined)
 				fprintf(f, "+0x%llx", (unsigned long long)(fr->function_offset + (pc - lookup)));
+		} else if (sym_location_unnamed(loc, unnamed, sizeof(unnamed))) {
+			escape_text_put(unnamed, f);
 		} else {
-			escape_text_put(module, f);
-			fprintf(f, "+0x%llx", (unsigned long long)loc->module_offset);
+			fputs("??", f);
 		}
 		if (fr->file) {
 			fputs("  (", f);

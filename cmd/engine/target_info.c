@@ -242,13 +242,12 @@ static long inner_pid(const struct attach_target *t)
 static void add_perf_map(cJSON *o, pid_t pid)
 {
 	char path[64], why[128] = "";
-	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT)
+	int fd = perfmap_open(pid, path);
+	if (fd == -ENOENT)
 		return;
 	cJSON *m = cJSON_AddObjectToObject(o, "perf_map");
 	cJSON_AddStringToObject(m, "path", path);
-	int r = fd < 0 ? -errno : perfmap_check(fd, pid, why, sizeof(why));
+	int r = fd < 0 ? fd : perfmap_check(fd, pid, why, sizeof(why));
 	if (fd >= 0)
 		close(fd);
 	cJSON_AddBoolToObject(m, "used", r == 0);

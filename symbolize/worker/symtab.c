@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -322,6 +323,16 @@ size_t symtab_modules(const struct symtab *st, const struct sym_module **ret)
 {
 	*ret = st->modules;
 	return st->nmodules;
+}
+
+const char *sym_location_unnamed(const struct sym_location *loc, char *buf, size_t size)
+{
+	if (!loc || !loc->module || !loc->module->path)
+		return NULL;
+	const char *base = strrchr(loc->module->path, '/');
+	snprintf(buf, size, "%s+0x%llx", base ? base + 1 : loc->module->path,
+		 (unsigned long long)loc->module_offset);
+	return buf;
 }
 
 const char *symtab_main_build_id(const struct symtab *st)

@@ -35,6 +35,12 @@ int symtab_fill_from_maps(struct symtab *st, const char *maps_text, size_t maps_
  * symtab_free. */
 const struct sym_location *symtab_lookup(const struct symtab *st, uint64_t pc);
 size_t symtab_modules(const struct symtab *st, const struct sym_module **ret);
+
+/* How a frame nothing named is spelled everywhere (threads.txt, pprof,
+ * report, top): "module+0xOFF", the module's file name and the file
+ * offset (for addr2line), into buf. NULL, buf untouched, when loc has no
+ * module. Not escaped: the caller escapes for where it writes. */
+const char *sym_location_unnamed(const struct sym_location *loc, char *buf, size_t size);
 const char *symtab_main_build_id(const struct symtab *st);
 
 /* Name the recorded addresses that have no frames with namer (a second

@@ -173,8 +173,7 @@ static void mapped_twice_variant(const char *target_name)
 	run_begin(&g, argv, "ready", "bundle");
 	struct tool_result r;
 	const char *args[] = {"-p", g.pid, "--snapshot", "-o", g.out, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "%s: exit %d: %s", target_name, r.exit_code, r.err);
+	tool_run_ok(&r, args);
 	char *text = read_in(g.out, "threads.txt");
 	cr_assert(text, "no threads.txt");
 	char *alias = thread_block(text, "alias");
@@ -301,8 +300,7 @@ Test(snapshot, cpp_functions_have_their_qualified_names)
 	run_begin(&g, argv, "ready", "bundle");
 	struct tool_result r;
 	const char *args[] = {"-p", g.pid, "--snapshot", "-q", "-o", g.out, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	tool_run_ok(&r, args);
 	char *text = read_in(g.out, "threads.txt");
 	cr_assert(text);
 	static const struct {
@@ -427,8 +425,7 @@ Test(snapshot, node_frames_match_eu_stack)
 	pclose(eu);
 	struct tool_result r;
 	const char *args[] = {"-p", g.pid, "--snapshot", "-q", "-o", g.out, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	tool_run_ok(&r, args);
 	cr_expect_null(strstr(r.err, "worker died"), "%s", r.err);
 	char *text = read_in(g.out, "threads.txt");
 	cr_assert(text);
@@ -470,8 +467,7 @@ Test(snapshot, node_jit_frames_named_from_perf_map)
 	sleep_ms(500); /* hot() compiled and in the map */
 	struct tool_result r;
 	const char *args[] = {"-p", g.pid, "-d", "2s", "-q", "-o", g.out, NULL};
-	tool_run(&r, args);
-	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	tool_run_ok(&r, args);
 	char path[400];
 	snprintf(path, sizeof(path), "%s/cpu.pprof", g.out);
 	Perftools__Profiles__Profile *p = NULL;

@@ -131,7 +131,7 @@ Test(moments, the_newest_switch_out_is_held_raw_until_dropped)
 	const struct held_switch *h = moments_held(ms, 9);
 	cr_assert(h && h->m.time_ns == 50 && h->len == sizeof(stack) && h->bytes[63] == 0xab);
 	cr_expect_eq(h->m.stack.n, 0);
-	cr_expect_eq(h->stack_start, 0x3000);
+	cr_expect_eq(h->regs.rsp, 0x3000); /* where the stack copy starts */
 	/* It tells a sleep at its place, not at another. */
 	uint64_t args[6] = {5};
 	cr_expect(moments_knows_sleep(ms, 9, args, 0x3000, 0x60));
