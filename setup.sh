@@ -34,6 +34,17 @@ build() {
 	ninja -C "$dir" >/dev/null
 }
 
+# meson shows a failed test's stderr; criterion writes its failed
+# assertions into the TAP on stdout, which only the log keeps: print them.
+run_tests() {
+	dir=$1; shift
+	if ! "$@" meson test -C "$dir" --print-errorlogs; then
+		echo "--- failed assertions ($dir/meson-logs/testlog.txt) ---"
+		awk '/^not ok/ { on = 1 } on { print } /^  \.\.\.$/ { on = 0 }' "$dir/meson-logs/testlog.txt" | head -n 200
+		return 1
+	fi
+}
+
 # go tool pprof (used by the tests) wants a writable cache and home.
 export HOME="${HOME:-/root}"
 export GOCACHE="${GOCACHE:-$(pwd)/build/gocache}"
@@ -59,12 +70,12 @@ demo)
 test)
 	install_packages
 	build build
-	meson test -C build --print-errorlogs
+	run_tests build env
 	# The tool (not the targets) under AddressSanitizer + UBSan.
 	build build-asan -Db_sanitize=address,undefined -Db_lundef=false
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		LSAN_OPTIONS=suppressions=$(pwd)/tests/lsan.supp \
-		meson test -C build-asan --print-errorlogs
+	run_tests build-asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		LSAN_OPTIONS=suppressions=$(pwd)/tests/lsan.supp
 	# Replay every committed fuzz input (corpus and regressions) under the
 	# harnesses, then fuzz each for 20 s with a seed taken from the commit
 	# (a rerun of the same commit explores the same inputs; a find names the

@@ -296,6 +296,18 @@ int attach_read_maps(const struct attach_target *t, struct process_capture *pc);
  * resolution. 0 or -errno. */
 int attach_target_cpu_ns(const struct attach_target *t, uint64_t *ret);
 
+/* One thread's on-CPU time (the first field of its schedstat: the
+ * scheduler's own nanoseconds, not clock ticks). */
+struct thread_cpu {
+	pid_t tid;
+	uint64_t ns;
+};
+
+/* Every thread of t and its on-CPU time now, into *ret (malloc'ed, *n
+ * entries; threads whose schedstat cannot be read are left out). 0,
+ * -ESRCH (no thread left) or -ENOMEM. */
+int attach_threads_cpu_ns(const struct attach_target *t, struct thread_cpu **ret, size_t *n);
+
 /* Name of an x86_64 syscall number (as /proc/TID/syscall gives it), or
  * NULL when it is not one a stuck thread is usually found in. */
 const char *attach_syscall_name(long nr);

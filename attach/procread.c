@@ -2,9 +2,11 @@
 #include "attach/attach.h"
 #include "attach/procfs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -57,5 +59,53 @@ int attach_target_cpu_ns(const struct attach_target *t, uint64_t *ret)
 		return r;
 	long hz = sysconf(_SC_CLK_TCK);
 	*ret = (st.utime + st.stime) * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
+	return 0;
+}
+
+int attach_threads_cpu_ns(const struct attach_target *t, struct thread_cpu **ret, size_t *n)
+{
+	*ret = NULL;
+	*n = 0;
+	/* A directory stream of our own: the target's task dirfd is shared. */
+	int fd = openat(t->task_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -ESRCH;
+	}
+	struct thread_cpu *v = NULL;
+	size_t used = 0, cap = 0;
+	int r = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end, path[64], buf[128];
+		long tid = strtol(e->d_name, &end, 10);
+		if (*end || tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "%ld/schedstat", tid);
+		if (procfs_read_at(t->task_dirfd, path, buf, sizeof(buf)) <= 0)
+			continue;
+		if (used == cap) {
+			size_t ncap = cap ? 2 * cap : 16;
+			struct thread_cpu *nv = realloc(v, ncap * sizeof(*v));
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		v[used++] = (struct thread_cpu){.tid = (pid_t)tid, .ns = strtoull(buf, NULL, 10)};
+	}
+	closedir(d);
+	if (r == 0 && used == 0)
+		r = -ESRCH;
+	if (r < 0) {
+		free(v);
+		return r;
+	}
+	*ret = v;
+	*n = used;
 	return 0;
 }

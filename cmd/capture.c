@@ -5,6 +5,7 @@
 #include "cmd/capture.h"
 
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -482,6 +483,13 @@ static void print_summary(const struct capture_summary *sum)
 		sum->cpu_engine, (unsigned long long)sum->cpu_samples, sum->target_cpu_s, share,
 		sum->cpu_samples_expected, sum->hz, (unsigned long long)sum->lost,
 		(unsigned long long)sum->throttled, (unsigned long long)sum->stops);
+	/* Only when it moved the total by more than rounding. */
+	if (sum->cpu_sampled_s > 0 && fabs(sum->cpu_weighed_s - sum->cpu_sampled_s) >= 0.01 * sum->cpu_sampled_s)
+		fprintf(stderr,
+			"diag-attach: cpu.pprof weighed to the threads' schedstat: %.2f s sampled, %.2f s "
+			"counted by the kernel (%+.0f%%)\n",
+			sum->cpu_sampled_s, sum->cpu_weighed_s,
+			100.0 * (sum->cpu_weighed_s - sum->cpu_sampled_s) / sum->cpu_sampled_s);
 	fprintf(stderr, "diag-attach: wall engine %s: %llu thread samples, %llu without a stack\n",
 		sum->wall_engine, (unsigned long long)sum->thread_samples,
 		(unsigned long long)sum->samples_without_stack);
@@ -491,7 +499,13 @@ static void print_summary(const struct capture_summary *sum)
 			"CPU time is missing from cpu.pprof\n",
 			(unsigned long long)sum->threads_without_event);
 	/* Below a second of samples the ratio is noise of /proc's 10 ms ticks. */
-	if (share < 90.0 && sum->cpu_samples_expected >= sum->hz)
+	if (share < 90.0 && sum->cpu_samples_expected >= sum->hz && sum->cpu_sampled_s > 0)
+		fprintf(stderr,
+			"diag-attach: warning: the CPU profile holds only %.0f%% of the samples the target's "
+			"CPU time asks for; its totals are weighed to schedstat, its shares rest on fewer "
+			"samples\n",
+			share);
+	else if (share < 90.0 && sum->cpu_samples_expected >= sum->hz)
 		fprintf(stderr,
 			"diag-attach: warning: the CPU profile holds only %.0f%% of the samples the target's "
 			"CPU time asks for; read its shares, not its totals\n",

@@ -65,9 +65,16 @@ static void print_cpu_line(const cJSON *c, FILE *out, const struct style *st)
 	if (get(c, "cpu_engine_fallback"))
 		fprintf(out, "          %sperf events refused (%s): CPU samples from ptrace stops%s\n",
 			st->yellow, str(c, "cpu_engine_fallback", ""), st->off);
+	const cJSON *wg = perf ? get(perf, "weighed_to_schedstat") : NULL;
+	double sampled = wg ? num(wg, "sampled_s", 0) : 0, weighed = wg ? num(wg, "weighed_s", 0) : 0;
+	if (sampled > 0 && fabs(weighed - sampled) >= 0.01 * sampled)
+		fprintf(out, "          weighed to the threads' schedstat: %.2f s sampled, %.2f s counted by "
+			"the kernel (%+.0f%%)\n", sampled, weighed, 100.0 * (weighed - sampled) / sampled);
 	if (share < 90 && want >= num(c, "frequency_hz", 0))
-		fprintf(out, "          %sonly %.0f%% of the CPU samples were taken: read the shares, "
-			"not the totals%s\n", st->yellow, share, st->off);
+		fprintf(out, "          %sonly %.0f%% of the CPU samples were taken: %s%s\n", st->yellow, share,
+			sampled > 0 ? "the totals are weighed, the shares rest on fewer samples"
+				    : "read the shares, not the totals",
+			st->off);
 }
 
 static void print_header(const cJSON *doc, FILE *out, const struct style *st)

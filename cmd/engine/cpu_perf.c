@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attach/perf.h"
+#include "cmd/engine/cpu_weigh.h"
 #include "symbolize/arrays.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/symbolize.h"
@@ -54,6 +55,12 @@ struct cpu_perf {
 	uint64_t switch_unwound;    /* held switch-outs a tick needed */
 	uint64_t kernel_only;     /* samples with no user context */
 	uint64_t user_unwound_empty; /* user context, but no user frame came back */
+	/* Every thread's schedstat when the events opened and when they
+	 * stopped (cpu_weigh.h), and what weighing to them did. */
+	struct thread_cpu *cpu_start, *cpu_end;
+	size_t ncpu_start, ncpu_end;
+	struct cpu_weighing weighing;
+	bool weighed;
 	int error;
 };
 
@@ -85,6 +92,12 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *c
 	if (r < 0) {
 		cpu_perf_free(cp);
 		return r;
+	}
+	/* After the events are on: no CPU time read here goes unsampled. A
+	 * target whose threads cannot be read is simply not weighed. */
+	if (attach_threads_cpu_ns(t, &cp->cpu_start, &cp->ncpu_start) == -ENOMEM) {
+		cpu_perf_free(cp);
+		return -ENOMEM;
 	}
 	*ret = cp;
 	return 0;
@@ -345,6 +358,26 @@ bool cpu_perf_switch_samples(const struct cpu_perf *cp)
 void cpu_perf_stop(struct cpu_perf *cp)
 {
 	perf_sampler_stop(cp->ps);
+	/* Right after: what the threads run from now on is not sampled. */
+	free(cp->cpu_end);
+	cp->cpu_end = NULL;
+	cp->ncpu_end = 0;
+	attach_threads_cpu_ns(cp->target, &cp->cpu_end, &cp->ncpu_end);
+}
+
+int cpu_perf_weigh(struct cpu_perf *cp, struct stackagg *cpu, uint64_t process_ns, uint64_t rest_min_ns)
+{
+	int r = cpu_weigh(cpu, 1, cp->cpu_start, cp->ncpu_start, cp->cpu_end, cp->ncpu_end, process_ns,
+			  rest_min_ns, &cp->weighing);
+	cp->weighed = r == 0;
+	return r;
+}
+
+bool cpu_perf_weighing(const struct cpu_perf *cp, struct cpu_weighing *ret)
+{
+	if (cp->weighed)
+		*ret = cp->weighing;
+	return cp->weighed;
 }
 
 void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
@@ -360,6 +393,17 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 	cJSON_AddNumberToObject(o, "threads_without_event", (double)st.threads_without_event);
 	cJSON_AddNumberToObject(o, "events", (double)st.events);
 	cJSON_AddNumberToObject(o, "mmap_records", (double)st.mmap_records);
+	if (cp->weighed) {
+		/* cpu.pprof's CPU time as the kernel sent it and as weighed to
+		 * each thread's schedstat (cpu_weigh.h). */
+		const struct cpu_weighing *wg = &cp->weighing;
+		cJSON *w = cJSON_AddObjectToObject(o, "weighed_to_schedstat");
+		cJSON_AddNumberToObject(w, "sampled_s", (double)wg->sampled_ns / 1e9);
+		cJSON_AddNumberToObject(w, "weighed_s", (double)wg->weighed_ns / 1e9);
+		cJSON_AddNumberToObject(w, "threads", (double)wg->threads_weighed);
+		cJSON_AddNumberToObject(w, "other_threads_sampled_s", (double)wg->rest_sampled_ns / 1e9);
+		cJSON_AddNumberToObject(w, "other_threads_factor", wg->rest_factor);
+	}
 	if (cp->moments) {
 		cJSON *w = cJSON_AddObjectToObject(o, "switch_out");
 		cJSON_AddNumberToObject(w, "samples", (double)st.switch_samples);
@@ -399,5 +443,7 @@ void cpu_perf_free(struct cpu_perf *cp)
 	maps_release(&cp->ranges);
 	process_capture_release(&cp->batch);
 	free(cp->stacks);
+	free(cp->cpu_start);
+	free(cp->cpu_end);
 	free(cp);
 }

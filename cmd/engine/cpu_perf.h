@@ -23,6 +23,7 @@
 
 #include "attach/attach.h"
 #include "attach/perf.h"
+#include "cmd/engine/cpu_weigh.h"
 #include "cmd/engine/moments.h"
 #include "cmd/engine/stackagg.h"
 #include "symbolize/worker/interp.h"
@@ -64,6 +65,9 @@ int cpu_perf_unwind_held(struct cpu_perf *cp, struct interp *in, const pid_t *ti
  * cannot be read). 0 or -ENOMEM. */
 int cpu_perf_name_kernel(struct cpu_perf *cp, struct symtab *st);
 
+/* What cpu_perf_weigh did; false if it has not (or could not). */
+bool cpu_perf_weighing(const struct cpu_perf *cp, struct cpu_weighing *ret);
+
 /* {samples, lost, throttled, stacks_truncated, threads_followed,
  * threads_without_event, kernel_symbols} into o. */
 void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o);
@@ -71,8 +75,15 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o);
 void cpu_perf_stats(const struct cpu_perf *cp, struct perf_sampler_stats *ret);
 
 /* After the last collect: the events stop (the final snapshot's stops and
- * our symbolizing are not the target's CPU profile). */
+ * our symbolizing are not the target's CPU profile), and every thread's
+ * CPU time is read for cpu_perf_weigh. */
 void cpu_perf_stop(struct cpu_perf *cp);
+
+/* After cpu_perf_stop: weigh cpu's samples (values {1, ns}) to the CPU
+ * time the kernel counted (cpu_weigh.h); process_ns is the target's CPU
+ * time from the events' opening to their stop. The manifest says what
+ * it did (cpu_perf_describe). 0 or -ENOMEM. */
+int cpu_perf_weigh(struct cpu_perf *cp, struct stackagg *cpu, uint64_t process_ns, uint64_t rest_min_ns);
 
 void cpu_perf_free(struct cpu_perf *cp);
 

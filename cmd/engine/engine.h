@@ -83,6 +83,9 @@ struct capture_summary {
 	double hz;
 	uint64_t cpu_samples;
 	double cpu_samples_expected; /* target_cpu_s x hz: what its CPU time asks for */
+	/* perf: cpu.pprof's CPU time as sampled and as weighed to the
+	 * threads' schedstat (cpu_weigh.h); both 0 when not weighed. */
+	double cpu_sampled_s, cpu_weighed_s;
 	uint64_t lost, throttled;
 	uint64_t threads_without_event; /* perf: threads we could not open an event for */
 	uint64_t stops;          /* ptrace stops (wall-clock samples and the final snapshot) */

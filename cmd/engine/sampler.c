@@ -1,7 +1,6 @@
 /* The sampled capture: every tick stop every thread, copy registers and
  * stacks, release, then unwind and aggregate raw PCs. Symbols are resolved
  * once per distinct PC when the capture ends. */
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -460,28 +459,16 @@ static int ptrace_cpu_sample(struct sampler *sp, const struct thread_capture *tc
  * engine's counts start there. */
 static void seed_cpu_seen(struct sampler *sp)
 {
-	int fd = dup(sp->s->target.task_dirfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	struct thread_cpu *v;
+	size_t n;
+	if (attach_threads_cpu_ns(&sp->s->target, &v, &n) < 0)
 		return;
-	}
-	rewinddir(d);
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char *end, path[64], buf[128];
-		long tid = strtol(e->d_name, &end, 10);
-		if (*end || tid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "%ld/schedstat", tid);
-		if (!attach_read_small_file_at(sp->s->target.task_dirfd, path, buf, sizeof(buf)))
-			continue;
-		struct cpu_seen *seen = cpu_lookup(&sp->cpu_seen, (pid_t)tid);
+	for (size_t i = 0; i < n; i++) {
+		struct cpu_seen *seen = cpu_lookup(&sp->cpu_seen, v[i].tid);
 		if (seen)
-			seen->cpu_ns = strtoull(buf, NULL, 10);
+			seen->cpu_ns = v[i].ns;
 	}
-	closedir(d);
+	free(v);
 }
 
 /* The final capture's share of the ptrace engine's CPU profile: what each
@@ -782,6 +769,11 @@ static int perf_drain(struct sampler *sp)
  * or read from /proc. */
 #define SWITCH_SAMPLES_PER_TICK 2
 
+/* The least CPU time of threads without schedstat readings at both ends
+ * that cpu_perf_weigh weighs to the process's remaining CPU time: ten of
+ * /proc/PID/stat's clock ticks. */
+#define WEIGH_REST_MIN_NS 100000000ull
+
 /* Perf events for the CPU profile, unless refused or not asked for. */
 static int start_cpu_engine(struct sampler *sp)
 {
@@ -850,6 +842,11 @@ static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
 		sum->lost = st.lost;
 		sum->throttled = st.throttled;
 		sum->threads_without_event = st.threads_without_event;
+		struct cpu_weighing wg;
+		if (cpu_perf_weighing(sp->perf, &wg)) {
+			sum->cpu_sampled_s = (double)wg.sampled_ns / 1e9;
+			sum->cpu_weighed_s = (double)wg.weighed_ns / 1e9;
+		}
 	}
 	sum->stops = stops;
 	sum->wall_engine = sp->wall_perf ? "perf" : "ptrace";
@@ -1241,6 +1238,11 @@ int sampler_run(struct capture_session *s)
 	if (sp.perf) {
 		cpu_perf_stop(sp.perf);
 		note_target_cpu(&sp); /* the summary's end of the window */
+		/* Other threads' samples are weighed only when they stand for
+		 * more than /proc/PID/stat's clock ticks could be off by. */
+		if (r == 0)
+			r = cpu_perf_weigh(sp.perf, sp.cpu, sp.cpu_ns_last - sp.cpu_ns_start,
+					   WEIGH_REST_MIN_NS);
 	}
 	if (r < 0) {
 		sampler_release(&sp);

@@ -173,3 +173,14 @@ int stackagg_foreach(const struct stackagg *a, stackagg_visit_fn fn, void *ctx)
 	}
 	return 0;
 }
+
+void stackagg_scale(struct stackagg *a, size_t index, stackagg_factor_fn factor, void *ctx)
+{
+	if (!a || !factor || index >= a->nvalues)
+		return;
+	for (size_t i = 0; i < a->n; i++) {
+		struct entry *e = &a->entries[i];
+		double v = (double)e->values[index] * factor(ctx, e->labels);
+		e->values[index] = v > 0 ? (int64_t)(v + 0.5) : 0;
+	}
+}

@@ -32,4 +32,9 @@ typedef int (*stackagg_visit_fn)(void *ctx, const uint64_t *pcs, size_t npcs, co
 				 const int64_t *values);
 int stackagg_foreach(const struct stackagg *a, stackagg_visit_fn fn, void *ctx);
 
+/* Multiply values[index] of every entry by what factor returns for its
+ * labels (rounded to the nearest integer, never below 0). */
+typedef double (*stackagg_factor_fn)(void *ctx, const char *labels);
+void stackagg_scale(struct stackagg *a, size_t index, stackagg_factor_fn factor, void *ctx);
+
 #endif

@@ -375,6 +375,64 @@ Test(cpu_truth, totals_both_engines_quiet_and_loaded, .timeout = 300)
 			expect_total_matches(engines[i], loaded);
 }
 
+/* perf's samples, all threads, as the CPU time they stand for. */
+static double perf_sampled_ns(const struct window *w)
+{
+	char cmd[1024], out[262144];
+	snprintf(cmd, sizeof(cmd), "perf script -i %s -F period 2>/dev/null", w->dir);
+	cr_assert_eq(shell_output(cmd, out, sizeof(out)), 0, "perf script failed");
+	double ns = 0;
+	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"))
+		ns += strtod(line, NULL);
+	return ns;
+}
+
+static double our_thread_ns(const Perftools__Profiles__Profile *p, pid_t tid)
+{
+	double ns = 0;
+	for (size_t i = 0; i < p->n_sample; i++)
+		if (sample_tid(p, p->sample[i]) == tid)
+			ns += (double)p->sample[i]->value[1];
+	return ns;
+}
+
+/* Two threads passing bytes through a pipe switch tens of thousands of
+ * times a second; with both cores busy, the kernel's cpu-clock timer
+ * then delivers samples for only 80-92 % of their CPU time, to perf
+ * record as to us. Each thread's total in cpu.pprof is still its own CPU
+ * time, weighed to its schedstat (the manifest says so). */
+Test(cpu_truth, switching_threads_keep_their_cpu_time_on_a_loaded_machine, .timeout = 180)
+{
+	pid_t l[2];
+	loaders_start(l);
+	struct window ours, perf;
+	run_ours("pipe", 1, 2000, HZ, NULL, &ours);
+	run_perf("pipe", 1, 2000, HZ, &perf);
+	loaders_stop(l);
+	double perf_share = perf_sampled_ns(&perf) / (double)perf.target_cpu_ns;
+	cr_log_info("perf record's samples stood for %.1f %% of the target's CPU time", 100 * perf_share);
+	Perftools__Profiles__Profile *p = load_cpu(&ours);
+	double total = our_total_ns(p), truth = (double)ours.target_cpu_ns;
+	cr_expect(fabs(total - truth) <= 0.10 * truth, "cpu.pprof %.3f s, the kernel counted %.3f s (perf: %.1f %%)",
+		  total / 1e9, truth / 1e9, 100 * perf_share);
+	for (size_t i = 0; i < ours.nthreads; i++) {
+		double mine = our_thread_ns(p, ours.tids[i]), t = (double)ours.thread_cpu_ns[i];
+		cr_expect(fabs(mine - t) <= 0.10 * t, "thread %d: %.3f s in cpu.pprof, it counted %.3f s",
+			  (int)ours.tids[i], mine / 1e9, t / 1e9);
+	}
+	cJSON *m = manifest_load(ours.dir);
+	const cJSON *wg = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "cpu"), "perf"),
+		"weighed_to_schedstat");
+	cr_expect(cJSON_IsObject(wg), "the manifest does not say how cpu.pprof was weighed");
+	const cJSON *threads = cJSON_GetObjectItem(wg, "threads");
+	cr_expect(cJSON_IsNumber(threads) && threads->valuedouble >= 2, "both workers weighed by their schedstat");
+	cJSON_Delete(m);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	rm_window(&ours);
+	rm_window(&perf);
+}
+
 /* ---- kernel frames ---- */
 
 /* CPU time in stacks where a kernel function whose name holds kfn sits

@@ -6,6 +6,7 @@
  */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,7 @@ static void check_cpu_split_and_wall_states(const char *wall_engine)
 	cr_expect(want > 99 && total > want * 0.9 && total < want * 1.1,
 		  "cpu samples %lld, the target's CPU time asks for %.0f", (long long)total, want);
 	cr_expect_eq(blocked, 0, "blocked threads got %lld CPU samples", (long long)blocked);
+	size_t cpu_entries = cpu->n_sample;
 	perftools__profiles__profile__free_unpacked(cpu, NULL);
 
 	Perftools__Profiles__Profile *wall = load(sa.out, "wall.pprof");
@@ -179,10 +181,18 @@ static void check_cpu_split_and_wall_states(const char *wall_engine)
 		  (long long)locker, ticks);
 	perftools__profiles__profile__free_unpacked(wall, NULL);
 
-	/* Each CPU sample weighs the CPU time it stood for: one period. */
-	int64_t period = 1000000000 / 99;
-	cr_expect_eq(cpu_ns_total, total * period, "cpu ns %lld for %lld samples",
-		     (long long)cpu_ns_total, (long long)total);
+	/* The CPU samples stand for the threads' CPU time as the kernel
+	 * counted it: what the manifest says they were weighed to, within
+	 * the rounding of each entry, and within 10 % of the target's. */
+	const cJSON *wg = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(cap, "cpu"), "perf"), "weighed_to_schedstat");
+	cr_assert(cJSON_IsObject(wg), "capture.cpu.perf.weighed_to_schedstat missing");
+	double weighed = cJSON_GetObjectItem(wg, "weighed_s")->valuedouble * 1e9;
+	cr_expect(fabs((double)cpu_ns_total - weighed) <= 1e3 + (double)cpu_entries,
+		  "cpu ns %lld, weighed to %.0f", (long long)cpu_ns_total, weighed);
+	double target_ns = cJSON_GetObjectItem(cJSON_GetObjectItem(cap, "cpu"), "target_cpu_s")->valuedouble * 1e9;
+	cr_expect(fabs((double)cpu_ns_total - target_ns) <= 0.10 * target_ns,
+		  "cpu ns %lld for %.0f ns of target CPU", (long long)cpu_ns_total, target_ns);
 	cJSON *pause = cJSON_GetObjectItem(m, "pause");
 	cr_assert(pause && cJSON_GetObjectItem(pause, "p50_us") && cJSON_GetObjectItem(pause, "p99_us"));
 	const cJSON *we = cJSON_GetObjectItem(cap, "wall_engine");
