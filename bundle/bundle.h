@@ -101,7 +101,9 @@ const char *bundle_dir(const struct bundle *b);
  * included and never followed, at any depth; manifest.json itself excepted)
  * in sorted order. fn may be NULL.
  * Returns 0 intact, 1 problems found, or -errno if the manifest cannot be
- * read/parsed (-ENOENT no manifest, -EBADMSG malformed). */
+ * read/parsed (-ENOENT no manifest, -EBADMSG malformed, -EFBIG larger than
+ * the reader's BUNDLE_MAX_MANIFEST_BYTES). Members are hashed, never
+ * decoded: a bundle can be intact and still past a cap of the reader. */
 typedef void (*bundle_problem_fn)(void *ctx, const char *member, const char *problem);
 int bundle_verify(const char *dir, bundle_problem_fn fn, void *ctx);
 

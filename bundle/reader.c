@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "bundle/gzip.h"
 #include "bundle/profile.pb-c.h"
+#include "bundle/strmap.h"
 
 /* A decoded profile keeps its protobuf message alive: frame names and
  * labels point into its string table, which saves copying every string. */
@@ -22,21 +23,88 @@ struct cached_profile {
 	struct bundle_profile pub;
 	struct bundle_sample *samples;
 	struct bundle_frame *frames; /* all samples' frames, one block */
-	char **synth;		     /* "0x..." names we had to make */
+	char **synth;		     /* per location: its "0x..." name, made on first use */
 	size_t nsynth;
 	const char **types; /* value_type then value_unit */
 	struct cached_profile *next;
 };
 
+struct refusal {
+	struct bundle_refusal pub;
+	char *member; /* pub.member */
+};
+
 struct bundle_reader {
 	char *dir;
 	cJSON *manifest;
+	const char **names; /* the manifest's member names, sorted (bundle_reader_has) */
+	size_t nnames;
+	uint64_t limit[BUNDLE_NCAPS];
+	/* Bytes the decoded profiles take (protobuf-c's allocations as asked
+	 * plus malloc's overhead, and our arrays), against
+	 * BUNDLE_CAP_DECODED_BYTES. */
+	uint64_t decoded;
+	bool over_budget; /* the protobuf allocator refused one */
+	/* Behind a pointer so that the const accessors can record a refusal
+	 * too (bundle_reader_read). */
+	struct refusal *refused;
 	struct cached_profile *profiles;
 	bool timeline_loaded;
 	struct bundle_timeline tl;
 	double *tl_t;
 	struct bundle_counter *tl_counters;
 };
+
+static const struct bundle_cap_info caps[BUNDLE_NCAPS] = {
+	[BUNDLE_CAP_MANIFEST_BYTES] = {BUNDLE_MAX_MANIFEST_BYTES, true, "MiB on disk",
+				       "manifest.json"},
+	[BUNDLE_CAP_MEMBER_BYTES] = {BUNDLE_MAX_MEMBER_BYTES, true, "MiB on disk", "any member"},
+	[BUNDLE_CAP_INFLATED_BYTES] = {BUNDLE_MAX_INFLATED_BYTES, true, "MiB once decompressed",
+				       "a profile"},
+	[BUNDLE_CAP_SAMPLES] = {BUNDLE_MAX_SAMPLES, false, "samples", "a profile"},
+	[BUNDLE_CAP_LOCATIONS] = {BUNDLE_MAX_LOCATIONS, false, "locations", "a profile"},
+	[BUNDLE_CAP_FUNCTIONS] = {BUNDLE_MAX_FUNCTIONS, false, "functions", "a profile"},
+	[BUNDLE_CAP_FRAMES] = {BUNDLE_MAX_FRAMES, false, "stack frames, all samples together",
+			       "a profile"},
+	[BUNDLE_CAP_DECODED_BYTES] = {BUNDLE_MAX_DECODED_BYTES, true,
+				      "MiB of memory decoded, with the other profiles",
+				      "a profile"},
+	[BUNDLE_CAP_COUNTERS] = {BUNDLE_MAX_COUNTERS, false, "counters", "the timeline"},
+	[BUNDLE_CAP_POINTS] = {BUNDLE_MAX_POINTS, false, "points (lines)", "the timeline"},
+	[BUNDLE_CAP_VALUES] = {BUNDLE_MAX_VALUES, false, "values (counters x points)",
+			       "the timeline"},
+	[BUNDLE_CAP_LINE_BYTES] = {BUNDLE_MAX_LINE_BYTES, true, "MiB in one line", "the timeline"},
+};
+
+const struct bundle_cap_info *bundle_cap_info(enum bundle_cap cap)
+{
+	return (unsigned)cap < BUNDLE_NCAPS ? &caps[cap] : NULL;
+}
+
+void bundle_reader_set_limit(struct bundle_reader *r, enum bundle_cap cap, uint64_t limit)
+{
+	if ((unsigned)cap < BUNDLE_NCAPS)
+		r->limit[cap] = limit;
+}
+
+const struct bundle_refusal *bundle_reader_refusal(const struct bundle_reader *r)
+{
+	return r->refused->member ? &r->refused->pub : NULL;
+}
+
+/* Record that member was refused for cap (the first refusal is the one
+ * told); returns BUNDLE_PAST_CAP, or -ENOMEM if even the name cannot be
+ * kept. */
+static int refuse(const struct bundle_reader *r, const char *member, enum bundle_cap cap)
+{
+	if (!r->refused->member) {
+		r->refused->member = strdup(member);
+		if (!r->refused->member)
+			return -ENOMEM;
+		r->refused->pub = (struct bundle_refusal){.member = r->refused->member, .cap = cap};
+	}
+	return BUNDLE_PAST_CAP;
+}
 
 /* Member names come from a manifest that may be hostile: never let one
  * escape the bundle directory. */
@@ -60,22 +128,35 @@ static bool name_is_safe(const char *name)
 	return true;
 }
 
-int bundle_read_file_at(int dirfd, const char *path, size_t max_len, char **ret, size_t *ret_len)
+/* Open path for reading as the reader reads members: a FIFO must not hang
+ * us, a symlink must not lead outside the bundle. -EINVAL if it is not a
+ * regular file. */
+static int open_regular_at(int dirfd, const char *path, struct stat *st)
 {
-	/* A hostile bundle: a FIFO must not hang us, a symlink must not lead
-	 * outside the bundle. */
 	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
+	if (fstat(fd, st) < 0) {
 		int e = -errno;
 		close(fd);
 		return e;
 	}
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max_len) {
+	if (!S_ISREG(st->st_mode)) {
 		close(fd);
-		return S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
+		return -EINVAL;
+	}
+	return fd;
+}
+
+int bundle_read_file_at(int dirfd, const char *path, size_t max_len, char **ret, size_t *ret_len)
+{
+	struct stat st;
+	int fd = open_regular_at(dirfd, path, &st);
+	if (fd < 0)
+		return fd;
+	if ((uint64_t)st.st_size > max_len) {
+		close(fd);
+		return -EFBIG;
 	}
 	/* st_size is a first guess only: the file may be growing. */
 	size_t cap = (size_t)st.st_size + 1, n = 0;
@@ -119,28 +200,65 @@ int bundle_read_file_at(int dirfd, const char *path, size_t max_len, char **ret,
 	return 0;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The member names, sorted, so that bundle_reader_has is a bsearch. */
+static int index_members(struct bundle_reader *r)
+{
+	const cJSON *members = cJSON_GetObjectItemCaseSensitive(r->manifest, "members");
+	size_t n = (size_t)cJSON_GetArraySize(members);
+	const cJSON *m;
+	r->names = calloc(n + 1, sizeof(*r->names));
+	if (!r->names)
+		return -ENOMEM;
+	cJSON_ArrayForEach(m, members)
+	{
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(m, "name");
+		if (cJSON_IsString(nm))
+			r->names[r->nnames++] = nm->valuestring;
+	}
+	qsort(r->names, r->nnames, sizeof(*r->names), cmp_str);
+	return 0;
+}
+
 int bundle_reader_open(const char *dir, struct bundle_reader **ret)
 {
 	struct bundle_reader *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	r->dir = strdup(dir);
-	if (!r->dir) {
-		free(r);
+	r->refused = calloc(1, sizeof(*r->refused));
+	if (!r->dir || !r->refused) {
+		bundle_reader_free(r);
 		return -ENOMEM;
 	}
-	char *text;
+	for (size_t i = 0; i < BUNDLE_NCAPS; i++)
+		r->limit[i] = caps[i].limit;
+	char *path, *text;
 	size_t len;
-	int e = bundle_reader_read(r, "manifest.json", &text, &len);
+	if (asprintf(&path, "%s/manifest.json", dir) < 0) {
+		bundle_reader_free(r);
+		return -ENOMEM;
+	}
+	int e = bundle_read_file_at(AT_FDCWD, path, r->limit[BUNDLE_CAP_MANIFEST_BYTES], &text,
+				    &len);
+	free(path);
 	if (e < 0) {
 		bundle_reader_free(r);
-		return e;
+		return e; /* -EFBIG is BUNDLE_PAST_CAP */
 	}
 	r->manifest = cJSON_ParseWithLength(text, len);
 	free(text);
 	if (!cJSON_IsObject(r->manifest)) {
 		bundle_reader_free(r);
 		return -EBADMSG;
+	}
+	if (index_members(r) < 0) {
+		bundle_reader_free(r);
+		return -ENOMEM;
 	}
 	*ret = r;
 	return 0;
@@ -177,6 +295,10 @@ void bundle_reader_free(struct bundle_reader *r)
 	}
 	free(r->tl_counters);
 	free(r->tl_t);
+	free(r->names);
+	if (r->refused)
+		free(r->refused->member);
+	free(r->refused);
 	cJSON_Delete(r->manifest);
 	free(r->dir);
 	free(r);
@@ -194,14 +316,7 @@ const cJSON *bundle_reader_manifest(const struct bundle_reader *r)
 
 bool bundle_reader_has(const struct bundle_reader *r, const char *name)
 {
-	const cJSON *m;
-	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(r->manifest, "members"))
-	{
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "name");
-		if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
-			return true;
-	}
-	return false;
+	return bsearch(&name, r->names, r->nnames, sizeof(*r->names), cmp_str) != NULL;
 }
 
 int bundle_reader_read(const struct bundle_reader *r, const char *name, char **ret, size_t *ret_len)
@@ -211,12 +326,154 @@ int bundle_reader_read(const struct bundle_reader *r, const char *name, char **r
 	char *path;
 	if (asprintf(&path, "%s/%s", r->dir, name) < 0)
 		return -ENOMEM;
-	int e = bundle_read_file_at(AT_FDCWD, path, SIZE_MAX, ret, ret_len);
+	int e = bundle_read_file_at(AT_FDCWD, path, r->limit[BUNDLE_CAP_MEMBER_BYTES], ret,
+				    ret_len);
 	free(path);
-	return e;
+	return e == -EFBIG ? refuse(r, name, BUNDLE_CAP_MEMBER_BYTES) : e;
 }
 
 /* ---- profiles ---- */
+
+/*
+ * Before protobuf-c allocates anything: walk the Profile's top-level fields
+ * on the wire and count samples, locations, functions and, inside each
+ * sample, location ids (the frames before inline expansion). One pass over
+ * bytes already in memory; a bomb of a million tiny samples is refused
+ * here, at no cost. Anything that does not parse is left for
+ * protobuf-c to reject.
+ */
+struct wire_counts {
+	uint64_t samples, locations, functions, location_ids;
+};
+
+static bool varint(const uint8_t **p, const uint8_t *end, uint64_t *ret)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
+		uint8_t b = *(*p)++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*ret = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Skip one field's payload of wire type wt; false if it runs off the end. */
+static bool skip_field(const uint8_t **p, const uint8_t *end, unsigned wt, const uint8_t **ret_body,
+		       uint64_t *ret_len)
+{
+	uint64_t v;
+	switch (wt) {
+	case 0:
+		return varint(p, end, &v);
+	case 1:
+		if (end - *p < 8)
+			return false;
+		*p += 8;
+		return true;
+	case 2:
+		if (!varint(p, end, &v) || v > (uint64_t)(end - *p))
+			return false;
+		if (ret_body) {
+			*ret_body = *p;
+			*ret_len = v;
+		}
+		*p += v;
+		return true;
+	case 5:
+		if (end - *p < 4)
+			return false;
+		*p += 4;
+		return true;
+	}
+	return false;
+}
+
+/* Location ids of one Sample message: packed (field 1, wire type 2: one id
+ * per byte without the continuation bit) or not (wire type 0). */
+static uint64_t sample_location_ids(const uint8_t *p, const uint8_t *end)
+{
+	uint64_t n = 0, tag, len;
+	const uint8_t *body;
+	while (p < end && varint(&p, end, &tag)) {
+		unsigned wt = (unsigned)(tag & 7);
+		body = NULL;
+		if (!skip_field(&p, end, wt, &body, &len))
+			break;
+		if (tag >> 3 != 1)
+			continue;
+		if (wt == 0)
+			n++;
+		for (uint64_t i = 0; body && i < len; i++)
+			n += !(body[i] & 0x80);
+	}
+	return n;
+}
+
+static void wire_count(const uint8_t *p, size_t size, struct wire_counts *c)
+{
+	const uint8_t *end = p + size, *body;
+	uint64_t tag, len;
+	memset(c, 0, sizeof(*c));
+	while (p < end && varint(&p, end, &tag)) {
+		unsigned wt = (unsigned)(tag & 7);
+		body = NULL;
+		if (!skip_field(&p, end, wt, &body, &len))
+			return;
+		switch (tag >> 3) {
+		case 2:
+			c->samples++;
+			if (body)
+				c->location_ids += sample_location_ids(body, body + len);
+			break;
+		case 4:
+			c->locations++;
+			break;
+		case 5:
+			c->functions++;
+			break;
+		}
+	}
+}
+
+/* protobuf-c's allocations, charged to the reader's budget for decoded
+ * profiles: whatever a hostile message holds (labels, lines, unknown
+ * fields, empty strings by the million), unpacking it stops at the cap.
+ * 16 bytes a call is malloc's own overhead, which is what makes a million
+ * small messages cost more than their sizes say. */
+static void *budget_alloc(void *data, size_t size)
+{
+	struct bundle_reader *r = data;
+	uint64_t cost = (uint64_t)size + 16;
+	if (r->decoded + cost > r->limit[BUNDLE_CAP_DECODED_BYTES]) {
+		r->over_budget = true;
+		return NULL;
+	}
+	void *p = malloc(size);
+	if (p)
+		r->decoded += cost;
+	return p;
+}
+
+static void budget_free(void *data, void *p)
+{
+	(void)data;
+	free(p);
+}
+
+/* Charge our own arrays of count items of size bytes; false past the cap. */
+static bool charge(struct bundle_reader *r, size_t count, size_t size)
+{
+	uint64_t cost = (uint64_t)count * size + 16;
+	if (count && cost / count < size)
+		return false;
+	if (r->decoded + cost > r->limit[BUNDLE_CAP_DECODED_BYTES])
+		return false;
+	r->decoded += cost;
+	return true;
+}
 
 static const char *pstr(const Perftools__Profiles__Profile *p, int64_t idx)
 {
@@ -225,28 +482,92 @@ static const char *pstr(const Perftools__Profiles__Profile *p, int64_t idx)
 	return p->string_table[idx];
 }
 
-/* Ids are usually dense and 1-based (ours always are), so index arrays by
- * id; fall back to a linear search for anything else. */
-static const Perftools__Profiles__Location *find_loc(const Perftools__Profiles__Profile *p,
-						     uint64_t id)
+/* Locations and functions by id. Ours are dense and 1-based (id i at
+ * position i-1), which needs no index; anything else is sorted once and
+ * searched, so that sparse ids cost O(log n), not a scan per frame. The
+ * first of duplicate ids wins, as it did. */
+struct id_pos {
+	uint64_t id;
+	size_t pos;
+};
+
+struct id_index {
+	struct id_pos *v; /* NULL when dense */
+	size_t n;
+};
+
+static int cmp_id_pos(const void *a, const void *b)
 {
-	if (id >= 1 && id <= p->n_location && p->location[id - 1]->id == id)
-		return p->location[id - 1];
-	for (size_t i = 0; i < p->n_location; i++)
-		if (p->location[i]->id == id)
-			return p->location[i];
-	return NULL;
+	const struct id_pos *x = a, *y = b;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-static const Perftools__Profiles__Function *find_fn(const Perftools__Profiles__Profile *p,
-						    uint64_t id)
+/* ids(i) is the id of item i. */
+static int id_index_build(struct id_index *x, size_t n, uint64_t (*ids)(const void *, size_t),
+			  const void *items)
 {
-	if (id >= 1 && id <= p->n_function && p->function[id - 1]->id == id)
-		return p->function[id - 1];
-	for (size_t i = 0; i < p->n_function; i++)
-		if (p->function[i]->id == id)
-			return p->function[i];
-	return NULL;
+	bool dense = true;
+	x->n = n;
+	x->v = NULL;
+	for (size_t i = 0; i < n && dense; i++)
+		dense = ids(items, i) == i + 1;
+	if (dense)
+		return 0;
+	x->v = malloc((n ? n : 1) * sizeof(*x->v));
+	if (!x->v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		x->v[i] = (struct id_pos){ids(items, i), i};
+	qsort(x->v, n, sizeof(*x->v), cmp_id_pos);
+	return 0;
+}
+
+/* Position of id, or SIZE_MAX. */
+static size_t id_index_find(const struct id_index *x, uint64_t id)
+{
+	if (!x->v)
+		return id >= 1 && id <= x->n ? (size_t)(id - 1) : SIZE_MAX;
+	size_t lo = 0, hi = x->n;
+	while (lo < hi) { /* the first entry >= id */
+		size_t mid = lo + (hi - lo) / 2;
+		if (x->v[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < x->n && x->v[lo].id == id ? x->v[lo].pos : SIZE_MAX;
+}
+
+static uint64_t loc_id(const void *items, size_t i)
+{
+	return ((Perftools__Profiles__Location *const *)items)[i]->id;
+}
+
+static uint64_t fn_id(const void *items, size_t i)
+{
+	return ((Perftools__Profiles__Function *const *)items)[i]->id;
+}
+
+struct flatten_ctx {
+	struct cached_profile *c;
+	struct bundle_reader *r;
+	struct id_index locs, fns;
+};
+
+static const Perftools__Profiles__Location *find_loc(const struct flatten_ctx *x, uint64_t id,
+						     size_t *ret_pos)
+{
+	size_t pos = id_index_find(&x->locs, id);
+	*ret_pos = pos;
+	return pos == SIZE_MAX ? NULL : x->c->pb->location[pos];
+}
+
+static const Perftools__Profiles__Function *find_fn(const struct flatten_ctx *x, uint64_t id)
+{
+	size_t pos = id_index_find(&x->fns, id);
+	return pos == SIZE_MAX ? NULL : x->c->pb->function[pos];
 }
 
 static size_t loc_frames(const Perftools__Profiles__Location *l)
@@ -254,18 +575,34 @@ static size_t loc_frames(const Perftools__Profiles__Location *l)
 	return l && l->n_line ? l->n_line : 1;
 }
 
-static int flatten(struct cached_profile *c)
+static int flatten(struct flatten_ctx *x)
 {
+	struct cached_profile *c = x->c;
 	const Perftools__Profiles__Profile *p = c->pb;
-	size_t total = 0;
+	const char *name = c->name;
+	uint64_t total = 0, max_frames = x->r->limit[BUNDLE_CAP_FRAMES];
+	size_t pos;
 	for (size_t i = 0; i < p->n_sample; i++)
-		for (size_t j = 0; j < p->sample[i]->n_location_id; j++)
-			total += loc_frames(find_loc(p, p->sample[i]->location_id[j]));
+		for (size_t j = 0; j < p->sample[i]->n_location_id; j++) {
+			const Perftools__Profiles__Location *l =
+				find_loc(x, p->sample[i]->location_id[j], &pos);
+			if (!l)
+				return -EBADMSG;
+			total += loc_frames(l);
+			if (total > max_frames)
+				return refuse(x->r, name, BUNDLE_CAP_FRAMES);
+		}
+	if (!charge(x->r, p->n_sample + 1, sizeof(*c->samples)) ||
+	    !charge(x->r, (size_t)total + 1, sizeof(*c->frames)) ||
+	    !charge(x->r, p->n_location + 1, sizeof(*c->synth)))
+		return refuse(x->r, name, BUNDLE_CAP_DECODED_BYTES);
 	c->samples = calloc(p->n_sample ? p->n_sample : 1, sizeof(*c->samples));
-	c->frames = calloc(total ? total : 1, sizeof(*c->frames));
+	c->frames = calloc(total ? (size_t)total : 1, sizeof(*c->frames));
 	c->types = calloc(2 * (p->n_sample_type + 1), sizeof(*c->types));
-	if (!c->samples || !c->frames || !c->types)
+	c->synth = calloc(p->n_location + 1, sizeof(*c->synth));
+	if (!c->samples || !c->frames || !c->types || !c->synth)
 		return -ENOMEM;
+	c->nsynth = p->n_location;
 	for (size_t i = 0; i < p->n_sample_type; i++) {
 		c->types[i] = pstr(p, p->sample_type[i]->type);
 		c->types[p->n_sample_type + i] = pstr(p, p->sample_type[i]->unit);
@@ -280,27 +617,24 @@ static int flatten(struct cached_profile *c)
 		o->values = s->value;
 		o->tid = -1;
 		for (size_t j = 0; j < s->n_location_id; j++) {
-			const Perftools__Profiles__Location *l = find_loc(p, s->location_id[j]);
-			if (!l)
-				return -EBADMSG;
+			const Perftools__Profiles__Location *l =
+				find_loc(x, s->location_id[j], &pos);
 			if (!l->n_line) {
-				char *nm;
-				if (asprintf(&nm, "0x%" PRIx64, l->address) < 0)
-					return -ENOMEM;
-				char **ns = realloc(c->synth, (c->nsynth + 1) * sizeof(*ns));
-				if (!ns) {
-					free(nm);
+				/* One name per location, however many samples
+				 * pass through it. */
+				if (!c->synth[pos] &&
+				    asprintf(&c->synth[pos], "0x%" PRIx64, l->address) < 0) {
+					c->synth[pos] = NULL;
 					return -ENOMEM;
 				}
-				c->synth = ns;
-				c->synth[c->nsynth++] = nm;
-				*f++ = (struct bundle_frame){
-					.function = nm, .file = "", .address = l->address};
+				*f++ = (struct bundle_frame){.function = c->synth[pos],
+							     .file = "",
+							     .address = l->address};
 				continue;
 			}
 			for (size_t k = 0; k < l->n_line; k++) {
 				const Perftools__Profiles__Function *fn =
-					find_fn(p, l->line[k]->function_id);
+					find_fn(x, l->line[k]->function_id);
 				*f++ = (struct bundle_frame){
 					.function = fn ? pstr(p, fn->name) : "?",
 					.file = fn ? pstr(p, fn->filename) : "",
@@ -337,6 +671,54 @@ static int flatten(struct cached_profile *c)
 	return 0;
 }
 
+/* Refuse what the wire says is past a count cap, before unpacking. */
+static int check_counts(struct bundle_reader *r, const char *name, const uint8_t *raw, size_t len)
+{
+	struct wire_counts w;
+	wire_count(raw, len, &w);
+	if (w.samples > r->limit[BUNDLE_CAP_SAMPLES])
+		return refuse(r, name, BUNDLE_CAP_SAMPLES);
+	if (w.locations > r->limit[BUNDLE_CAP_LOCATIONS])
+		return refuse(r, name, BUNDLE_CAP_LOCATIONS);
+	if (w.functions > r->limit[BUNDLE_CAP_FUNCTIONS])
+		return refuse(r, name, BUNDLE_CAP_FUNCTIONS);
+	if (w.location_ids > r->limit[BUNDLE_CAP_FRAMES])
+		return refuse(r, name, BUNDLE_CAP_FRAMES);
+	return 0;
+}
+
+static int decode_profile(struct bundle_reader *r, struct cached_profile *c, const uint8_t *raw,
+			  size_t len)
+{
+	ProtobufCAllocator alloc = {
+		.alloc = budget_alloc, .free = budget_free, .allocator_data = r};
+	int e = check_counts(r, c->name, raw, len);
+	if (e < 0)
+		return e;
+	r->over_budget = false;
+	c->pb = perftools__profiles__profile__unpack(&alloc, len, raw);
+	if (!c->pb)
+		return r->over_budget ? refuse(r, c->name, BUNDLE_CAP_DECODED_BYTES) : -EBADMSG;
+	/* Counted again on what protobuf-c made of it: the wire walk stops
+	 * at the first thing it cannot parse. */
+	const Perftools__Profiles__Profile *p = c->pb;
+	if (p->n_sample > r->limit[BUNDLE_CAP_SAMPLES])
+		return refuse(r, c->name, BUNDLE_CAP_SAMPLES);
+	if (p->n_location > r->limit[BUNDLE_CAP_LOCATIONS])
+		return refuse(r, c->name, BUNDLE_CAP_LOCATIONS);
+	if (p->n_function > r->limit[BUNDLE_CAP_FUNCTIONS])
+		return refuse(r, c->name, BUNDLE_CAP_FUNCTIONS);
+	struct flatten_ctx x = {.c = c, .r = r};
+	e = id_index_build(&x.locs, p->n_location, loc_id, p->location);
+	if (e == 0)
+		e = id_index_build(&x.fns, p->n_function, fn_id, p->function);
+	if (e == 0)
+		e = flatten(&x);
+	free(x.locs.v);
+	free(x.fns.v);
+	return e;
+}
+
 int bundle_reader_profile(struct bundle_reader *r, const char *name,
 			  const struct bundle_profile **ret)
 {
@@ -352,26 +734,25 @@ int bundle_reader_profile(struct bundle_reader *r, const char *name,
 		return e;
 	uint8_t *raw;
 	size_t rawlen;
-	e = bundle_gunzip(gz, gzlen, SIZE_MAX, &raw, &rawlen);
+	e = bundle_gunzip(gz, gzlen, r->limit[BUNDLE_CAP_INFLATED_BYTES], &raw, &rawlen);
 	free(gz);
+	if (e == -EFBIG)
+		return refuse(r, name, BUNDLE_CAP_INFLATED_BYTES);
 	if (e < 0)
 		return e;
 	struct cached_profile *c = calloc(1, sizeof(*c));
-	if (!c) {
+	if (!c || !(c->name = strdup(name))) {
+		free(c);
 		free(raw);
 		return -ENOMEM;
 	}
-	c->pb = perftools__profiles__profile__unpack(NULL, rawlen, raw);
+	/* What a failed decode charged is given back: it is freed. */
+	uint64_t decoded_before = r->decoded;
+	e = decode_profile(r, c, raw, rawlen);
 	free(raw);
-	c->name = strdup(name);
-	if (!c->pb || !c->name) {
-		e = c->pb ? -ENOMEM : -EBADMSG;
-		profile_free(c);
-		return e;
-	}
-	e = flatten(c);
 	if (e < 0) {
 		profile_free(c);
+		r->decoded = decoded_before;
 		return e;
 	}
 	c->next = r->profiles;
@@ -406,36 +787,43 @@ int bundle_parse_time(const char *s, double *ret)
 
 struct tl_build {
 	struct bundle_reader *r;
+	const char *member;
 	size_t cap_points, cap_counters;
-	double **vals; /* per counter, cap_points entries */
+	struct strmap by_name; /* counter name -> index */
 };
 
 static int tl_counter(struct tl_build *b, const char *name, size_t *ret)
 {
-	struct bundle_timeline *tl = &b->r->tl;
-	for (size_t i = 0; i < tl->ncounters; i++)
-		if (strcmp(b->r->tl_counters[i].name, name) == 0) {
-			*ret = i;
-			return 0;
-		}
+	struct bundle_reader *r = b->r;
+	struct bundle_timeline *tl = &r->tl;
+	size_t *known = strmap_find(&b->by_name, name);
+	if (known) {
+		*ret = *known;
+		return 0;
+	}
+	/* The point being parsed is tl->npoints: it counts. */
+	if (tl->ncounters + 1 > r->limit[BUNDLE_CAP_COUNTERS])
+		return refuse(r, b->member, BUNDLE_CAP_COUNTERS);
+	if ((uint64_t)(tl->ncounters + 1) * (tl->npoints + 1) > r->limit[BUNDLE_CAP_VALUES])
+		return refuse(r, b->member, BUNDLE_CAP_VALUES);
 	if (tl->ncounters == b->cap_counters) {
 		size_t nc = b->cap_counters ? b->cap_counters * 2 : 32;
-		struct bundle_counter *cs = realloc(b->r->tl_counters, nc * sizeof(*cs));
+		struct bundle_counter *cs = realloc(r->tl_counters, nc * sizeof(*cs));
 		if (!cs)
 			return -ENOMEM;
-		b->r->tl_counters = cs;
+		r->tl_counters = cs;
 		b->cap_counters = nc;
 	}
 	double *v = malloc((b->cap_points ? b->cap_points : 1) * sizeof(*v));
 	char *n = strdup(name);
-	if (!v || !n) {
+	if (!v || !n || strmap_put(&b->by_name, n, tl->ncounters, NULL) < 0) {
 		free(v);
 		free(n);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < b->cap_points; i++)
 		v[i] = NAN;
-	b->r->tl_counters[tl->ncounters] = (struct bundle_counter){.name = n, .v = v};
+	r->tl_counters[tl->ncounters] = (struct bundle_counter){.name = n, .v = v};
 	*ret = tl->ncounters++;
 	return 0;
 }
@@ -486,6 +874,89 @@ static int tl_grow(struct tl_build *b)
 	return 0;
 }
 
+static int tl_line(struct tl_build *b, const char *line, size_t len)
+{
+	struct bundle_reader *r = b->r;
+	cJSON *o = cJSON_ParseWithLength(line, len);
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "t");
+	double ts;
+	int e = 0;
+	if (!cJSON_IsObject(o) || !cJSON_IsString(t) ||
+	    bundle_parse_time(t->valuestring, &ts) < 0) {
+		r->tl.bad_lines++;
+		cJSON_Delete(o);
+		return 0;
+	}
+	if (r->tl.npoints + 1 > r->limit[BUNDLE_CAP_POINTS])
+		e = refuse(r, b->member, BUNDLE_CAP_POINTS);
+	else if ((uint64_t)r->tl.ncounters * (r->tl.npoints + 1) > r->limit[BUNDLE_CAP_VALUES])
+		e = refuse(r, b->member, BUNDLE_CAP_VALUES);
+	else if (r->tl.npoints == b->cap_points)
+		e = tl_grow(b);
+	if (e == 0) {
+		r->tl_t[r->tl.npoints] = ts;
+		/* A counter first seen on a later line needs NANs before it:
+		 * tl_counter fills a new column with NAN up to cap_points. */
+		e = tl_object(b, o, "", r->tl.npoints);
+	}
+	cJSON_Delete(o);
+	if (e == 0)
+		r->tl.npoints++;
+	return e;
+}
+
+/* Feed fd's lines to tl_line, never holding more than one line (at most
+ * BUNDLE_CAP_LINE_BYTES) and a read buffer: the file's size does not
+ * matter, only what it holds. Empty lines are skipped, as blank lines
+ * are no points. */
+static int tl_read(struct tl_build *b, int fd)
+{
+	const size_t chunk = 64 << 10;
+	size_t max_line = (size_t)b->r->limit[BUNDLE_CAP_LINE_BYTES];
+	size_t cap = max_line + chunk, start = 0, end = 0;
+	char *buf = malloc(cap + 1);
+	int e = 0;
+	bool eof = false;
+	if (!buf)
+		return -ENOMEM;
+	while (e == 0) {
+		char *nl = memchr(buf + start, '\n', end - start);
+		if (!nl && !eof) {
+			if (end - start > max_line) {
+				e = refuse(b->r, b->member, BUNDLE_CAP_LINE_BYTES);
+				break;
+			}
+			memmove(buf, buf + start, end - start);
+			end -= start;
+			start = 0;
+			ssize_t k = read(fd, buf + end, cap - end);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k < 0) {
+				e = -errno;
+				break;
+			}
+			eof = k == 0;
+			end += (size_t)k;
+			continue;
+		}
+		size_t len = nl ? (size_t)(nl - (buf + start)) : end - start;
+		if (len > max_line) {
+			e = refuse(b->r, b->member, BUNDLE_CAP_LINE_BYTES);
+			break;
+		}
+		if (len) {
+			buf[start + len] = '\0';
+			e = tl_line(b, buf + start, len);
+		}
+		start += len + (nl ? 1 : 0);
+		if (!nl)
+			break; /* the last line, without its newline */
+	}
+	free(buf);
+	return e;
+}
+
 int bundle_reader_timeline(struct bundle_reader *r, const struct bundle_timeline **ret)
 {
 	if (r->timeline_loaded) {
@@ -497,37 +968,20 @@ int bundle_reader_timeline(struct bundle_reader *r, const struct bundle_timeline
 		cJSON_GetObjectItemCaseSensitive(r->manifest, "timeline"), "member");
 	if (cJSON_IsString(m))
 		member = m->valuestring;
-	char *text;
-	size_t len;
-	int e = bundle_reader_read(r, member, &text, &len);
-	if (e < 0)
-		return e;
-	struct tl_build b = {.r = r};
-	char *save = NULL;
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		cJSON *o = cJSON_Parse(line);
-		const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "t");
-		double ts;
-		if (!cJSON_IsObject(o) || !cJSON_IsString(t) ||
-		    bundle_parse_time(t->valuestring, &ts) < 0) {
-			r->tl.bad_lines++;
-			cJSON_Delete(o);
-			continue;
-		}
-		if (r->tl.npoints == b.cap_points && (e = tl_grow(&b)) < 0) {
-			cJSON_Delete(o);
-			break;
-		}
-		r->tl_t[r->tl.npoints] = ts;
-		/* A counter first seen on a later line needs NANs before it:
-		 * tl_counter fills a new column with NAN up to cap_points. */
-		e = tl_object(&b, o, "", r->tl.npoints);
-		cJSON_Delete(o);
-		if (e < 0)
-			break;
-		r->tl.npoints++;
-	}
-	free(text);
+	if (!name_is_safe(member))
+		return -EINVAL;
+	char *path;
+	if (asprintf(&path, "%s/%s", r->dir, member) < 0)
+		return -ENOMEM;
+	struct stat st;
+	int fd = open_regular_at(AT_FDCWD, path, &st);
+	free(path);
+	if (fd < 0)
+		return fd;
+	struct tl_build b = {.r = r, .member = member};
+	int e = tl_read(&b, fd);
+	close(fd);
+	strmap_release(&b.by_name);
 	if (e < 0)
 		return e; /* what was built is freed by bundle_reader_free */
 	/* Drop counters that never had a value (goroutines of a C target):

@@ -15,13 +15,15 @@
  * Errors: 0 or a negative errno, never printed. -ENOENT: no such member
  * (or no manifest.json), -EBADMSG: malformed (manifest not JSON, profile
  * not gzip or not a pprof Profile), -EINVAL: an unsafe member name
- * (absolute, or with "." / ".." components), -ENOMEM.
+ * (absolute, or with "." / ".." components), BUNDLE_PAST_CAP: past one of
+ * the reader's caps (below), -ENOMEM.
  * Out-of-memory policy: reported as -ENOMEM, never aborts; the caller
  * decides.
  */
 #ifndef DIAG_BUNDLE_READER_H
 #define DIAG_BUNDLE_READER_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,9 +31,91 @@
 
 struct bundle_reader;
 
+/* ---- limits ----
+ *
+ * verify proves that a bundle is what its manifest says, not that it is
+ * small: an 8 MB gzip member that inflates to 8 GiB, a timeline with a
+ * million counter names or a profile whose location ids are sparse all
+ * verify "intact". So the reader, which every reading command goes
+ * through, refuses a member past one of these caps (its accessor returns
+ * BUNDLE_PAST_CAP and bundle_reader_refusal says which cap) instead of
+ * letting it take the machine's memory or minutes of CPU.
+ *
+ * They are generous for real bundles: a 15-minute capture of a big process
+ * has profiles of a few hundred thousand samples and locations with stacks
+ * some tens of frames deep (a frame decoded costs about 50 bytes), 20-40
+ * counters and one timeline point per interval (1 s by default, 10 ms at
+ * least: 90,000 points in 15 minutes). Together they keep one reader
+ * within about 2 GiB: 1.5 GiB of decoded profiles, the one profile being
+ * inflated (128 MiB) and the timeline (under 100 MiB). What a command
+ * builds from it comes on top, in proportion: the HTML page's flame graph
+ * about 100 bytes a frame, the rest far less.
+ *
+ * Lookups are sorted or hashed (by id, by name): no input makes decoding
+ * quadratic.
+ */
+#define BUNDLE_PAST_CAP (-EFBIG)
+
+enum bundle_cap {
+	BUNDLE_CAP_MANIFEST_BYTES, /* manifest.json on disk (verify too) */
+	BUNDLE_CAP_MEMBER_BYTES,   /* any member read whole, on disk */
+	BUNDLE_CAP_INFLATED_BYTES, /* a gzipped profile, decompressed */
+	BUNDLE_CAP_SAMPLES,	   /* samples in one profile */
+	BUNDLE_CAP_LOCATIONS,	   /* locations in one profile */
+	BUNDLE_CAP_FUNCTIONS,	   /* functions in one profile */
+	BUNDLE_CAP_FRAMES,	   /* stack frames summed over a profile's samples */
+	BUNDLE_CAP_DECODED_BYTES,  /* memory of all profiles one reader decoded */
+	BUNDLE_CAP_COUNTERS,	   /* timeline counters (distinct names) */
+	BUNDLE_CAP_POINTS,	   /* timeline points (lines) */
+	BUNDLE_CAP_VALUES,	   /* timeline counters x points */
+	BUNDLE_CAP_LINE_BYTES,	   /* one timeline line */
+	BUNDLE_NCAPS
+};
+
+#define BUNDLE_MAX_MANIFEST_BYTES (8ull << 20)
+#define BUNDLE_MAX_MEMBER_BYTES	  (256ull << 20)
+#define BUNDLE_MAX_INFLATED_BYTES (128ull << 20)
+#define BUNDLE_MAX_SAMPLES	  1000000ull
+#define BUNDLE_MAX_LOCATIONS	  1000000ull
+#define BUNDLE_MAX_FUNCTIONS	  1000000ull
+#define BUNDLE_MAX_FRAMES	  16000000ull
+#define BUNDLE_MAX_DECODED_BYTES  (1536ull << 20)
+#define BUNDLE_MAX_COUNTERS	  1024ull
+#define BUNDLE_MAX_POINTS	  1000000ull
+#define BUNDLE_MAX_VALUES	  4000000ull
+#define BUNDLE_MAX_LINE_BYTES	  (1ull << 20)
+
+struct bundle_cap_info {
+	uint64_t limit; /* the default, one of the BUNDLE_MAX_* above */
+	bool bytes;	/* limit is a size */
+	/* What is counted, as it reads after "more than LIMIT" (LIMIT in MiB
+	 * for a size): "MiB on disk", "samples". */
+	const char *what;
+	const char *applies_to; /* "any member", "a profile", "the timeline" ... */
+};
+
+/* The table of caps, indexed by enum bundle_cap (static, never NULL for a
+ * valid cap). */
+const struct bundle_cap_info *bundle_cap_info(enum bundle_cap cap);
+
+/* Lower (or raise) one cap of r, for the members it decodes from now on;
+ * the fuzzer and the tests use it to stay small. manifest.json is read by
+ * bundle_reader_open, under the default. */
+void bundle_reader_set_limit(struct bundle_reader *r, enum bundle_cap cap, uint64_t limit);
+
+struct bundle_refusal {
+	const char *member; /* as the manifest names it: "cpu.pprof" */
+	enum bundle_cap cap;
+};
+
+/* The first member r refused (each accessor that hit a cap returned
+ * BUNDLE_PAST_CAP), or NULL if none was. Owned by r. */
+const struct bundle_refusal *bundle_reader_refusal(const struct bundle_reader *r);
+
 /* Open the bundle in dir: reads and parses dir/manifest.json.
  * -ENOENT without a manifest (a partial bundle), -EBADMSG if it is not a
- * JSON object. *ret untouched on failure. */
+ * JSON object, BUNDLE_PAST_CAP if it is larger than
+ * BUNDLE_MAX_MANIFEST_BYTES. *ret untouched on failure. */
 int bundle_reader_open(const char *dir, struct bundle_reader **ret);
 /* Free the reader and everything it handed out. NULL is a no-op. */
 void bundle_reader_free(struct bundle_reader *r);
@@ -44,7 +128,8 @@ bool bundle_reader_has(const struct bundle_reader *r, const char *name);
 
 /* Whole member file as bytes plus a terminating NUL (not counted in
  * *ret_len). Need not be listed in the manifest (so manifest.json itself
- * can be read). The caller owns and frees *ret. */
+ * can be read). BUNDLE_PAST_CAP above BUNDLE_CAP_MEMBER_BYTES. The caller
+ * owns and frees *ret. */
 int bundle_reader_read(const struct bundle_reader *r, const char *name, char **ret,
 		       size_t *ret_len);
 
@@ -85,7 +170,10 @@ struct bundle_profile {
 };
 
 /* Decode the gzipped pprof member name (e.g. "cpu.pprof"). The result is
- * cached per name. */
+ * cached per name. BUNDLE_PAST_CAP when it inflates past
+ * BUNDLE_CAP_INFLATED_BYTES, has more samples, locations, functions or
+ * frames than their caps, or would take the memory of this reader's
+ * decoded profiles past BUNDLE_CAP_DECODED_BYTES. */
 int bundle_reader_profile(struct bundle_reader *r, const char *name,
 			  const struct bundle_profile **ret);
 
@@ -107,9 +195,10 @@ struct bundle_timeline {
 };
 
 /* Parse the timeline member named by manifest "timeline"."member"
- * (default "runtime.jsonl"). -ENOENT for a bundle without one (a
- * snapshot). A line cut short by a killed capture is counted in bad_lines,
- * not an error. */
+ * (default "runtime.jsonl"), streamed line by line. -ENOENT for a bundle
+ * without one (a snapshot). A line cut short by a killed capture is
+ * counted in bad_lines, not an error. BUNDLE_PAST_CAP past the caps on
+ * counters, points, values or the length of one line. */
 int bundle_reader_timeline(struct bundle_reader *r, const struct bundle_timeline **ret);
 
 /* "2026-11-30T06:12:01.123Z" (UTC, fraction optional) to seconds since the

@@ -18,9 +18,6 @@
 #include "bundle/internal.h"
 #include "bundle/reader.h"
 
-/* The manifest is small (one entry per member); anything huge is not ours. */
-#define MANIFEST_MAX (64u << 20)
-
 struct verify {
 	bundle_problem_fn fn;
 	void *ctx;
@@ -40,7 +37,9 @@ static int read_manifest(int dirfd, cJSON **ret)
 {
 	char *buf;
 	size_t len;
-	int r = bundle_read_file_at(dirfd, BUNDLE_MANIFEST, MANIFEST_MAX, &buf, &len);
+	/* The manifest is small (one entry per member); the reader's cap,
+	 * so that what verifies can be opened. -EFBIG is BUNDLE_PAST_CAP. */
+	int r = bundle_read_file_at(dirfd, BUNDLE_MANIFEST, BUNDLE_MAX_MANIFEST_BYTES, &buf, &len);
 
 	if (r == -EINVAL)
 		return -EBADMSG; /* a FIFO or a directory is no manifest */

@@ -26,12 +26,15 @@ static void usage(FILE *out)
 	      " -j, --json               print the comparison as one JSON object\n"
 	      " -n, --top N              functions per table (default 10)\n"
 	      "     --color[=WHEN]       auto (default), always, never\n"
-	      " -h, --help               display this help\n\n"
-	      "Exit status:\n"
+	      " -h, --help               display this help\n\n",
+	      out);
+	cli_print_reader_caps(out);
+	fputs("Exit status:\n"
 	      "  0  compared (whatever the differences)\n"
 	      "  1  A or B is not a bundle (no or malformed manifest.json)\n"
 	      "  2  usage error\n"
-	      " 11  internal error (out of memory)\n\n"
+	      " 11  internal error (out of memory)\n"
+	      " 16  a member of A or B is past a limit above: nothing is compared\n\n"
 	      "See diag-attach(1).\n",
 	      out);
 }
@@ -87,7 +90,10 @@ int cmd_diff(int argc, char **argv)
 	}
 	cJSON *d = NULL;
 	char *s = NULL;
-	if (diff_build_json(a, b, (size_t)o.top, &d) < 0 || (o.json && !(s = cJSON_Print(d)))) {
+	int e = diff_build_json(a, b, (size_t)o.top, &d);
+	if (e == BUNDLE_PAST_CAP) {
+		rc = cli_reader_refused(bundle_reader_refusal(a) ? a : b);
+	} else if (e < 0 || (o.json && !(s = cJSON_Print(d)))) {
 		rc = EXIT_INTERNAL;
 		die_message("out of memory");
 	} else if (o.json) {

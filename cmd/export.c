@@ -33,13 +33,16 @@ static void usage(FILE *out)
 	      " -o, --output FILE        write to FILE instead of standard output\n"
 	      " -h, --help               display this help\n\n"
 	      "A bundle without cpu.pprof (a --snapshot capture) exports threads.pprof\n"
-	      "unless --profile says otherwise.\n\n"
-	      "Exit status:\n"
+	      "unless --profile says otherwise.\n\n",
+	      out);
+	cli_print_reader_caps(out);
+	fputs("Exit status:\n"
 	      "  0  written\n"
 	      "  1  DIR is not a bundle, or the profile cannot be decoded\n"
 	      "  2  usage error, or the bundle has no such profile\n"
 	      " 10  the output could not be written\n"
-	      " 11  internal error (out of memory)\n\n"
+	      " 11  internal error (out of memory)\n"
+	      " 16  the profile is past a limit above: nothing is written\n\n"
 	      "See diag-attach(1).\n",
 	      out);
 }
@@ -138,6 +141,11 @@ int cmd_export(int argc, char **argv)
 	}
 	const struct bundle_profile *p;
 	int e = bundle_reader_profile(r, member, &p);
+	if (e == BUNDLE_PAST_CAP) {
+		rc = cli_reader_refused(r);
+		bundle_reader_free(r);
+		return rc;
+	}
 	if (e < 0) {
 		die_message("cannot decode %s/%s: %s", dir, member,
 			    e == -EBADMSG ? "not a gzipped pprof profile" : strerror(-e));

@@ -35,7 +35,8 @@ static void pem_usage(FILE *out)
 	      "  1  DIR is not a bundle, or a member is missing or altered\n"
 	      "  2  usage error\n"
 	      " 10  the output could not be written\n"
-	      " 11  internal error (out of memory)\n\n"
+	      " 11  internal error (out of memory)\n"
+	      " 16  a member is larger than the reader's limit (see report --help)\n\n"
 	      "See diag-attach(1).\n",
 	      out);
 }
@@ -125,6 +126,11 @@ int cmd_pem(int argc, char **argv)
 	e = pem_encode_bundle(r, of.fp);
 	int w = ferror(of.fp) ? -EIO : 0;
 	w = output_file_close(&of, e < 0 ? e : w);
+	if (e == BUNDLE_PAST_CAP) {
+		rc = cli_reader_refused(r);
+		bundle_reader_free(r);
+		return rc;
+	}
 	bundle_reader_free(r);
 	if (e == -ENOMEM || w == -ENOMEM) {
 		die_message("out of memory");

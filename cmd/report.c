@@ -31,14 +31,17 @@ static void usage(FILE *out)
 	      " -n, --top N              functions per table (default 15)\n"
 	      "     --color[=WHEN]       colour the text: auto (default: only on a terminal\n"
 	      "                          and without NO_COLOR), always, never\n"
-	      " -h, --help               display this help\n\n"
-	      "Exit status:\n"
+	      " -h, --help               display this help\n\n",
+	      out);
+	cli_print_reader_caps(out);
+	fputs("Exit status:\n"
 	      "  0  report written\n"
 	      "  1  DIR is not a bundle (no or malformed manifest.json), or a member is\n"
 	      "     missing or altered (the report is still printed, with warnings)\n"
 	      "  2  usage error\n"
 	      " 10  the HTML file could not be written\n"
-	      " 11  internal error (out of memory)\n\n"
+	      " 11  internal error (out of memory)\n"
+	      " 16  a member is past a limit above: no report is made\n\n"
 	      "See diag-attach(1).\n",
 	      out);
 }
@@ -104,7 +107,13 @@ int cmd_report(int argc, char **argv)
 
 	struct report_options ro = {.top = (size_t)o.top, .with_flame = o.html != NULL};
 	cJSON *doc;
-	if (report_build_json(r, &ro, &doc) < 0) {
+	int e = report_build_json(r, &ro, &doc);
+	if (e == BUNDLE_PAST_CAP) {
+		rc = cli_reader_refused(r);
+		bundle_reader_free(r);
+		return rc;
+	}
+	if (e < 0) {
 		bundle_reader_free(r);
 		die_message("out of memory");
 		return EXIT_INTERNAL;
@@ -119,7 +128,7 @@ int cmd_report(int argc, char **argv)
 			free(s);
 		}
 	} else if (o.html) {
-		int e = html_write_file(doc, o.html);
+		e = html_write_file(doc, o.html);
 		if (e < 0) {
 			die_message("cannot write '%s': %s", o.html, output_file_strerror(e));
 			rc = e == -ENOMEM ? EXIT_INTERNAL : EXIT_WRITE_FAILED;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bundle/read/report_model.h"
+#include "bundle/strmap.h"
 #include "timeline/leakwatch.h"
 
 /* Leak-watch floors when neither manifest has them: the capture's own
@@ -79,12 +80,20 @@ static bool has_finding(const cJSON *m, const char *name)
 	return false;
 }
 
-static const struct bundle_counter *find_counter(const struct bundle_timeline *tl, const char *name)
+/* The timeline's counters by name. */
+static int counter_map(const struct bundle_timeline *tl, struct strmap *ret)
 {
 	for (size_t i = 0; tl && i < tl->ncounters; i++)
-		if (strcmp(tl->counters[i].name, name) == 0)
-			return &tl->counters[i];
-	return NULL;
+		if (strmap_put(ret, tl->counters[i].name, i, NULL) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static const struct bundle_counter *find_counter(const struct bundle_timeline *tl,
+						 const struct strmap *m, const char *name)
+{
+	size_t *i = tl ? strmap_find(m, name) : NULL;
+	return i ? &tl->counters[*i] : NULL;
 }
 
 static void add_stat(cJSON *o, const char *key, const struct bundle_timeline *tl,
@@ -109,6 +118,12 @@ static cJSON *diff_counters(struct bundle_reader *a, struct bundle_reader *b)
 		ta = NULL;
 	if (bundle_reader_timeline(b, &tb) < 0)
 		tb = NULL;
+	struct strmap by_a = STRMAP_INIT, by_b = STRMAP_INIT;
+	if (counter_map(ta, &by_a) < 0 || counter_map(tb, &by_b) < 0) {
+		strmap_release(&by_a);
+		strmap_release(&by_b);
+		return NULL;
+	}
 	cJSON *arr = cJSON_CreateArray();
 	const cJSON *ma = bundle_reader_manifest(a), *mb = bundle_reader_manifest(b);
 	/* B's counters in order, then A's that B lacks. */
@@ -117,10 +132,10 @@ static cJSON *diff_counters(struct bundle_reader *a, struct bundle_reader *b)
 		const struct bundle_timeline *tl = order[pass];
 		for (size_t i = 0; tl && i < tl->ncounters; i++) {
 			const char *name = tl->counters[i].name;
-			if (pass == 1 && find_counter(tb, name))
+			if (pass == 1 && find_counter(tb, &by_b, name))
 				continue;
-			const struct bundle_counter *ca = find_counter(ta, name),
-						    *cb = find_counter(tb, name);
+			const struct bundle_counter *ca = find_counter(ta, &by_a, name),
+						    *cb = find_counter(tb, &by_b, name);
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddStringToObject(o, "name", name);
 			struct counter_stat sa = {0}, sb = {0};
@@ -151,6 +166,8 @@ static cJSON *diff_counters(struct bundle_reader *a, struct bundle_reader *b)
 			cJSON_AddItemToArray(arr, o);
 		}
 	}
+	strmap_release(&by_a);
+	strmap_release(&by_b);
 	/* Growing-in-B first, keeping the counter order otherwise. */
 	cJSON *sorted = cJSON_CreateArray();
 	for (int want = 1; want >= 0; want--) {
@@ -263,15 +280,22 @@ struct group_view {
 
 typedef void (*add_stack_fn)(cJSON *stack, const void *group);
 
-static size_t count_in(const struct group_view *g, size_t n, const char *key, bool *found)
+/* Groups of one side by key (keys are unique per side: they are how the
+ * groups were made). */
+static int view_map(const struct group_view *g, size_t n, struct strmap *ret)
 {
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(g[i].key, key) == 0) {
-			*found = true;
-			return g[i].count;
-		}
-	*found = false;
+		if (strmap_put(ret, g[i].key, i, NULL) < 0)
+			return -ENOMEM;
 	return 0;
+}
+
+static size_t count_in(const struct group_view *g, const struct strmap *m, const char *key,
+		       bool *found)
+{
+	size_t *i = strmap_find(m, key);
+	*found = i != NULL;
+	return i ? g[*i].count : 0;
 }
 
 static void add_change(cJSON *arr, const struct group_view *g, size_t a, size_t b,
@@ -286,18 +310,19 @@ static void add_change(cJSON *arr, const struct group_view *g, size_t a, size_t 
 
 /* B's groups that appeared or grew, in B's order; with list_gone, then
  * A's groups that B no longer has. */
-static cJSON *diff_groups(const struct group_view *ga, size_t na, const struct group_view *gb,
-			  size_t nb, bool list_gone, add_stack_fn add_stack)
+static cJSON *diff_groups(const struct group_view *ga, size_t na, const struct strmap *ma,
+			  const struct group_view *gb, size_t nb, const struct strmap *mb,
+			  bool list_gone, add_stack_fn add_stack)
 {
 	cJSON *arr = cJSON_CreateArray();
 	bool found;
 	for (size_t i = 0; i < nb; i++) {
-		size_t ca = count_in(ga, na, gb[i].key, &found);
+		size_t ca = count_in(ga, ma, gb[i].key, &found);
 		if (gb[i].count > ca)
 			add_change(arr, &gb[i], ca, gb[i].count, add_stack);
 	}
 	for (size_t k = 0; list_gone && k < na; k++) {
-		count_in(gb, nb, ga[k].key, &found);
+		count_in(gb, mb, ga[k].key, &found);
 		if (!found)
 			add_change(arr, &ga[k], ga[k].count, 0, add_stack);
 	}
@@ -334,20 +359,35 @@ static struct group_view *goroutine_views(const struct goroutine_group *g, size_
 	return v;
 }
 
-/* Is tid among the threads of g that have no stack? */
-static bool stackless_in(const struct thread_group *g, size_t n, int64_t tid)
+static int cmp_tid(const void *a, const void *b)
 {
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The tids of g's threads that have no stack, sorted (for bsearch). */
+static int64_t *stackless_tids(const struct thread_group *g, size_t n, size_t *ret_n)
+{
+	size_t count = 0;
+	for (size_t i = 0; i < n; i++)
+		if (g[i].nframes == 0)
+			count += g[i].nthreads;
+	int64_t *v = malloc((count + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	count = 0;
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; g[i].nframes == 0 && k < g[i].nthreads; k++)
-			if (g[i].threads[k].tid == tid)
-				return true;
-	return false;
+			v[count++] = g[i].threads[k].tid;
+	qsort(v, count, sizeof(*v), cmp_tid);
+	*ret_n = count;
+	return v;
 }
 
 static cJSON *diff_threads(struct bundle_reader *a, struct bundle_reader *b)
 {
 	struct thread_group *ga = NULL, *gb = NULL;
-	size_t na = 0, nb = 0;
+	size_t na = 0, nb = 0, nstackless = 0;
 	if (thread_groups_build(a, "", &ga, &na) < 0)
 		na = 0;
 	if (thread_groups_build(b, "", &gb, &nb) < 0) {
@@ -355,24 +395,33 @@ static cJSON *diff_threads(struct bundle_reader *a, struct bundle_reader *b)
 		return NULL;
 	}
 	struct group_view *va = thread_views(ga, na), *vb = thread_views(gb, nb);
-	cJSON *arr = va && vb ? diff_groups(va, na, vb, nb, false, thread_stack) : NULL;
+	struct strmap ma = STRMAP_INIT, mb = STRMAP_INIT;
+	int64_t *stackless_b = stackless_tids(gb, nb, &nstackless);
+	cJSON *arr =
+		va && vb && stackless_b && view_map(va, na, &ma) == 0 && view_map(vb, nb, &mb) == 0
+			? diff_groups(va, na, &ma, vb, nb, &mb, false, thread_stack)
+			: NULL;
 	/* A's groups that B no longer has: gone, unless every one of their
 	 * threads is still in B, only without a stack there (late to stop,
 	 * not sampled yet): then nothing is known to have changed. */
 	for (size_t k = 0; arr && k < na; k++) {
 		bool found;
-		count_in(vb, nb, va[k].key, &found);
+		count_in(vb, &mb, va[k].key, &found);
 		if (found)
 			continue;
 		bool all_stackless_in_b = ga[k].nthreads > 0;
 		for (size_t t = 0; all_stackless_in_b && t < ga[k].nthreads; t++)
-			all_stackless_in_b = stackless_in(gb, nb, ga[k].threads[t].tid);
+			all_stackless_in_b = bsearch(&ga[k].threads[t].tid, stackless_b, nstackless,
+						     sizeof(*stackless_b), cmp_tid) != NULL;
 		cJSON *o = change_new(va[k].count, 0);
 		if (all_stackless_in_b)
 			cJSON_ReplaceItemInObject(o, "change", cJSON_CreateString("no_stack_in_b"));
 		thread_stack(cJSON_AddArrayToObject(o, "stack"), &ga[k]);
 		cJSON_AddItemToArray(arr, o);
 	}
+	strmap_release(&ma);
+	strmap_release(&mb);
+	free(stackless_b);
 	free(va);
 	free(vb);
 	thread_groups_free(ga, na);
@@ -404,7 +453,12 @@ static cJSON *diff_goroutines(struct bundle_reader *a, struct bundle_reader *b)
 	if (ea < 0 && eb < 0)
 		return NULL;
 	struct group_view *va = goroutine_views(ga, na), *vb = goroutine_views(gb, nb);
-	cJSON *arr = va && vb ? diff_groups(va, na, vb, nb, false, goroutine_stack) : NULL;
+	struct strmap ma = STRMAP_INIT, mb = STRMAP_INIT;
+	cJSON *arr = va && vb && view_map(va, na, &ma) == 0 && view_map(vb, nb, &mb) == 0
+			     ? diff_groups(va, na, &ma, vb, nb, &mb, false, goroutine_stack)
+			     : NULL;
+	strmap_release(&ma);
+	strmap_release(&mb);
 	free(va);
 	free(vb);
 	goroutine_groups_free(ga, na);
@@ -447,6 +501,12 @@ int diff_build_json(struct bundle_reader *a, struct bundle_reader *b, size_t top
 	t = diff_goroutines(a, b);
 	if (t)
 		cJSON_AddItemToObject(d, "goroutine_groups", t);
+	/* What either reader refused is missing above: refuse the comparison
+	 * rather than show half of it. */
+	if (bundle_reader_refusal(a) || bundle_reader_refusal(b)) {
+		cJSON_Delete(d);
+		return BUNDLE_PAST_CAP;
+	}
 	*ret = d;
 	return 0;
 }

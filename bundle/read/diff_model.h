@@ -31,7 +31,9 @@
 #include "bundle/reader.h"
 
 /* Build the comparison of a (before) and b (after), at most top functions
- * per table. 0 with *ret owned by the caller (cJSON_Delete), or -ENOMEM. */
+ * per table. 0 with *ret owned by the caller (cJSON_Delete), -ENOMEM, or
+ * BUNDLE_PAST_CAP when either reader refused a member past one of its caps
+ * (bundle_reader_refusal of a or b says which): no comparison is made. */
 int diff_build_json(struct bundle_reader *a, struct bundle_reader *b, size_t top, cJSON **ret);
 
 #endif

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 
+#include "bundle/strmap.h"
+
 struct line {
 	char *stack;
 	int64_t value;
@@ -106,15 +108,14 @@ struct frame_index {
 	const char **names; /* distinct function names, in first-seen order */
 	const struct bundle_frame **first;
 	size_t n, cap;
+	struct strmap by_name; /* name -> index */
 };
 
-/* Linear-probing would be faster; profiles have hundreds of distinct
- * functions, not millions, and this runs once. */
 static long frame_id(struct frame_index *fi, const struct bundle_frame *f)
 {
-	for (size_t i = 0; i < fi->n; i++)
-		if (strcmp(fi->names[i], f->function) == 0)
-			return (long)i;
+	size_t *known = strmap_find(&fi->by_name, f->function);
+	if (known)
+		return (long)*known;
 	if (fi->n == fi->cap) {
 		size_t nc = fi->cap ? fi->cap * 2 : 256;
 		const char **nn = realloc(fi->names, nc * sizeof(*nn));
@@ -127,9 +128,39 @@ static long frame_id(struct frame_index *fi, const struct bundle_frame *f)
 		fi->first = nf;
 		fi->cap = nc;
 	}
+	if (strmap_put(&fi->by_name, f->function, fi->n, NULL) < 0)
+		return -1;
 	fi->names[fi->n] = f->function;
 	fi->first[fi->n] = f;
 	return (long)fi->n++;
+}
+
+/* Samples grouped by thread, the threads in order of first appearance and
+ * each thread's samples in profile order: one sort, not a pass over all
+ * samples per thread. */
+struct by_tid {
+	int64_t tid;
+	size_t i;
+};
+
+struct thread_run {
+	size_t start, n; /* in the sorted by_tid array */
+};
+
+static int cmp_by_tid(const void *a, const void *b)
+{
+	const struct by_tid *x = a, *y = b;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static int cmp_run_first(const void *a, const void *b, void *order)
+{
+	const struct by_tid *o = order;
+	size_t x = o[((const struct thread_run *)a)->start].i;
+	size_t y = o[((const struct thread_run *)b)->start].i;
+	return x < y ? -1 : x > y;
 }
 
 int export_speedscope(const struct bundle_profile *p, size_t value_index, const char *name,
@@ -138,13 +169,15 @@ int export_speedscope(const struct bundle_profile *p, size_t value_index, const 
 	if (value_index >= p->nvalues)
 		return -EINVAL;
 	cJSON *doc = cJSON_CreateObject();
-	struct frame_index fi = {0};
+	struct frame_index fi = {.by_name = STRMAP_INIT};
 	int e = 0;
-	int64_t *tids = calloc(p->nsamples + 1, sizeof(*tids));
+	struct by_tid *order = calloc(p->nsamples + 1, sizeof(*order));
+	struct thread_run *runs = calloc(p->nsamples + 1, sizeof(*runs));
 	size_t ntids = 0;
-	if (!doc || !tids) {
+	if (!doc || !order || !runs) {
 		cJSON_Delete(doc);
-		free(tids);
+		free(order);
+		free(runs);
 		return -ENOMEM;
 	}
 	cJSON_AddStringToObject(doc, "$schema",
@@ -157,26 +190,26 @@ int export_speedscope(const struct bundle_profile *p, size_t value_index, const 
 	cJSON_AddStringToObject(doc, "exporter", "diag-attach");
 
 	/* One profile per thread, in order of first appearance. */
+	for (size_t i = 0; i < p->nsamples; i++)
+		order[i] = (struct by_tid){p->samples[i].tid, i};
+	qsort(order, p->nsamples, sizeof(*order), cmp_by_tid);
 	for (size_t i = 0; i < p->nsamples; i++) {
-		size_t k;
-		for (k = 0; k < ntids; k++)
-			if (tids[k] == p->samples[i].tid)
-				break;
-		if (k == ntids)
-			tids[ntids++] = p->samples[i].tid;
+		if (i == 0 || order[i].tid != order[i - 1].tid)
+			runs[ntids++] = (struct thread_run){.start = i};
+		runs[ntids - 1].n++;
 	}
+	qsort_r(runs, ntids, sizeof(*runs), cmp_run_first, order);
 	const char *unit = speedscope_unit(p->value_unit[value_index]);
 	for (size_t t = 0; t < ntids && e == 0; t++) {
+		int64_t tid = order[runs[t].start].tid;
 		cJSON *prof = cJSON_CreateObject();
 		cJSON_AddItemToArray(profiles, prof);
 		cJSON_AddStringToObject(prof, "type", "sampled");
 		cJSON *samples = cJSON_CreateArray(), *weights = cJSON_CreateArray();
 		int64_t total = 0;
 		const char *comm = NULL;
-		for (size_t i = 0; i < p->nsamples && e == 0; i++) {
-			const struct bundle_sample *s = &p->samples[i];
-			if (s->tid != tids[t])
-				continue;
+		for (size_t r = 0; r < runs[t].n && e == 0; r++) {
+			const struct bundle_sample *s = &p->samples[order[runs[t].start + r].i];
 			if (!comm)
 				comm = s->thread_comm;
 			cJSON *stack = cJSON_CreateArray();
@@ -194,9 +227,9 @@ int export_speedscope(const struct bundle_profile *p, size_t value_index, const 
 			total += s->values[value_index];
 		}
 		char pname[128];
-		if (tids[t] >= 0)
+		if (tid >= 0)
 			snprintf(pname, sizeof(pname), "%s (tid %lld)", comm ? comm : "?",
-				 (long long)tids[t]);
+				 (long long)tid);
 		else
 			snprintf(pname, sizeof(pname), "%s", name);
 		cJSON_AddStringToObject(prof, "name", pname);
@@ -227,7 +260,9 @@ int export_speedscope(const struct bundle_profile *p, size_t value_index, const 
 	}
 	free(fi.names);
 	free(fi.first);
-	free(tids);
+	strmap_release(&fi.by_name);
+	free(order);
+	free(runs);
 	cJSON_Delete(doc);
 	return e;
 }

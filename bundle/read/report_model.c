@@ -8,55 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bundle/strmap.h"
+
 /* ---- function tables ---- */
-
-/* A small open-addressing map from name pointer contents to index. The
- * tables are built once per report, so simplicity beats cleverness. */
-struct name_map {
-	size_t cap;
-	const char **keys;
-	size_t *vals;
-};
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
-static int name_map_init(struct name_map *m, size_t expect)
-{
-	m->cap = 64;
-	while (m->cap < expect * 2)
-		m->cap *= 2;
-	m->keys = calloc(m->cap, sizeof(*m->keys));
-	m->vals = calloc(m->cap, sizeof(*m->vals));
-	return m->keys && m->vals ? 0 : -ENOMEM;
-}
-
-static void name_map_release(struct name_map *m)
-{
-	free(m->keys);
-	free(m->vals);
-}
-
-/* Slot of key: *found tells whether it is there. The map never fills up:
- * callers size it for every distinct name they can insert. */
-static size_t name_map_slot(const struct name_map *m, const char *key, bool *found)
-{
-	size_t i = hash_str(key) & (m->cap - 1);
-	while (m->keys[i]) {
-		if (strcmp(m->keys[i], key) == 0) {
-			*found = true;
-			return i;
-		}
-		i = (i + 1) & (m->cap - 1);
-	}
-	*found = false;
-	return i;
-}
 
 static int cmp_fn_share(const void *a, const void *b)
 {
@@ -68,25 +22,47 @@ static int cmp_fn_share(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* Index of the entry for name in t, added if new. The table grows with
+ * the distinct names, not with the frames (a profile has millions of
+ * frames and some thousands of functions). */
+static int fn_slot(struct fn_table *t, size_t *cap, const char *name, size_t **last_sample,
+		   size_t *ret)
+{
+	size_t *idx;
+	int e = strmap_put(&t->by_name, name, t->nfns, &idx);
+	if (e < 0)
+		return e;
+	*ret = *idx;
+	if (e == 0)
+		return 0;
+	if (t->nfns == *cap) {
+		size_t nc = *cap ? *cap * 2 : 256;
+		struct fn_share *nf = realloc(t->fns, nc * sizeof(*nf));
+		if (!nf)
+			return -ENOMEM;
+		t->fns = nf;
+		size_t *nl = realloc(*last_sample, nc * sizeof(*nl));
+		if (!nl)
+			return -ENOMEM;
+		*last_sample = nl;
+		*cap = nc;
+	}
+	t->fns[t->nfns] = (struct fn_share){.name = name};
+	(*last_sample)[t->nfns] = 0;
+	t->nfns++;
+	return 0;
+}
+
 int fn_table_build(const struct bundle_profile *p, int64_t tid, struct fn_table *ret)
 {
-	struct fn_table t = {0};
-	size_t maxnames = 0;
-	for (size_t i = 0; i < p->nsamples; i++)
-		maxnames += p->samples[i].nframes;
+	struct fn_table t = {.by_name = STRMAP_INIT};
+	size_t cap = 0;
 	t.value_index = p->nvalues ? p->nvalues - 1 : 0;
 	t.unit = p->nvalues ? p->value_unit[t.value_index] : "";
-	struct name_map m;
 	/* last_sample: which sample last added to cum, so recursion counts once. */
-	size_t *last_sample = calloc(maxnames + 1, sizeof(*last_sample));
-	t.fns = calloc(maxnames + 1, sizeof(*t.fns));
-	if (name_map_init(&m, maxnames) < 0 || !last_sample || !t.fns) {
-		name_map_release(&m);
-		free(last_sample);
-		free(t.fns);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < p->nsamples; i++) {
+	size_t *last_sample = NULL;
+	int e = 0;
+	for (size_t i = 0; i < p->nsamples && e == 0; i++) {
 		const struct bundle_sample *s = &p->samples[i];
 		if (tid >= 0 && s->tid != tid)
 			continue;
@@ -96,17 +72,10 @@ int fn_table_build(const struct bundle_profile *p, int64_t tid, struct fn_table 
 		t.total += v;
 		t.samples += s->values[0];
 		for (size_t k = 0; k < s->nframes; k++) {
-			bool found;
-			size_t slot = name_map_slot(&m, s->frames[k].function, &found);
 			size_t idx;
-			if (!found) {
-				idx = t.nfns++;
-				m.keys[slot] = s->frames[k].function;
-				m.vals[slot] = idx;
-				t.fns[idx].name = s->frames[k].function;
-			} else {
-				idx = m.vals[slot];
-			}
+			e = fn_slot(&t, &cap, s->frames[k].function, &last_sample, &idx);
+			if (e < 0)
+				break;
 			if (k == 0)
 				t.fns[idx].flat += v;
 			if (last_sample[idx] != i + 1) {
@@ -115,9 +84,16 @@ int fn_table_build(const struct bundle_profile *p, int64_t tid, struct fn_table 
 			}
 		}
 	}
-	name_map_release(&m);
 	free(last_sample);
-	qsort(t.fns, t.nfns, sizeof(*t.fns), cmp_fn_share);
+	if (e < 0) {
+		fn_table_release(&t);
+		return e;
+	}
+	if (t.nfns)
+		qsort(t.fns, t.nfns, sizeof(*t.fns), cmp_fn_share);
+	/* The map now points at each name's place in the sorted table. */
+	for (size_t i = 0; i < t.nfns; i++)
+		*strmap_find(&t.by_name, t.fns[i].name) = i;
 	*ret = t;
 	return 0;
 }
@@ -125,15 +101,14 @@ int fn_table_build(const struct bundle_profile *p, int64_t tid, struct fn_table 
 void fn_table_release(struct fn_table *t)
 {
 	free(t->fns);
+	strmap_release(&t->by_name);
 	memset(t, 0, sizeof(*t));
 }
 
 const struct fn_share *fn_table_find(const struct fn_table *t, const char *name)
 {
-	for (size_t i = 0; i < t->nfns; i++)
-		if (strcmp(t->fns[i].name, name) == 0)
-			return &t->fns[i];
-	return NULL;
+	size_t *i = strmap_find(&t->by_name, name);
+	return i ? &t->fns[*i] : NULL;
 }
 
 /* ---- thread groups ---- */
@@ -160,37 +135,88 @@ static char *stack_key(const struct bundle_frame *f, size_t n)
 
 /* threads.txt: "Thread TID "comm" (state S)" optionally followed by
  * "    in syscall: NAME  wchan: FN" (either part may be missing). The
- * profile has no wait channel, so it comes from here. */
-static void find_wait(const char *txt, int64_t tid, char **syscall, char **wchan)
+ * profile has no wait channel, so it comes from here. Each thread's
+ * header is found through wait_index, not by scanning the text per
+ * thread. */
+struct wait_line {
+	int64_t tid;
+	const char *head; /* its "Thread TID " line */
+};
+
+static int cmp_wait_line(const void *a, const void *b)
 {
-	char head[48];
-	snprintf(head, sizeof(head), "Thread %lld ", (long long)tid);
+	const struct wait_line *x = a, *y = b;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->head < y->head ? -1 : x->head > y->head; /* the first one wins */
+}
+
+/* Every "Thread TID " line of txt, sorted by tid. */
+static int wait_index(const char *txt, struct wait_line **ret, size_t *ret_n)
+{
+	struct wait_line *v = NULL;
+	size_t n = 0, cap = 0;
 	for (const char *p = txt; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (strncmp(p, head, strlen(head)) != 0)
+		if (strncmp(p, "Thread ", 7) != 0 || !(p[7] == '-' || (p[7] >= '0' && p[7] <= '9')))
 			continue;
-		const char *nl = strchr(p, '\n');
-		if (!nl)
-			return;
-		const char *l = nl + 1;
-		const char *end = strchr(l, '\n');
-		if (!end)
-			end = l + strlen(l);
-		while (l < end && *l == ' ')
-			l++;
-		if (*l == '#')
-			return;
-		const char *sc = strstr(l, "in syscall: "), *wc = strstr(l, "wchan: ");
-		if (sc && sc < end) {
-			sc += strlen("in syscall: ");
-			size_t n = strcspn(sc, " \n");
-			*syscall = strndup(sc, n);
+		char *end;
+		errno = 0;
+		long long tid = strtoll(p + 7, &end, 10);
+		if (end == p + 7 || *end != ' ' || errno)
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			struct wait_line *nv = realloc(v, nc * sizeof(*nv));
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap = nc;
 		}
-		if (wc && wc < end) {
-			wc += strlen("wchan: ");
-			size_t n = strcspn(wc, " \n");
-			*wchan = strndup(wc, n);
-		}
+		v[n++] = (struct wait_line){tid, p};
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_wait_line);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+static void find_wait(const struct wait_line *idx, size_t n, int64_t tid, char **syscall,
+		      char **wchan)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) { /* the first entry for tid */
+		size_t mid = lo + (hi - lo) / 2;
+		if (idx[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == n || idx[lo].tid != tid)
 		return;
+	const char *nl = strchr(idx[lo].head, '\n');
+	if (!nl)
+		return;
+	const char *l = nl + 1;
+	const char *end = strchr(l, '\n');
+	if (!end)
+		end = l + strlen(l);
+	while (l < end && *l == ' ')
+		l++;
+	if (*l == '#')
+		return;
+	const char *sc = strstr(l, "in syscall: "), *wc = strstr(l, "wchan: ");
+	if (sc && sc < end) {
+		sc += strlen("in syscall: ");
+		size_t k = strcspn(sc, " \n");
+		*syscall = strndup(sc, k);
+	}
+	if (wc && wc < end) {
+		wc += strlen("wchan: ");
+		size_t k = strcspn(wc, " \n");
+		*wchan = strndup(wc, k);
 	}
 }
 
@@ -214,43 +240,58 @@ int thread_groups_build(struct bundle_reader *r, const char *prefix, struct thre
 	char *txt = NULL;
 	size_t txtlen;
 	snprintf(name, sizeof(name), "%sthreads.txt", prefix);
-	if (bundle_reader_read(r, name, &txt, &txtlen) < 0)
+	e = bundle_reader_read(r, name, &txt, &txtlen);
+	if (e == BUNDLE_PAST_CAP || e == -ENOMEM)
+		return e;
+	if (e < 0)
 		txt = NULL;
+	struct wait_line *waits = NULL;
+	size_t nwaits = 0;
 	struct thread_group *g = calloc(p->nsamples + 1, sizeof(*g));
+	size_t *group_of = calloc(p->nsamples + 1, sizeof(*group_of));
+	struct strmap by_key = STRMAP_INIT;
 	size_t ng = 0;
-	if (!g) {
-		free(txt);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < p->nsamples; i++) {
+	e = g && group_of ? 0 : -ENOMEM;
+	if (e == 0 && txt)
+		e = wait_index(txt, &waits, &nwaits);
+	/* Which group each sample joins (groups found by key, in O(1)), then
+	 * each group's members in one array of its exact size. */
+	for (size_t i = 0; i < p->nsamples && e == 0; i++) {
 		const struct bundle_sample *s = &p->samples[i];
 		char *key = stack_key(s->frames, s->nframes);
-		if (!key) {
+		size_t *gi;
+		int put = key ? strmap_put(&by_key, key, ng, &gi) : -ENOMEM;
+		if (put < 0) {
+			free(key);
 			e = -ENOMEM;
 			break;
 		}
-		size_t gi;
-		for (gi = 0; gi < ng; gi++)
-			if (strcmp(g[gi].key, key) == 0)
-				break;
-		if (gi == ng) {
-			g[ng] = (struct thread_group){
+		if (put == 1)
+			g[ng++] = (struct thread_group){
 				.frames = s->frames, .nframes = s->nframes, .key = key};
-			g[ng].threads = calloc(p->nsamples, sizeof(*g[ng].threads));
-			ng++;
-			if (!g[gi].threads) {
-				e = -ENOMEM;
-				break;
-			}
-		} else {
+		else
 			free(key);
-		}
-		struct thread_member *m = &g[gi].threads[g[gi].nthreads++];
+		group_of[i] = *gi;
+		g[*gi].nthreads++;
+	}
+	for (size_t k = 0; k < ng && e == 0; k++) {
+		g[k].threads = calloc(g[k].nthreads, sizeof(*g[k].threads));
+		if (!g[k].threads)
+			e = -ENOMEM;
+		g[k].nthreads = 0;
+	}
+	for (size_t i = 0; i < p->nsamples && e == 0; i++) {
+		const struct bundle_sample *s = &p->samples[i];
+		struct thread_group *gr = &g[group_of[i]];
+		struct thread_member *m = &gr->threads[gr->nthreads++];
 		*m = (struct thread_member){
 			.tid = s->tid, .comm = s->thread_comm, .state = s->state};
-		if (txt && s->tid >= 0)
-			find_wait(txt, s->tid, &m->syscall, &m->wchan);
+		if (waits && s->tid >= 0)
+			find_wait(waits, nwaits, s->tid, &m->syscall, &m->wchan);
 	}
+	strmap_release(&by_key);
+	free(group_of);
+	free(waits);
 	free(txt);
 	if (e < 0) {
 		thread_groups_free(g, ng);
@@ -267,7 +308,7 @@ void thread_groups_free(struct thread_group *g, size_t n)
 	if (!g)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		for (size_t k = 0; k < g[i].nthreads; k++) {
+		for (size_t k = 0; g[i].threads && k < g[i].nthreads; k++) {
 			free(g[i].threads[k].syscall);
 			free(g[i].threads[k].wchan);
 		}
@@ -318,8 +359,23 @@ static int cmp_gg(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
-static int add_goroutine(struct goroutine_group **gs, size_t *n, size_t *cap,
+static int add_goroutine_to(struct goroutine_group **gs, size_t *n, size_t *cap,
+			    struct strmap *by_key, struct goroutine_group *cur);
+
+/* Group cur (whose key is made here) into gs, found by key in O(1). cur
+ * is consumed (and zeroed) whatever happens. */
+static int add_goroutine(struct goroutine_group **gs, size_t *n, size_t *cap, struct strmap *by_key,
 			 struct goroutine_group *cur)
+{
+	int e = add_goroutine_to(gs, n, cap, by_key, cur);
+	if (e < 0)
+		goroutine_group_release(cur);
+	memset(cur, 0, sizeof(*cur));
+	return e;
+}
+
+static int add_goroutine_to(struct goroutine_group **gs, size_t *n, size_t *cap,
+			    struct strmap *by_key, struct goroutine_group *cur)
 {
 	size_t klen = strlen(cur->reason) + 2;
 	for (size_t i = 0; i < cur->nframes; i++)
@@ -327,19 +383,26 @@ static int add_goroutine(struct goroutine_group **gs, size_t *n, size_t *cap,
 	cur->key = malloc(klen);
 	if (!cur->key)
 		return -ENOMEM;
-	strcpy(cur->key, cur->reason);
-	strcat(cur->key, "|");
+	char *k = cur->key;
+	size_t l = strlen(cur->reason);
+	memcpy(k, cur->reason, l);
+	k += l;
+	*k++ = '|';
 	for (size_t i = 0; i < cur->nframes; i++) {
-		strcat(cur->key, cur->frames[i]);
+		l = strlen(cur->frames[i]);
+		memcpy(k, cur->frames[i], l);
+		k += l;
 		if (i + 1 < cur->nframes)
-			strcat(cur->key, ";");
+			*k++ = ';';
 	}
-	for (size_t i = 0; i < *n; i++)
-		if (strcmp((*gs)[i].key, cur->key) == 0) {
-			(*gs)[i].count++;
-			goroutine_group_release(cur);
-			return 0;
-		}
+	*k = '\0';
+	size_t *known = strmap_find(by_key, cur->key);
+	if (known) {
+		(*gs)[*known].count++;
+		goroutine_group_release(cur);
+		memset(cur, 0, sizeof(*cur));
+		return 0;
+	}
 	if (*n == *cap) {
 		size_t nc = *cap ? *cap * 2 : 16;
 		struct goroutine_group *ng = realloc(*gs, nc * sizeof(*ng));
@@ -348,6 +411,9 @@ static int add_goroutine(struct goroutine_group **gs, size_t *n, size_t *cap,
 		*gs = ng;
 		*cap = nc;
 	}
+	/* The key string stays where it is when gs moves. */
+	if (strmap_put(by_key, cur->key, *n, NULL) < 0)
+		return -ENOMEM;
 	cur->count = 1;
 	(*gs)[(*n)++] = *cur;
 	return 0;
@@ -356,7 +422,8 @@ static int add_goroutine(struct goroutine_group **gs, size_t *n, size_t *cap,
 int goroutine_groups_parse(const char *text, struct goroutine_group **ret, size_t *ret_n)
 {
 	struct goroutine_group *gs = NULL, cur = {0};
-	size_t n = 0, cap = 0;
+	struct strmap by_key = STRMAP_INIT;
+	size_t n = 0, cap = 0, frames_cap = 0;
 	bool in = false, skip_next = false;
 	int e = 0;
 	const char *p = text;
@@ -365,8 +432,9 @@ int goroutine_groups_parse(const char *text, struct goroutine_group **ret, size_
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
 		if (strncmp(p, "goroutine ", 10) == 0 && len && p[len - 1] == ':') {
 			if (in)
-				e = add_goroutine(&gs, &n, &cap, &cur);
+				e = add_goroutine(&gs, &n, &cap, &by_key, &cur);
 			memset(&cur, 0, sizeof(cur));
+			frames_cap = 0;
 			const char *lb = memchr(p, '[', len),
 				   *rb = lb ? memchr(lb, ']', len - (size_t)(lb - p)) : NULL;
 			cur.reason = lb && rb ? clean_reason(lb + 1, (size_t)(rb - lb - 1))
@@ -376,8 +444,9 @@ int goroutine_groups_parse(const char *text, struct goroutine_group **ret, size_
 			in = true;
 			skip_next = false;
 		} else if (in && len == 0) {
-			e = add_goroutine(&gs, &n, &cap, &cur);
+			e = add_goroutine(&gs, &n, &cap, &by_key, &cur);
 			memset(&cur, 0, sizeof(cur));
+			frames_cap = 0;
 			in = false;
 		} else if (in && (p[0] == '\t' || skip_next)) {
 			skip_next = false; /* file:line of the previous function */
@@ -392,24 +461,30 @@ int goroutine_groups_parse(const char *text, struct goroutine_group **ret, size_
 					fl = i;
 					break;
 				}
-			char **nf = realloc(cur.frames, (cur.nframes + 1) * sizeof(*nf));
+			if (cur.nframes == frames_cap) {
+				size_t nc = frames_cap ? frames_cap * 2 : 16;
+				char **nf = realloc(cur.frames, nc * sizeof(*nf));
+				if (!nf) {
+					e = -ENOMEM;
+					break;
+				}
+				cur.frames = nf;
+				frames_cap = nc;
+			}
 			char *f = strndup(p, fl);
-			if (!nf || !f) {
-				free(f);
-				if (nf)
-					cur.frames = nf;
+			if (!f) {
 				e = -ENOMEM;
 				break;
 			}
-			cur.frames = nf;
 			cur.frames[cur.nframes++] = f;
 		}
 		p += len + (nl ? 1 : 0);
 	}
 	if (e == 0 && in)
-		e = add_goroutine(&gs, &n, &cap, &cur);
+		e = add_goroutine(&gs, &n, &cap, &by_key, &cur);
 	else if (in)
 		goroutine_group_release(&cur);
+	strmap_release(&by_key);
 	if (e < 0) {
 		goroutine_groups_free(gs, n);
 		return e;
@@ -617,6 +692,19 @@ static cJSON *stack_json(const struct bundle_frame *f, size_t n)
 	return a;
 }
 
+struct by_cum {
+	int64_t cum;
+	size_t i;
+};
+
+static int cmp_by_cum(const void *a, const void *b)
+{
+	const struct by_cum *x = a, *y = b;
+	if (x->cum != y->cum)
+		return x->cum < y->cum ? 1 : -1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
 static cJSON *fn_table_json(const struct fn_table *t, size_t top)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -638,22 +726,15 @@ static cJSON *fn_table_json(const struct fn_table *t, size_t top)
 					t->total ? 100.0 * (double)f->cum / (double)t->total : 0);
 		cJSON_AddItemToArray(flat, e);
 	}
-	/* By cum: sort a copy of the indices. */
-	size_t *idx = malloc((t->nfns + 1) * sizeof(*idx));
+	/* By cum: sort a copy (cum, then the flat order: stable). */
+	struct by_cum *idx = malloc((t->nfns + 1) * sizeof(*idx));
 	cJSON *cum = cJSON_AddArrayToObject(o, "top_cum");
 	if (idx) {
 		for (size_t i = 0; i < t->nfns; i++)
-			idx[i] = i;
-		for (size_t i = 1; i < t->nfns; i++) { /* insertion sort: stable, n is small */
-			size_t k = idx[i], j = i;
-			while (j > 0 && t->fns[idx[j - 1]].cum < t->fns[k].cum) {
-				idx[j] = idx[j - 1];
-				j--;
-			}
-			idx[j] = k;
-		}
+			idx[i] = (struct by_cum){t->fns[i].cum, i};
+		qsort(idx, t->nfns, sizeof(*idx), cmp_by_cum);
 		for (size_t i = 0; i < t->nfns && i < top; i++) {
-			const struct fn_share *f = &t->fns[idx[i]];
+			const struct fn_share *f = &t->fns[idx[i].i];
 			cJSON *e = cJSON_CreateObject();
 			cJSON_AddStringToObject(e, "function", f->name);
 			cJSON_AddNumberToObject(e, "flat", (double)f->flat);
@@ -680,30 +761,29 @@ static cJSON *flame_json(const struct bundle_profile *p)
 	cJSON *names = cJSON_AddArrayToObject(o, "frames");
 	cJSON *samples = cJSON_AddArrayToObject(o, "samples");
 	cJSON *threads = cJSON_AddObjectToObject(o, "threads");
-	size_t total = 0;
-	for (size_t i = 0; i < p->nsamples; i++)
-		total += p->samples[i].nframes;
-	struct name_map m;
+	/* Frame names and threads already added, by name: no scan of either
+	 * list per frame. A thread's key is the string of its item in
+	 * "threads", which lives as long as o. */
+	struct strmap frames = STRMAP_INIT, tids = STRMAP_INIT;
 	size_t nnames = 0;
-	if (name_map_init(&m, total + 1) < 0) {
-		name_map_release(&m);
-		return o;
-	}
 	size_t vi = p->nvalues ? p->nvalues - 1 : 0;
 	cJSON_AddStringToObject(o, "unit", p->nvalues ? p->value_unit[vi] : "");
 	for (size_t i = 0; i < p->nsamples && p->nvalues; i++) {
 		const struct bundle_sample *s = &p->samples[i];
 		cJSON *stack = cJSON_CreateArray();
 		for (size_t k = s->nframes; k-- > 0;) {
-			bool found;
-			size_t slot = name_map_slot(&m, s->frames[k].function, &found);
-			if (!found) {
-				m.keys[slot] = s->frames[k].function;
-				m.vals[slot] = nnames++;
+			size_t *id;
+			int put = strmap_put(&frames, s->frames[k].function, nnames, &id);
+			if (put < 0) {
+				cJSON_Delete(stack);
+				goto out;
+			}
+			if (put == 1) {
+				nnames++;
 				cJSON_AddItemToArray(names,
 						     cJSON_CreateString(s->frames[k].function));
 			}
-			cJSON_AddItemToArray(stack, cJSON_CreateNumber((double)m.vals[slot]));
+			cJSON_AddItemToArray(stack, cJSON_CreateNumber((double)*id));
 		}
 		cJSON *e = cJSON_CreateArray();
 		cJSON_AddItemToArray(e, cJSON_CreateNumber((double)s->tid));
@@ -712,10 +792,16 @@ static cJSON *flame_json(const struct bundle_profile *p)
 		cJSON_AddItemToArray(samples, e);
 		char tid[32];
 		snprintf(tid, sizeof(tid), "%lld", (long long)s->tid);
-		if (!cJSON_GetObjectItemCaseSensitive(threads, tid))
-			cJSON_AddStringToObject(threads, tid, s->thread_comm ? s->thread_comm : "");
+		if (!strmap_find(&tids, tid)) {
+			cJSON *c = cJSON_AddStringToObject(threads, tid,
+							   s->thread_comm ? s->thread_comm : "");
+			if (!c || strmap_put(&tids, c->string, 0, NULL) < 0)
+				goto out;
+		}
 	}
-	name_map_release(&m);
+out:
+	strmap_release(&frames);
+	strmap_release(&tids);
 	return o;
 }
 
@@ -732,6 +818,8 @@ static void add_profiles(struct bundle_reader *r, const struct report_options *o
 			continue;
 		const struct bundle_profile *p;
 		int e = bundle_reader_profile(r, member, &p);
+		if (e == BUNDLE_PAST_CAP)
+			return;
 		if (e < 0) {
 			warn(warnings, "%s: cannot decode: %s", member, e);
 			continue;
@@ -797,6 +885,8 @@ static void add_threads(struct bundle_reader *r, cJSON *doc, cJSON *warnings)
 	struct thread_group *g;
 	size_t ng;
 	int e = thread_groups_build(r, "", &g, &ng);
+	if (e == BUNDLE_PAST_CAP)
+		return;
 	if (e < 0) {
 		warn(warnings, "%s: cannot decode: %s", "threads.pprof", e);
 		return;
@@ -829,6 +919,8 @@ static void add_goroutines(struct bundle_reader *r, cJSON *doc, cJSON *warnings)
 	char *txt;
 	size_t len;
 	int e = bundle_reader_read(r, "goroutine.txt", &txt, &len);
+	if (e == BUNDLE_PAST_CAP)
+		return;
 	if (e < 0) {
 		warn(warnings, "%s: unreadable: %s", "goroutine.txt", e);
 		return;
@@ -866,7 +958,7 @@ static void add_timeline(struct bundle_reader *r, cJSON *doc, cJSON *warnings)
 {
 	const struct bundle_timeline *tl;
 	int e = bundle_reader_timeline(r, &tl);
-	if (e == -ENOENT)
+	if (e == -ENOENT || e == BUNDLE_PAST_CAP)
 		return;
 	if (e < 0) {
 		warn(warnings, "%s: %s", "timeline", e);
@@ -929,10 +1021,20 @@ int report_build_json(struct bundle_reader *r, const struct report_options *opt,
 	}
 	cJSON *warnings = cJSON_CreateArray();
 	add_interpretation_losses(m, warnings);
+	/* A member past a cap of the reader is no warning: the bundle is
+	 * refused, with no report made of the rest. */
 	add_profiles(r, opt, doc, warnings);
-	add_threads(r, doc, warnings);
-	add_goroutines(r, doc, warnings);
-	add_timeline(r, doc, warnings);
+	if (!bundle_reader_refusal(r))
+		add_threads(r, doc, warnings);
+	if (!bundle_reader_refusal(r))
+		add_goroutines(r, doc, warnings);
+	if (!bundle_reader_refusal(r))
+		add_timeline(r, doc, warnings);
+	if (bundle_reader_refusal(r)) {
+		cJSON_Delete(warnings);
+		cJSON_Delete(doc);
+		return BUNDLE_PAST_CAP;
+	}
 	cJSON *f = dup_item(m, "findings");
 	cJSON_AddItemToObject(doc, "findings", f ? f : cJSON_CreateArray());
 	cJSON_AddItemToObject(doc, "warnings", warnings);

@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "bundle/reader.h"
+#include "bundle/strmap.h"
 
 /* ---- functions by flat and cumulative share ---- */
 
@@ -36,13 +37,14 @@ struct fn_table {
 	int64_t samples;    /* sum of value[0] (sample counts) */
 	struct fn_share *fns;
 	size_t nfns; /* sorted by flat, then cum, then name */
+	struct strmap by_name; /* name -> index in fns, for fn_table_find */
 };
 
 /* Build from p, counting only samples of thread tid (tid < 0: all).
  * Release with fn_table_release. */
 int fn_table_build(const struct bundle_profile *p, int64_t tid, struct fn_table *ret);
 void fn_table_release(struct fn_table *t);
-/* The entry for name, or NULL. */
+/* The entry for name, or NULL. O(1): the table is hashed by name. */
 const struct fn_share *fn_table_find(const struct fn_table *t, const char *name);
 
 /* ---- threads grouped by identical stack ---- */
@@ -118,7 +120,10 @@ struct report_options {
 /* The report as JSON (layout in doc/diag-attach.1 and report.c's --help).
  * Missing members are not errors: the section is absent and a line is
  * added to "warnings"; a member that is present but cannot be decoded is
- * a warning too. Returns -ENOMEM only. Caller frees *ret with cJSON_Delete. */
+ * a warning too. A member past one of the reader's caps is not: the
+ * report is not made and BUNDLE_PAST_CAP returned (bundle_reader_refusal
+ * says which member and cap). Otherwise returns 0 or -ENOMEM. Caller
+ * frees *ret with cJSON_Delete. */
 int report_build_json(struct bundle_reader *r, const struct report_options *opt, cJSON **ret);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bundle/bundle.h"
+#include "bundle/text.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/util.h"
 
@@ -19,6 +20,8 @@ int cli_open_bundle(const char *dir, struct bundle_reader **ret)
 		hint_message("a capture that was interrupted leaves no manifest; capture again");
 	} else if (e == -EBADMSG) {
 		die_message("'%s': manifest.json is malformed", dir);
+	} else if (e == BUNDLE_PAST_CAP) {
+		return cli_refused(dir, "manifest.json", BUNDLE_CAP_MANIFEST_BYTES);
 	} else if (e == -ENOMEM) {
 		die_message("out of memory");
 		return EXIT_INTERNAL;
@@ -40,4 +43,47 @@ bool cli_bundle_intact(const char *dir)
 	bool intact = true;
 	int r = bundle_verify(dir, warn_problem, &intact);
 	return r == 0 && intact;
+}
+
+/* "128 MiB" or "1000000". */
+static void format_limit(const struct bundle_cap_info *c, char *out, size_t size)
+{
+	if (c->bytes)
+		snprintf(out, size, "%llu", (unsigned long long)(c->limit >> 20));
+	else
+		snprintf(out, size, "%llu", (unsigned long long)c->limit);
+}
+
+int cli_refused(const char *dir, const char *member, enum bundle_cap cap)
+{
+	const struct bundle_cap_info *c = bundle_cap_info(cap);
+	char limit[32];
+	format_limit(c, limit, sizeof(limit));
+	/* One line: a script greps it, a person reads what to blame. The
+	 * member name is the manifest's, shown escaped. */
+	char m[512];
+	escape_text(member, m, sizeof(m));
+	die_message("refusing %s/%s: more than %s %s (a limit of the bundle reader; see "
+		    "SECURITY in diag-attach(1))",
+		    dir, m, limit, c->what);
+	return EXIT_PAST_CAP;
+}
+
+int cli_reader_refused(const struct bundle_reader *r)
+{
+	const struct bundle_refusal *f = bundle_reader_refusal(r);
+	return cli_refused(bundle_reader_dir(r), f ? f->member : "?",
+			   f ? f->cap : BUNDLE_CAP_DECODED_BYTES);
+}
+
+void cli_print_reader_caps(FILE *out)
+{
+	fputs("Limits (a bundle past one is refused, exit status 16):\n", out);
+	for (int i = 0; i < BUNDLE_NCAPS; i++) {
+		const struct bundle_cap_info *c = bundle_cap_info((enum bundle_cap)i);
+		char limit[32];
+		format_limit(c, limit, sizeof(limit));
+		fprintf(out, "  %-14s %s %s\n", c->applies_to, limit, c->what);
+	}
+	fputc('\n', out);
 }

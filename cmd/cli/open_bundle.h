@@ -8,14 +8,27 @@
 #define DIAG_CMD_CLI_OPEN_BUNDLE_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "bundle/reader.h"
 
 /* Open dir, printing the failure ("not a bundle", "malformed manifest")
  * with a hint. Returns EXIT_OK with *ret set (the caller frees it with
  * bundle_reader_free), or the exit status to return (EXIT_VERIFY_FAILED
- * for a missing or malformed manifest, EXIT_INTERNAL for out of memory). */
+ * for a missing or malformed manifest, EXIT_PAST_CAP for a manifest past
+ * the reader's cap, EXIT_INTERNAL for out of memory). */
 int cli_open_bundle(const char *dir, struct bundle_reader **ret);
+
+/* Print the one line that says which member of dir was refused for which
+ * cap of the reader ("diag-attach: refusing DIR/cpu.pprof: more than 128
+ * MiB once decompressed (...)"). Returns EXIT_PAST_CAP. */
+int cli_refused(const char *dir, const char *member, enum bundle_cap cap);
+/* The same for what r refused (bundle_reader_refusal must be non-NULL). */
+int cli_reader_refused(const struct bundle_reader *r);
+
+/* The reader's caps, for the --help of the commands that read bundles:
+ * one line each, indented like an option's description. */
+void cli_print_reader_caps(FILE *out);
 
 /* Re-hash the bundle's members; print each problem to stderr as a
  * warning. Returns true if intact. */

@@ -9,7 +9,8 @@
  * "cpu.pprof" of a bundle whose manifest lists it.
  * Invariants:
  *  - no crash, no leak, no undefined behaviour;
- *  - failure is -EBADMSG or -ENOMEM only;
+ *  - failure is -EBADMSG, -ENOMEM or BUNDLE_PAST_CAP (a bomb: the reader's
+ *    limits are lowered so that one is refused after megabytes);
  *  - on success every string the reader hands out is readable and non-NULL
  *    where documented (function, file, value types), every sample's values
  *    array has nvalues entries, and a second call returns the cached result.
@@ -108,13 +109,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		write_gzipped(path, data, size);
 
 	FUZZ_CHECK(bundle_reader_open(bundle_dir, &r) == 0);
+	bundle_reader_set_limit(r, BUNDLE_CAP_INFLATED_BYTES, 16 << 20);
+	bundle_reader_set_limit(r, BUNDLE_CAP_DECODED_BYTES, 256 << 20);
 	FUZZ_CHECK(bundle_reader_has(r, "cpu.pprof"));
 	e = bundle_reader_profile(r, "cpu.pprof", &p);
 	if (e == 0) {
 		check_profile(p);
 		FUZZ_CHECK(bundle_reader_profile(r, "cpu.pprof", &again) == 0 && again == p);
 	} else {
-		FUZZ_CHECK(e == -EBADMSG || e == -ENOMEM);
+		FUZZ_CHECK(e == -EBADMSG || e == -ENOMEM || e == BUNDLE_PAST_CAP);
+		FUZZ_CHECK((e == BUNDLE_PAST_CAP) == (bundle_reader_refusal(r) != NULL));
 	}
 	bundle_reader_free(r);
 	return 0;
