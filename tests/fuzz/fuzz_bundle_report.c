@@ -1,0 +1,209 @@
+/*
+ * fuzz_bundle_report: a whole bundle read the way `diag-attach report`
+ * reads it (manifest, pprof profiles, runtime.jsonl, threads.txt,
+ * goroutine.txt through the bundle reader and report_model), then
+ * rendered as text, compared with itself as `diff` does and exported as
+ * collapsed stacks and speedscope.
+ *
+ * Input: [manifest | timeline | profile | params], the params read from the
+ * tail (fuzz_common.h): byte 1 (last) flags, byte 2 top, then two 4-byte
+ * little-endian lengths (the manifest's, then the timeline's; what is left
+ * before the params is the profile). A profile that does not start with
+ * the gzip magic is gzipped by the harness, so mutations reach protobuf-c
+ * and the reader's id lookups instead of dying in the CRC.
+ * Flags: bit 0 write the manifest bytes as they are (else a fixed manifest
+ * that lists every member below, so the members are always read); bit 1
+ * the profile is cpu.pprof, bit 2 also wall.pprof, bit 3 also
+ * threads.pprof (with the timeline bytes as threads.txt); bit 4 the
+ * timeline bytes are goroutine.txt too; bit 5 flame graph data (report
+ * --html); bit 6 the reader's default limits (else small ones, so that a
+ * bomb is refused fast and the fuzzer's RSS stays low).
+ * Seeds (corpus/fuzz_bundle_report) are real members laid out this way.
+ * Invariants:
+ *  - no crash, leak or undefined behaviour, whatever the members hold;
+ *  - report_build_json and diff_build_json return 0, -ENOMEM or
+ *    BUNDLE_PAST_CAP; BUNDLE_PAST_CAP exactly when the reader says which
+ *    member it refused, for a valid cap, and that member is one the
+ *    bundle has;
+ *  - a report that was built prints as text, and the profile exports.
+ */
+#include <zlib.h>
+
+#include "tests/fuzz/fuzz_common.h"
+
+#include <cjson/cJSON.h>
+
+#include "bundle/read/diff_model.h"
+#include "bundle/read/export_format.h"
+#include "bundle/read/report_model.h"
+#include "bundle/read/report_text.h"
+#include "bundle/reader.h"
+
+static const char fixed_manifest[] =
+	"{\"bundle_id\":\"fuzz\",\"mode\":\"sample\",\"target\":{\"pid\":1,\"comm\":\"t\"},"
+	"\"timeline\":{\"member\":\"runtime.jsonl\",\"interval_s\":1},"
+	"\"findings\":[{\"counter\":\"rss_bytes\",\"slope_per_s\":1}],"
+	"\"members\":[{\"name\":\"cpu.pprof\",\"bytes\":0,\"sha256\":\"\"},"
+	"{\"name\":\"wall.pprof\",\"bytes\":0,\"sha256\":\"\"},"
+	"{\"name\":\"threads.pprof\",\"bytes\":0,\"sha256\":\"\"},"
+	"{\"name\":\"threads.txt\",\"bytes\":0,\"sha256\":\"\"},"
+	"{\"name\":\"goroutine.txt\",\"bytes\":0,\"sha256\":\"\"},"
+	"{\"name\":\"runtime.jsonl\",\"bytes\":0,\"sha256\":\"\"}]}";
+
+/* Every file the harness writes: only these can be refused (a manifest
+ * of the input's may name any of them as its timeline). */
+static const char *const members[] = {"cpu.pprof",    "wall.pprof",    "threads.pprof",
+				      "threads.txt",  "goroutine.txt", "runtime.jsonl",
+				      "manifest.json"};
+
+static FILE *devnull;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	devnull = fopen("/dev/null", "w");
+	if (!devnull)
+		abort();
+	return 0;
+}
+
+static void write_member(const char *dir, const char *name, const void *data, size_t len)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fz_write_file(path, data, len);
+}
+
+static void write_profile(const char *dir, const char *name, const uint8_t *data, size_t size)
+{
+	if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
+		write_member(dir, name, data, size);
+		return;
+	}
+	z_stream zs;
+	size_t cap = deflateBound(NULL, (uLong)size) + 64;
+	uint8_t *out = malloc(cap);
+	FUZZ_CHECK(out != NULL);
+	memset(&zs, 0, sizeof(zs));
+	FUZZ_CHECK(deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+	zs.next_in = (Bytef *)data;
+	zs.avail_in = (uInt)size;
+	zs.next_out = out;
+	zs.avail_out = (uInt)cap;
+	FUZZ_CHECK(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+	write_member(dir, name, out, cap - zs.avail_out);
+	deflateEnd(&zs);
+	free(out);
+}
+
+/* Small limits: a bomb is refused after megabytes, not after the real
+ * caps' gigabyte (which the fuzzer's -rss_limit_mb would call a crash). */
+static void small_limits(struct bundle_reader *r)
+{
+	bundle_reader_set_limit(r, BUNDLE_CAP_MEMBER_BYTES, 4 << 20);
+	bundle_reader_set_limit(r, BUNDLE_CAP_INFLATED_BYTES, 4 << 20);
+	bundle_reader_set_limit(r, BUNDLE_CAP_SAMPLES, 20000);
+	bundle_reader_set_limit(r, BUNDLE_CAP_LOCATIONS, 20000);
+	bundle_reader_set_limit(r, BUNDLE_CAP_FUNCTIONS, 20000);
+	bundle_reader_set_limit(r, BUNDLE_CAP_FRAMES, 200000);
+	bundle_reader_set_limit(r, BUNDLE_CAP_DECODED_BYTES, 64 << 20);
+	bundle_reader_set_limit(r, BUNDLE_CAP_COUNTERS, 64);
+	bundle_reader_set_limit(r, BUNDLE_CAP_POINTS, 20000);
+	bundle_reader_set_limit(r, BUNDLE_CAP_VALUES, 100000);
+	bundle_reader_set_limit(r, BUNDLE_CAP_LINE_BYTES, 64 << 10);
+}
+
+static void check_refusal(const struct bundle_reader *r, int e)
+{
+	const struct bundle_refusal *f = bundle_reader_refusal(r);
+	FUZZ_CHECK(e == 0 || e == -ENOMEM || e == BUNDLE_PAST_CAP);
+	if (e != BUNDLE_PAST_CAP)
+		return;
+	FUZZ_CHECK(f && f->member && bundle_cap_info(f->cap));
+	bool known = false;
+	for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++)
+		known |= strcmp(f->member, members[i]) == 0;
+	FUZZ_CHECK(known);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static unsigned iteration;
+	struct fz f = fz_init(data, size);
+	uint8_t flags = fz_u8(&f);
+	size_t top = (size_t)fz_range(&f, 1, 40);
+	size_t mlen = (size_t)fz_u32(&f), tlen = (size_t)fz_u32(&f);
+	char dir[400];
+	if (mlen > f.n)
+		mlen = f.n;
+	if (tlen > f.n - mlen)
+		tlen = f.n - mlen;
+	const uint8_t *manifest = data, *timeline = data + mlen, *profile = timeline + tlen;
+	size_t plen = f.n - mlen - tlen;
+
+	snprintf(dir, sizeof(dir), "%s/b%u", fz_dir(), iteration++);
+	FUZZ_CHECK(mkdir(dir, 0700) == 0);
+	if (flags & 1)
+		write_member(dir, "manifest.json", manifest, mlen);
+	else
+		write_member(dir, "manifest.json", fixed_manifest, strlen(fixed_manifest));
+	write_member(dir, "runtime.jsonl", timeline, tlen);
+	if (flags & 2)
+		write_profile(dir, "cpu.pprof", profile, plen);
+	if (flags & 4)
+		write_profile(dir, "wall.pprof", profile, plen);
+	if (flags & 8) {
+		write_profile(dir, "threads.pprof", profile, plen);
+		write_member(dir, "threads.txt", timeline, tlen);
+	}
+	if (flags & 16)
+		write_member(dir, "goroutine.txt", timeline, tlen);
+
+	struct bundle_reader *r, *r2;
+	int e = bundle_reader_open(dir, &r);
+	if (e < 0) {
+		FUZZ_CHECK(flags & 1);
+		FUZZ_CHECK(e == -EBADMSG || e == -ENOENT || e == -ENOMEM || e == -EINVAL);
+		fz_rm_rf(dir);
+		return 0;
+	}
+	if (!(flags & 64))
+		small_limits(r);
+
+	struct report_options opt = {.top = top, .with_flame = (flags & 32) != 0};
+	cJSON *doc = NULL;
+	e = report_build_json(r, &opt, &doc);
+	check_refusal(r, e);
+	FUZZ_CHECK((e == BUNDLE_PAST_CAP) == (bundle_reader_refusal(r) != NULL));
+	if (e == 0) {
+		report_print_text(doc, devnull, (flags & 128) != 0, top);
+		cJSON_Delete(doc);
+	}
+
+	/* diff's model over the same members, through a second reader (the
+	 * first one's cache would hide its decoding). */
+	if (bundle_reader_open(dir, &r2) == 0) {
+		if (!(flags & 64))
+			small_limits(r2);
+		cJSON *d = NULL;
+		e = diff_build_json(r, r2, top, &d);
+		FUZZ_CHECK(e == 0 || e == -ENOMEM || e == BUNDLE_PAST_CAP);
+		FUZZ_CHECK(e != BUNDLE_PAST_CAP || bundle_reader_refusal(r) ||
+			   bundle_reader_refusal(r2));
+		cJSON_Delete(d);
+		bundle_reader_free(r2);
+	}
+
+	const struct bundle_profile *p;
+	if (!bundle_reader_refusal(r) && bundle_reader_has(r, "cpu.pprof") &&
+	    bundle_reader_profile(r, "cpu.pprof", &p) == 0 && p->nvalues) {
+		e = export_collapsed(p, p->nvalues - 1, (flags & 128) != 0, devnull);
+		FUZZ_CHECK(e == 0 || e == -ENOMEM);
+		e = export_speedscope(p, 0, "fuzz", devnull);
+		FUZZ_CHECK(e == 0 || e == -ENOMEM);
+	}
+	bundle_reader_free(r);
+	fz_rm_rf(dir);
+	return 0;
+}
