@@ -51,6 +51,13 @@ int bundle_create(const char *dir, struct bundle **ret);
  * and nothing is recorded. */
 int bundle_write_member(struct bundle *b, const char *name, const void *data, size_t len);
 
+/* The name rule of bundle_write_member, bundle_stream_open and
+ * bundle_verify: a relative path of non-empty components, none of them
+ * "." or "..", not ending in ".tmp", not the manifest itself, short
+ * enough for its temporary. For a caller that must refuse a bad name
+ * before it writes anything (unpem). */
+bool bundle_name_valid(const char *name);
+
 /* A member written incrementally (runtime.jsonl): appended and flushed line
  * by line so a killed capture still leaves a usable file. It is hashed when
  * the bundle is finalized. Same name rules as bundle_write_member. The
@@ -104,6 +111,12 @@ const char *bundle_dir(const struct bundle *b);
  * read/parsed (-ENOENT no manifest, -EBADMSG malformed). */
 typedef void (*bundle_problem_fn)(void *ctx, const char *member, const char *problem);
 int bundle_verify(const char *dir, bundle_problem_fn fn, void *ctx);
+/* The same, also saying how much was vouched for: *ret_members (may be
+ * NULL) is the number of members the manifest lists, each of them checked,
+ * when the result is 0 or 1 (untouched otherwise). Nothing vouches for
+ * the manifest itself: it is not signed, so a bundle whose members and
+ * manifest were rewritten together verifies too. */
+int bundle_verify_listed(const char *dir, bundle_problem_fn fn, void *ctx, size_t *ret_members);
 
 /* sha256 (nettle) of a buffer as 64 lowercase hex chars + NUL. */
 void bundle_sha256_hex(const void *data, size_t len, char out[65]);

@@ -8,6 +8,7 @@
 
 #include "bundle/read/diff_model.h"
 #include "bundle/read/diff_text.h"
+#include "bundle/text.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/open_bundle.h"
 #include "cmd/cli/options.h"
@@ -87,7 +88,7 @@ int cmd_diff(int argc, char **argv)
 	}
 	cJSON *d = NULL;
 	char *s = NULL;
-	if (diff_build_json(a, b, (size_t)o.top, &d) < 0 || (o.json && !(s = cJSON_Print(d)))) {
+	if (diff_build_json(a, b, (size_t)o.top, &d) < 0 || (o.json && !(s = json_print(d, true)))) {
 		rc = EXIT_INTERNAL;
 		die_message("out of memory");
 	} else if (o.json) {

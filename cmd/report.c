@@ -11,6 +11,7 @@
 #include "bundle/read/output_file.h"
 #include "bundle/read/report_model.h"
 #include "bundle/read/report_text.h"
+#include "bundle/text.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/open_bundle.h"
 #include "cmd/cli/options.h"
@@ -111,7 +112,7 @@ int cmd_report(int argc, char **argv)
 	}
 	rc = intact ? EXIT_OK : EXIT_VERIFY_FAILED;
 	if (o.json) {
-		char *s = cJSON_Print(doc);
+		char *s = json_print(doc, true);
 		if (!s) {
 			rc = EXIT_INTERNAL;
 		} else {

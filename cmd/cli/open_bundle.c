@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bundle/bundle.h"
+#include "bundle/text.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/util.h"
 
@@ -32,7 +33,10 @@ static void warn_problem(void *ctx, const char *member, const char *problem)
 {
 	bool *intact = ctx;
 	*intact = false;
-	fprintf(stderr, "diag-attach: warning: %s: %s\n", member, problem);
+	/* The name is the manifest's, which anyone may have written. */
+	fputs("diag-attach: warning: ", stderr);
+	escape_text_put(member, stderr);
+	fprintf(stderr, ": %s\n", problem);
 }
 
 bool cli_bundle_intact(const char *dir)

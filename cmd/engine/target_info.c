@@ -61,17 +61,14 @@ static size_t read_nul_list(const struct attach_target *t, const char *name, cha
 	return count;
 }
 
-/* A JSON string of s, which the target wrote: JSON must be UTF-8. */
+/* A JSON string of s, which the target wrote, as it is: the manifest is
+ * printed by json_print, which spells what is not UTF-8. */
 static void add_target_string(cJSON *arr_or_obj, const char *key, const char *s)
 {
-	char *clean = utf8_sanitize(s);
-	if (!clean)
-		return;
 	if (key)
-		cJSON_AddStringToObject(arr_or_obj, key, clean);
+		cJSON_AddStringToObject(arr_or_obj, key, s);
 	else
-		cJSON_AddItemToArray(arr_or_obj, cJSON_CreateString(clean));
-	free(clean);
+		cJSON_AddItemToArray(arr_or_obj, cJSON_CreateString(s));
 }
 
 static cJSON *argv_json(const struct attach_target *t)
