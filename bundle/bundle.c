@@ -18,6 +18,7 @@
 
 #include "bundle/bundle.h"
 #include "bundle/internal.h"
+#include "bundle/text.h"
 
 struct member {
 	char *name;
@@ -456,10 +457,12 @@ static int finish(struct bundle *b, const void *manifest, size_t len)
 	return 0;
 }
 
-/* cJSON's layout plus the final newline every manifest of ours ends in. */
+/* cJSON's layout, spelled as all our JSON is (json_print: the target's
+ * names are not always UTF-8), plus the final newline every manifest of
+ * ours ends in. */
 static int manifest_text(cJSON *manifest, char **ret, size_t *ret_len)
 {
-	char *text = cJSON_Print(manifest);
+	char *text = json_print(manifest, true);
 	size_t len;
 
 	if (!text)
@@ -467,7 +470,7 @@ static int manifest_text(cJSON *manifest, char **ret, size_t *ret_len)
 	len = strlen(text);
 	char *nl = realloc(text, len + 2);
 	if (!nl) {
-		cJSON_free(text);
+		free(text);
 		return -ENOMEM;
 	}
 	nl[len++] = '\n';

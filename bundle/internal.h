@@ -20,10 +20,6 @@ int bundle_write_all(int fd, const void *data, size_t len);
 /* Hash fd's contents from offset 0 to EOF. 0 or -errno. */
 int bundle_sha256_fd(int fd, char out[65], uint64_t *ret_bytes);
 
-/* A member name is a relative path of non-empty components, none of them
- * "." or "..", not ending in ".tmp" and not the manifest itself. */
-bool bundle_name_valid(const char *name);
-
 /* Open the directory that will hold member `name` below rootfd, walking each
  * component with O_NOFOLLOW (a planted symlink cannot redirect writes).
  * With create, missing directories are made 0700. Returns a new fd the

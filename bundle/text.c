@@ -64,8 +64,6 @@ static size_t utf8_char_len(const unsigned char *s)
 	return n;
 }
 
-/* The escaped form of the character at s into e (at most 5 bytes + NUL);
- * returns how many bytes of s it stands for. */
 /* The code point of the valid n-byte UTF-8 character at u. */
 static uint32_t utf8_decode(const unsigned char *u, size_t n)
 {
@@ -85,6 +83,8 @@ static bool unsafe_for_terminal(uint32_t c)
 	       (c >= 0x202a && c <= 0x202e) || (c >= 0x2060 && c <= 0x2069) || c == 0xfeff;
 }
 
+/* The escaped form of the character at s into e (at most 6 bytes + NUL);
+ * returns how many bytes of s it stands for. */
 static size_t escape_one(const char *s, char e[8])
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -141,36 +141,79 @@ void escape_text_put(const char *s, FILE *f)
 	}
 }
 
-char *utf8_sanitize(const char *s)
+/* JSON text's spelling of the character at s, into e (at most 6 bytes +
+ * NUL); returns how many bytes of s it stands for. Only bytes of 0x7f and
+ * up can need it: cJSON already escapes the rest, and such bytes occur
+ * only inside strings (cJSON writes nothing else but ASCII). */
+static size_t json_one(const char *s, char e[8])
 {
-	size_t n = 0;
-	for (const char *p = s; *p; n++) {
-		size_t l = utf8_char_len((const unsigned char *)p);
-		p += l ? l : 1;
-		n += l ? l - 1 : 2; /* U+FFFD is 3 bytes */
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = utf8_char_len(u);
+	if (n == 0) {
+		/* Not UTF-8: the byte as escape_text spells it ("\xNN"),
+		 * its backslash escaped for JSON, so that the parsed string
+		 * reads as the terminal text does. */
+		char t[8];
+		escape_one(s, t);
+		e[0] = '\\';
+		memcpy(e + 1, t, strlen(t) + 1);
+		return 1;
 	}
-	char *out = malloc(n + 1), *o = out;
-	if (!out)
+	uint32_t c = n == 1 ? u[0] : utf8_decode(u, n);
+	if (c == 0x7f || unsafe_for_terminal(c)) {
+		/* A JSON escape: a parser reads back the very character. */
+		snprintf(e, 8, "\\u%04x", (unsigned)c);
+		return n;
+	}
+	memcpy(e, s, n);
+	e[n] = '\0';
+	return n;
+}
+
+char *json_print(const cJSON *doc, bool formatted)
+{
+	char *raw = formatted ? cJSON_Print(doc) : cJSON_PrintUnformatted(doc);
+	if (!raw)
 		return NULL;
-	while (*s) {
-		size_t l = utf8_char_len((const unsigned char *)s);
-		if (l) {
-			memcpy(o, s, l);
-			o += l;
-			s += l;
-		} else {
-			memcpy(o, "\xef\xbf\xbd", 3);
-			o += 3;
-			s++;
-		}
+	size_t len = 0;
+	char e[8];
+	for (const char *p = raw; *p;) {
+		p += json_one(p, e);
+		len += strlen(e);
 	}
-	*o = '\0';
+	char *out = malloc(len + 1), *o = out;
+	if (out) {
+		for (const char *p = raw; *p;) {
+			p += json_one(p, e);
+			o = stpcpy(o, e);
+		}
+		*o = '\0';
+	}
+	cJSON_free(raw);
 	return out;
+}
+
+/* A key is a string from the bundle too (a thread state a profile's
+ * label named, a counter): escaped in place, with cJSON's allocator. */
+static int escape_key(cJSON *item)
+{
+	if (!item->string || (item->type & cJSON_StringIsConst))
+		return 0;
+	size_t size = 4 * strlen(item->string) + 1;
+	char *e = cJSON_malloc(size);
+	if (!e)
+		return -ENOMEM;
+	escape_text(item->string, e, size);
+	cJSON_free(item->string);
+	item->string = e;
+	return 0;
 }
 
 int escape_json_strings(cJSON *item)
 {
 	for (; item; item = item->next) {
+		if (escape_key(item) < 0)
+			return -ENOMEM;
 		if (cJSON_IsString(item) && item->valuestring) {
 			size_t size = 4 * strlen(item->valuestring) + 1;
 			char *e = malloc(size);

@@ -8,6 +8,7 @@
 #ifndef DIAG_BUNDLE_TEXT_H
 #define DIAG_BUNDLE_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,8 +35,8 @@ void make_uuid(char out[37]);
 char *escape_text(const char *s, char *out, size_t out_size);
 void escape_text_put(const char *s, FILE *f);
 
-/* Every string value under item (its siblings and children too) replaced
- * by its escape_text form: what the text renderers of report and diff
+/* Every string value and key under item (its siblings and children too)
+ * replaced by its escape_text form: what the text renderers of report and diff
  * print, so no name, path, finding or annotation from a target or a
  * bundle reaches the terminal raw. 0 or -ENOMEM (then partly done). */
 int escape_json_strings(cJSON *item);
@@ -44,10 +45,20 @@ int escape_json_strings(cJSON *item);
  * text renderer to print; NULL on ENOMEM. */
 cJSON *escaped_json_copy(const cJSON *doc);
 
-/* A malloc'd copy of s that is valid UTF-8, for JSON (which must be UTF-8;
- * cJSON escapes control characters but passes any byte through): every
- * byte that does not start a valid character becomes U+FFFD. NULL on
- * ENOMEM. */
-char *utf8_sanitize(const char *s);
+/*
+ * doc as JSON text (formatted: cJSON's indented layout, else one line),
+ * the way every JSON the tool writes is spelled: manifest.json, report
+ * --json, diff --json, the speedscope export and the HTML page's data.
+ * JSON must be UTF-8, and cJSON passes any byte of a string through, so
+ * in every string (keys too) a byte that does not start a valid UTF-8
+ * character becomes the text \xNN, exactly as escape_text shows it (in
+ * the JSON text "\\xNN": a parser returns the four characters, which
+ * cannot be told from a name that really held them); DEL, C1 controls
+ * and the invisible and bidirectional formatting characters become JSON
+ * \uXXXX escapes, which a parser turns back into the very character, so
+ * that the text can go to a terminal. Valid strings read back exactly.
+ * malloc'd, the caller frees; NULL on ENOMEM.
+ */
+char *json_print(const cJSON *doc, bool formatted);
 
 #endif

@@ -218,6 +218,11 @@ static int check_members(struct verify *v, int dirfd, const cJSON *members)
 
 int bundle_verify(const char *dir, bundle_problem_fn fn, void *ctx)
 {
+	return bundle_verify_listed(dir, fn, ctx, NULL);
+}
+
+int bundle_verify_listed(const char *dir, bundle_problem_fn fn, void *ctx, size_t *ret_members)
+{
 	struct verify v = { .fn = fn, .ctx = ctx };
 	cJSON *manifest = NULL;
 	const cJSON *members;
@@ -239,8 +244,11 @@ int bundle_verify(const char *dir, bundle_problem_fn fn, void *ctx)
 	r = check_members(&v, dirfd, members);
 	if (r == 0)
 		r = walk(&v, dirfd, "", 0);
-	if (r == 0)
+	if (r == 0) {
 		r = v.problems ? 1 : 0;
+		if (ret_members)
+			*ret_members = v.nnames;
+	}
 out:
 	free(v.names);
 	cJSON_Delete(manifest);

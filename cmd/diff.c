@@ -8,6 +8,7 @@
 
 #include "bundle/read/diff_model.h"
 #include "bundle/read/diff_text.h"
+#include "bundle/text.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/open_bundle.h"
 #include "cmd/cli/options.h"
@@ -34,7 +35,7 @@ static void usage(FILE *out)
 	      "  1  A or B is not a bundle (no or malformed manifest.json)\n"
 	      "  2  usage error\n"
 	      " 11  internal error (out of memory)\n"
-	      " 16  a member of A or B is past a limit above: nothing is compared\n\n"
+	      " 17  a member of A or B is past a limit above: nothing is compared\n\n"
 	      "See diag-attach(1).\n",
 	      out);
 }
@@ -93,7 +94,7 @@ int cmd_diff(int argc, char **argv)
 	int e = diff_build_json(a, b, (size_t)o.top, &d);
 	if (e == BUNDLE_PAST_CAP) {
 		rc = cli_reader_refused(bundle_reader_refusal(a) ? a : b);
-	} else if (e < 0 || (o.json && !(s = cJSON_Print(d)))) {
+	} else if (e < 0 || (o.json && !(s = json_print(d, true)))) {
 		rc = EXIT_INTERNAL;
 		die_message("out of memory");
 	} else if (o.json) {

@@ -42,7 +42,7 @@ static void usage(FILE *out)
 	      "  2  usage error, or the bundle has no such profile\n"
 	      " 10  the output could not be written\n"
 	      " 11  internal error (out of memory)\n"
-	      " 16  the profile is past a limit above: nothing is written\n\n"
+	      " 17  the profile is past a limit above: nothing is written\n\n"
 	      "See diag-attach(1).\n",
 	      out);
 }

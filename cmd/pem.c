@@ -12,6 +12,7 @@
 #include "bundle/bundle.h"
 #include "bundle/read/output_file.h"
 #include "bundle/read/pem_codec.h"
+#include "bundle/text.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/open_bundle.h"
 #include "cmd/cli/options.h"
@@ -36,7 +37,7 @@ static void pem_usage(FILE *out)
 	      "  2  usage error\n"
 	      " 10  the output could not be written\n"
 	      " 11  internal error (out of memory)\n"
-	      " 16  a member is larger than the reader's limit (see report --help)\n\n"
+	      " 17  a member is larger than the reader's limit (see report --help)\n\n"
 	      "See diag-attach(1).\n",
 	      out);
 }
@@ -50,7 +51,9 @@ static void unpem_usage(FILE *out)
 	      "CRLF line ends, repeated blocks and a fixed-width prefix on every line\n"
 	      "(timestamps, pod names) are tolerated. Each file is checked against the\n"
 	      "size and sha256 in its block, the manifest is written last, and the\n"
-	      "result is verified as 'diag-attach verify' does.\n\n"
+	      "result is verified as 'diag-attach verify' does. A block whose member\n"
+	      "name would leave DIR, holds a control character or repeats another's is\n"
+	      "refused before anything is written.\n\n"
 	      "Options:\n"
 	      " -o, --output DIR         the bundle directory to create (absent or empty)\n"
 	      "     --bundle ID          the bundle to rebuild when the log holds several\n"
@@ -63,7 +66,10 @@ static void unpem_usage(FILE *out)
 	      "  2  usage error\n"
 	      "  9  DIR exists and is not empty, or cannot be created\n"
 	      " 10  writing the bundle failed\n"
-	      " 11  internal error (out of memory)\n\n"
+	      " 11  internal error (out of memory)\n"
+	      " 16  a block names a member outside DIR (an absolute or '..' name), one\n"
+	      "     with a control character or that no bundle can hold, or a member\n"
+	      "     twice: nothing is written\n\n"
 	      "See diag-attach(1).\n",
 	      out);
 }
@@ -187,10 +193,126 @@ static int read_all(const char *path, char **ret, size_t *ret_len)
 	return 0;
 }
 
+/* What the log names (members, the bundle id) is whatever its writer
+ * wanted: it reaches the terminal through escape_text only. */
 static void verify_problem(void *ctx, const char *member, const char *problem)
 {
 	(void)ctx;
-	fprintf(stderr, "diag-attach: %s: %s\n", member, problem);
+	fputs("diag-attach: ", stderr);
+	escape_text_put(member, stderr);
+	fprintf(stderr, ": %s\n", problem);
+}
+
+/* A malloc'd escaped form of name (len bytes; a NUL among them is shown
+ * as \x00), cut after SHOWN_MAX bytes: the start of a hostile name is
+ * enough to tell it, and the message stays one line. NULL on ENOMEM. */
+#define SHOWN_MAX 120
+static char *shown(const char *name, size_t len)
+{
+	/* escape_text writes at most 4 bytes per byte of name (\xNN). */
+	size_t size = 4 * len + 8;
+	char *out = malloc(size);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	for (size_t i = 0;;) {
+		escape_text(name + i, out + o, size - o);
+		o += strlen(out + o);
+		i += strlen(name + i);
+		if (i >= len)
+			break;
+		memcpy(out + o, "\\x00", 5);
+		o += 4;
+		i++;
+	}
+	if (o > SHOWN_MAX) {
+		o = SHOWN_MAX;
+		while (o && ((unsigned char)out[o] & 0xc0) == 0x80)
+			o--; /* not inside a UTF-8 character */
+		memcpy(out + o, "...", 4);
+	}
+	return out;
+}
+
+/* The one line that says why b is not written. */
+static void say_refusal(const struct pem_bundle *b)
+{
+	char *name = shown(b->refused_name, b->refused_len);
+	const char *n = name ? name : "?";
+	switch (b->refusal) {
+	case PEM_NAME_ESCAPES:
+		die_message("member name '%s' (part %zu) escapes the output directory; nothing "
+			    "was written",
+			    n, b->refused_part);
+		break;
+	case PEM_NAME_CONTROL:
+		die_message("member name '%s' (part %zu) holds a control character; nothing was "
+			    "written",
+			    n, b->refused_part);
+		break;
+	case PEM_NAME_INVALID:
+		die_message("member name '%s' (part %zu) is not a name a bundle member can have; "
+			    "nothing was written",
+			    n, b->refused_part);
+		break;
+	case PEM_NAME_DUPLICATE:
+		die_message("duplicate member '%s' (parts %zu and %zu); nothing was written", n,
+			    b->other_part, b->refused_part);
+		break;
+	case PEM_NAME_NESTED: {
+		const char *dir = b->files[b->other_part - 1].name;
+		char *d = shown(dir, strlen(dir));
+		die_message("member '%s' (part %zu) is inside member '%s' (part %zu), which is a "
+			    "file; nothing was written",
+			    n, b->refused_part, d ? d : "?", b->other_part);
+		free(d);
+		break;
+	}
+	case PEM_WRITABLE:
+		break;
+	}
+	free(name);
+}
+
+/* What unpem says and returns once pem_bundle_write returned e. */
+static int unpem_result(int e, const char *output, const char *id)
+{
+	if (e == -EEXIST || e == -ENOTDIR || e == -EACCES || e == -ENOENT || e == -ELOOP ||
+	    e == BUNDLE_UNSAFE_DIR) {
+		die_message("cannot create bundle directory '%s': %s", output,
+			    e == -EEXIST  ? "it exists and is not empty"
+			    : e == -ELOOP ? "it, or a directory in it, is a symbolic link; "
+					    "refusing to follow it"
+			    : e == BUNDLE_UNSAFE_DIR
+				? "it is another user's, or writable by others; refusing it"
+				: strerror(-e));
+		return EXIT_OUTPUT_DIR;
+	}
+	if (e == -EINVAL) { /* pem_decode refuses these first: a last line of defence */
+		die_message("refusing a member name of bundle %s; nothing was written", id);
+		return EXIT_UNSAFE_NAME;
+	}
+	if (e == -ENODATA) {
+		die_message("bundle %s has no manifest.json block; nothing was written", id);
+		hint_message("the input must contain the output of 'diag-attach pem'");
+		return EXIT_VERIFY_FAILED;
+	}
+	if (e < 0) {
+		die_message("cannot write bundle '%s': %s", output, strerror(-e));
+		return e == -ENOMEM ? EXIT_INTERNAL : EXIT_WRITE_FAILED;
+	}
+	size_t members = 0;
+	int v = bundle_verify_listed(output, verify_problem, NULL, &members);
+	if (v != 0) {
+		die_message("rebuilt bundle '%s' does not verify", output);
+		return EXIT_VERIFY_FAILED;
+	}
+	/* What verify says, and no more: the manifest came with the log. */
+	fprintf(stderr,
+		"diag-attach: rebuilt bundle %s in %s: %zu %s the size and sha256 the manifest "
+		"lists; the manifest itself is not signed\n",
+		id, output, members, members == 1 ? "member matches" : "members match");
+	return EXIT_OK;
 }
 
 int cmd_unpem(int argc, char **argv)
@@ -235,16 +357,29 @@ int cmd_unpem(int argc, char **argv)
 		die_message("out of memory");
 		return EXIT_INTERNAL;
 	}
+	/* First, and alone: a log that names a member outside DIR was not
+	 * printed by pem, whatever else is wrong with it. */
+	if (b->refusal != PEM_WRITABLE) {
+		say_refusal(b);
+		pem_bundle_free(b);
+		return EXIT_UNSAFE_NAME;
+	}
+	char *id = shown(b->bundle_id, strlen(b->bundle_id));
+	if (!id) {
+		pem_bundle_free(b);
+		die_message("out of memory");
+		return EXIT_INTERNAL;
+	}
 	if (b->other_bundles)
 		fprintf(stderr, "diag-attach: warning: skipped %zu block(s) of other bundles%s\n",
 			b->other_bundles, want ? "" : " (choose one with --bundle ID)");
 	size_t missing = 0;
 	for (size_t i = 0; i < b->parts; i++)
-		if (!b->have[i]) {
-			missing++;
+		if (!b->have[i] && ++missing <= 10)
 			die_message("block %zu of %zu of bundle %s is missing or damaged", i + 1,
-				    b->parts, b->bundle_id);
-		}
+				    b->parts, id);
+	if (missing > 10)
+		die_message("... and %zu more blocks missing or damaged", missing - 10);
 	if (missing) {
 		if (b->bad_blocks)
 			hint_message(
@@ -255,38 +390,12 @@ int cmd_unpem(int argc, char **argv)
 			hint_message("the log was truncated or lines were dropped; print it again "
 				     "with 'diag-attach pem'");
 		pem_bundle_free(b);
+		free(id);
 		return EXIT_VERIFY_FAILED;
 	}
 	e = pem_bundle_write(b, output);
-	char id[128];
-	snprintf(id, sizeof(id), "%s", b->bundle_id);
-	size_t parts = b->parts;
 	pem_bundle_free(b);
-	if (e == -EEXIST || e == -ENOTDIR || e == -EACCES || e == -ENOENT || e == -ELOOP ||
-	    e == BUNDLE_UNSAFE_DIR) {
-		die_message("cannot create bundle directory '%s': %s", output,
-			    e == -EEXIST  ? "it exists and is not empty"
-			    : e == -ELOOP ? "it, or a directory in it, is a symbolic link; "
-					    "refusing to follow it"
-			    : e == BUNDLE_UNSAFE_DIR
-				? "it is another user's, or writable by others; refusing it"
-				: strerror(-e));
-		return EXIT_OUTPUT_DIR;
-	}
-	if (e == -EINVAL) {
-		die_message("refusing a member name that leaves the bundle directory");
-		return EXIT_VERIFY_FAILED;
-	}
-	if (e < 0) {
-		die_message("cannot write bundle '%s': %s", output, strerror(-e));
-		return e == -ENOMEM ? EXIT_INTERNAL : EXIT_WRITE_FAILED;
-	}
-	int v = bundle_verify(output, verify_problem, NULL);
-	if (v != 0) {
-		die_message("rebuilt bundle '%s' does not verify", output);
-		return EXIT_VERIFY_FAILED;
-	}
-	fprintf(stderr, "diag-attach: rebuilt bundle %s in %s (%zu files), verified\n", id, output,
-		parts);
-	return EXIT_OK;
+	rc = unpem_result(e, output, id);
+	free(id);
+	return rc;
 }

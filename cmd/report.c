@@ -11,6 +11,7 @@
 #include "bundle/read/output_file.h"
 #include "bundle/read/report_model.h"
 #include "bundle/read/report_text.h"
+#include "bundle/text.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/open_bundle.h"
 #include "cmd/cli/options.h"
@@ -41,7 +42,7 @@ static void usage(FILE *out)
 	      "  2  usage error\n"
 	      " 10  the HTML file could not be written\n"
 	      " 11  internal error (out of memory)\n"
-	      " 16  a member is past a limit above: no report is made\n\n"
+	      " 17  a member is past a limit above: no report is made\n\n"
 	      "See diag-attach(1).\n",
 	      out);
 }
@@ -120,7 +121,7 @@ int cmd_report(int argc, char **argv)
 	}
 	rc = intact ? EXIT_OK : EXIT_VERIFY_FAILED;
 	if (o.json) {
-		char *s = cJSON_Print(doc);
+		char *s = json_print(doc, true);
 		if (!s) {
 			rc = EXIT_INTERNAL;
 		} else {

@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "bundle/strmap.h"
+#include "bundle/text.h"
 
 struct line {
 	char *stack;
@@ -248,7 +249,7 @@ int export_speedscope(const struct bundle_profile *p, size_t value_index, const 
 			cJSON_AddNumberToObject(f, "line", (double)fi.first[i]->line);
 		cJSON_AddItemToArray(frames, f);
 	}
-	char *text = e == 0 ? cJSON_PrintUnformatted(doc) : NULL;
+	char *text = e == 0 ? json_print(doc, false) : NULL;
 	if (e == 0 && !text)
 		e = -ENOMEM;
 	if (text) {

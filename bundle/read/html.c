@@ -8,6 +8,7 @@
 
 #include "bundle/read/html_assets.h"
 #include "bundle/read/output_file.h"
+#include "bundle/text.h"
 
 static void put_escaped(const char *s, FILE *out)
 {
@@ -46,15 +47,17 @@ static void put_json(const char *s, FILE *out)
 
 int html_write(const cJSON *doc, FILE *out)
 {
-	char *json = cJSON_PrintUnformatted(doc);
+	char *json = json_print(doc, false);
 	if (!json)
 		return -ENOMEM;
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(doc, "target");
 	const cJSON *comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
 	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(t, "pid");
-	char title[256];
-	snprintf(title, sizeof(title), "diag-attach report: %s (pid %.0f)",
-		 cJSON_IsString(comm) ? comm->valuestring : "?",
+	/* The title is page text, not JSON: the name as the terminal shows
+	 * it, so the page is UTF-8 whatever the bundle holds. */
+	char title[256], shown[128];
+	escape_text(cJSON_IsString(comm) ? comm->valuestring : "?", shown, sizeof(shown));
+	snprintf(title, sizeof(title), "diag-attach report: %s (pid %.0f)", shown,
 		 cJSON_IsNumber(pid) ? pid->valuedouble : 0);
 
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

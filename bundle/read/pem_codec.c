@@ -138,6 +138,7 @@ int pem_encode_bundle(const struct bundle_reader *r, FILE *out)
 
 struct block {
 	char *bundle, *member, *sha, *encoding;
+	size_t member_len; /* a hostile header may hide a NUL in the name */
 	size_t part, parts, size;
 	bool have_part, have_size;
 	char *b64;
@@ -154,7 +155,9 @@ static void block_release(struct block *k)
 	memset(k, 0, sizeof(*k));
 }
 
-static char *trimmed_dup(const char *s, size_t n)
+/* The value s of n bytes without its surrounding blanks, NULs kept (and
+ * its length in *ret_len, if asked), NUL-terminated. */
+static char *trimmed_dup(const char *s, size_t n, size_t *ret_len)
 {
 	while (n && (s[0] == ' ' || s[0] == '\t')) {
 		s++;
@@ -162,14 +165,34 @@ static char *trimmed_dup(const char *s, size_t n)
 	}
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
 		n--;
-	return strndup(s, n);
+	char *d = malloc(n + 1);
+	if (!d)
+		return NULL;
+	memcpy(d, s, n);
+	d[n] = '\0';
+	if (ret_len)
+		*ret_len = n;
+	return d;
 }
 
-/* "Key: value" -> value, or NULL when s is not that header. */
+/* A header given twice in a block: the last one counts. */
+static int set_header(char **slot, const char *v, size_t vn, size_t *ret_len)
+{
+	char *d = trimmed_dup(v, vn, ret_len);
+	if (!d)
+		return -ENOMEM;
+	free(*slot);
+	*slot = d;
+	return 0;
+}
+
+/* "Key: value" -> value, or NULL when s is not that header. The value
+ * may be empty ("Member:" once its blanks are trimmed): an empty name is
+ * refused as such, not taken for a block without one. */
 static const char *header_value(const char *s, size_t n, const char *key)
 {
 	size_t kl = strlen(key);
-	if (n > kl + 1 && strncmp(s, key, kl) == 0 && s[kl] == ':')
+	if (n >= kl + 1 && strncmp(s, key, kl) == 0 && s[kl] == ':')
 		return s + kl + 1;
 	return NULL;
 }
@@ -180,15 +203,15 @@ static int block_header(struct block *k, const char *s, size_t n)
 	size_t vn;
 #define VAL(key) ((v = header_value(s, n, key)) != NULL && ((vn = n - (size_t)(v - s)), 1))
 	if (VAL("Bundle"))
-		return (k->bundle = trimmed_dup(v, vn)) ? 0 : -ENOMEM;
+		return set_header(&k->bundle, v, vn, NULL);
 	if (VAL("Member"))
-		return (k->member = trimmed_dup(v, vn)) ? 0 : -ENOMEM;
+		return set_header(&k->member, v, vn, &k->member_len);
 	if (VAL("Sha256"))
-		return (k->sha = trimmed_dup(v, vn)) ? 0 : -ENOMEM;
+		return set_header(&k->sha, v, vn, NULL);
 	if (VAL("Encoding"))
-		return (k->encoding = trimmed_dup(v, vn)) ? 0 : -ENOMEM;
+		return set_header(&k->encoding, v, vn, NULL);
 	if (VAL("Part")) {
-		char *t = trimmed_dup(v, vn);
+		char *t = trimmed_dup(v, vn, NULL);
 		if (!t)
 			return -ENOMEM;
 		k->have_part = sscanf(t, "%zu/%zu", &k->part, &k->parts) == 2;
@@ -196,7 +219,7 @@ static int block_header(struct block *k, const char *s, size_t n)
 		return 0;
 	}
 	if (VAL("Size")) {
-		char *t = trimmed_dup(v, vn), *end;
+		char *t = trimmed_dup(v, vn, NULL), *end;
 		if (!t)
 			return -ENOMEM;
 		k->size = strtoull(t, &end, 10);
@@ -229,19 +252,38 @@ static int block_data(struct block *k, const char *s, size_t n)
 	return 0;
 }
 
-static bool name_ok(const char *name)
+enum pem_refusal pem_name_check(const char *name, size_t len)
 {
-	if (!name || !*name || name[0] == '/' || strstr(name, "//"))
-		return false;
-	for (const char *p = name; *p;) {
-		size_t l = strcspn(p, "/");
-		if ((l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
-			return false;
-		p += l;
-		if (*p == '/')
-			p++;
+	/* Leaving the directory first: of all that is wrong with a name,
+	 * that is what the operator must hear. */
+	if (len && name[0] == '/')
+		return PEM_NAME_ESCAPES;
+	for (size_t i = 0; i < len;) {
+		const char *c = memchr(name + i, '/', len - i);
+		size_t l = c ? (size_t)(c - (name + i)) : len - i;
+		if (l == 2 && name[i] == '.' && name[i + 1] == '.')
+			return PEM_NAME_ESCAPES;
+		i += l + 1;
 	}
-	return name[strlen(name) - 1] != '/';
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+			return PEM_NAME_CONTROL;
+	if (strcmp(name, "manifest.json") == 0 || bundle_name_valid(name))
+		return PEM_WRITABLE;
+	return PEM_NAME_INVALID;
+}
+
+static void refuse(struct pem_bundle *b, enum pem_refusal why, char **name, size_t len,
+		   size_t part, size_t other_part)
+{
+	if (b->refusal != PEM_WRITABLE)
+		return; /* the first one is told */
+	b->refusal = why;
+	b->refused_name = *name;
+	*name = NULL;
+	b->refused_len = len;
+	b->refused_part = part;
+	b->other_part = other_part;
 }
 
 /* Check a finished block and, if it belongs to b and is intact, keep its
@@ -249,7 +291,7 @@ static bool name_ok(const char *name)
 static int block_finish(struct pem_bundle *b, struct block *k, const char *want_id)
 {
 	if (!k->bundle || !k->have_part || !k->have_size || !k->member || !k->sha || !k->parts ||
-	    k->part < 1 || k->part > k->parts || !name_ok(k->member)) {
+	    k->parts > PEM_MAX_PARTS || k->part < 1 || k->part > k->parts) {
 		b->bad_blocks++;
 		return 0;
 	}
@@ -266,6 +308,13 @@ static int block_finish(struct pem_bundle *b, struct block *k, const char *want_
 			return -ENOMEM;
 	} else if (strcmp(b->bundle_id, k->bundle) != 0) {
 		b->other_bundles++;
+		return 0;
+	}
+	/* Before any other check: a hostile name is told as such, not as
+	 * one more block that failed its sha256. */
+	enum pem_refusal why = pem_name_check(k->member, k->member_len);
+	if (why != PEM_WRITABLE) {
+		refuse(b, why, &k->member, k->member_len, k->part, 0);
 		return 0;
 	}
 	if (k->parts != b->parts) {
@@ -319,6 +368,70 @@ static int block_finish(struct pem_bundle *b, struct block *k, const char *want_
 	f->len = rawlen;
 	b->have[k->part - 1] = true;
 	return 0;
+}
+
+/* ---- collisions between parts ---- */
+
+static int cmp_part_name(const void *a, const void *b, void *ctx)
+{
+	const struct pem_bundle *pb = ctx;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int r = strcmp(pb->files[x].name, pb->files[y].name);
+	return r ? r : (x > y) - (x < y);
+}
+
+/* Compare the first n bytes of key, as a string of its own, with s. */
+static int cmp_prefix(const char *key, size_t n, const char *s)
+{
+	int r = strncmp(key, s, n);
+	if (r)
+		return r;
+	return s[n] ? -1 : 0;
+}
+
+/* Two present parts whose members cannot both be written: the same name
+ * twice (*ret_part the later part, *ret_other the earlier), or a name that
+ * another needs as a directory ("a/b" in *ret_part, "a" in *ret_other).
+ * Parts are numbered from 1. -ENOMEM, 0 (none) or the refusal. */
+static int find_collision(const struct pem_bundle *b, size_t *ret_part, size_t *ret_other)
+{
+	size_t n = 0, *idx = malloc((b->parts ? b->parts : 1) * sizeof(*idx));
+	int found = 0;
+	if (!idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->parts; i++)
+		if (b->have[i])
+			idx[n++] = i;
+	qsort_r(idx, n, sizeof(*idx), cmp_part_name, (void *)b);
+	for (size_t i = 1; i < n && !found; i++)
+		if (strcmp(b->files[idx[i - 1]].name, b->files[idx[i]].name) == 0) {
+			*ret_part = (idx[i - 1] > idx[i] ? idx[i - 1] : idx[i]) + 1;
+			*ret_other = (idx[i - 1] > idx[i] ? idx[i] : idx[i - 1]) + 1;
+			found = PEM_NAME_DUPLICATE;
+		}
+	/* Every directory of every name, looked up among the names. */
+	for (size_t i = 0; i < n && !found; i++) {
+		const char *name = b->files[idx[i]].name;
+		for (const char *sl = strchr(name, '/'); sl && !found; sl = strchr(sl + 1, '/')) {
+			size_t lo = 0, hi = n, pl = (size_t)(sl - name);
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+				int r = cmp_prefix(name, pl, b->files[idx[mid]].name);
+				if (r == 0) {
+					*ret_part = idx[i] + 1;
+					*ret_other = idx[mid] + 1;
+					found = PEM_NAME_NESTED;
+					break;
+				}
+				if (r < 0)
+					hi = mid;
+				else
+					lo = mid + 1;
+			}
+		}
+	}
+	free(idx);
+	return found;
 }
 
 int pem_decode(const char *text, size_t len, const char *want_id, struct pem_bundle **ret)
@@ -384,6 +497,16 @@ int pem_decode(const char *text, size_t len, const char *want_id, struct pem_bun
 	block_release(&k);
 	if (e == 0 && !b->bundle_id)
 		e = -ENOENT;
+	if (e == 0 && b->refusal == PEM_WRITABLE) {
+		size_t part, other;
+		int c = find_collision(b, &part, &other);
+		char *name = c > 0 ? strdup(b->files[part - 1].name) : NULL;
+		if (c < 0 || (c > 0 && !name))
+			e = -ENOMEM;
+		else if (c > 0)
+			refuse(b, (enum pem_refusal)c, &name, strlen(b->files[part - 1].name), part,
+			       other);
+	}
 	if (e < 0) {
 		pem_bundle_free(b);
 		return e;
@@ -403,6 +526,7 @@ void pem_bundle_free(struct pem_bundle *b)
 	free(b->files);
 	free(b->have);
 	free(b->bundle_id);
+	free(b->refused_name);
 	free(b);
 }
 
@@ -411,15 +535,25 @@ void pem_bundle_free(struct pem_bundle *b)
 int pem_bundle_write(const struct pem_bundle *b, const char *dir)
 {
 	const struct pem_file *manifest = NULL;
+	size_t part, other;
+	if (b->refusal != PEM_WRITABLE)
+		return -EINVAL;
 	for (size_t i = 0; i < b->parts; i++)
 		if (!b->have[i])
 			return -ENODATA;
+	/* pem_decode refused all this already; checked again because a
+	 * directory half written by a writer that trusted its input is
+	 * exactly what this must never leave. */
 	for (size_t i = 0; i < b->parts; i++) {
-		if (!name_ok(b->files[i].name))
+		const struct pem_file *f = &b->files[i];
+		if (pem_name_check(f->name, strlen(f->name)) != PEM_WRITABLE)
 			return -EINVAL;
-		if (strcmp(b->files[i].name, "manifest.json") == 0)
-			manifest = &b->files[i];
+		if (strcmp(f->name, "manifest.json") == 0)
+			manifest = f;
 	}
+	int c = find_collision(b, &part, &other);
+	if (c != 0)
+		return c < 0 ? c : -EINVAL;
 	if (!manifest)
 		return -ENODATA;
 	/* The bundle module's own writer: the directory is refused if it is

@@ -23,7 +23,9 @@ enum exit_code {
 	EXIT_NOT_DUMPABLE = 13,  /* the process is not dumpable (asked not to be inspected); see --force */
 	EXIT_FOREIGN_PROCFS = 14,/* /proc belongs to another pid namespace than ours */
 	EXIT_PERF_REFUSED = 15,  /* --cpu-engine perf, and perf events were refused */
-	EXIT_PAST_CAP = 16,      /* a bundle member is past one of the reader's caps (reader.h) */
+	EXIT_UNSAFE_NAME = 16,   /* unpem: a block names a member outside DIR, one no bundle can
+				  * hold, or one twice; nothing was written */
+	EXIT_PAST_CAP = 17,      /* a bundle member is past one of the reader's caps (reader.h) */
 };
 
 #endif

@@ -35,7 +35,10 @@ static void warn_problem(void *ctx, const char *member, const char *problem)
 {
 	bool *intact = ctx;
 	*intact = false;
-	fprintf(stderr, "diag-attach: warning: %s: %s\n", member, problem);
+	/* The name is the manifest's, which anyone may have written. */
+	fputs("diag-attach: warning: ", stderr);
+	escape_text_put(member, stderr);
+	fprintf(stderr, ": %s\n", problem);
 }
 
 bool cli_bundle_intact(const char *dir)
@@ -78,7 +81,7 @@ int cli_reader_refused(const struct bundle_reader *r)
 
 void cli_print_reader_caps(FILE *out)
 {
-	fputs("Limits (a bundle past one is refused, exit status 16):\n", out);
+	fputs("Limits (a bundle past one is refused, exit status 17):\n", out);
 	for (int i = 0; i < BUNDLE_NCAPS; i++) {
 		const struct bundle_cap_info *c = bundle_cap_info((enum bundle_cap)i);
 		char limit[32];

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/engine/profile_out.h"
+
 /* Far enough from 1 that /proc/PID/stat's clock ticks, not a real loss,
  * would be behind it. */
 #define REST_FACTOR_MIN 0.5
@@ -43,7 +45,7 @@ static pid_t labels_tid(const char *labels)
 		return 0;
 	char *end;
 	long tid = strtol(labels + 4, &end, 10);
-	return tid > 0 && (*end == '\0' || *end == '\x1f') ? (pid_t)tid : 0;
+	return tid > 0 && (*end == '\0' || *end == LABEL_SEP[0]) ? (pid_t)tid : 0;
 }
 
 static struct weighed_thread *thread_of(struct weighing *w, const char *labels)

@@ -61,17 +61,14 @@ static size_t read_nul_list(const struct attach_target *t, const char *name, cha
 	return count;
 }
 
-/* A JSON string of s, which the target wrote: JSON must be UTF-8. */
+/* A JSON string of s, which the target wrote, as it is: the manifest is
+ * printed by json_print, which spells what is not UTF-8. */
 static void add_target_string(cJSON *arr_or_obj, const char *key, const char *s)
 {
-	char *clean = utf8_sanitize(s);
-	if (!clean)
-		return;
 	if (key)
-		cJSON_AddStringToObject(arr_or_obj, key, clean);
+		cJSON_AddStringToObject(arr_or_obj, key, s);
 	else
-		cJSON_AddItemToArray(arr_or_obj, cJSON_CreateString(clean));
-	free(clean);
+		cJSON_AddItemToArray(arr_or_obj, cJSON_CreateString(s));
 }
 
 static cJSON *argv_json(const struct attach_target *t)
@@ -96,103 +93,9 @@ static cJSON *argv_json(const struct attach_target *t)
 	return arr;
 }
 
-/*
- * One environment entry, redacted with the argv rules (bundle.h): a
- * variable whose name says credential (AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN)
- * keeps only its name; any other value is redacted word by word as if it
- * were a command line, so JAVA_TOOL_OPTIONS="-Dx.password=..." and
- * "--token x" inside a value go too, and so do URL passwords and
- * recognizable tokens (JWTs, AKIA...) anywhere. NULL on ENOMEM.
- */
-static char *redact_env_entry(const char *entry)
-{
-	char *whole_in[2] = {"", (char *)entry};
-	char **whole = bundle_redact_argv(whole_in, 2);
-	if (!whole)
-		return NULL;
-	const char *eq = strchr(entry, '=');
-	size_t klen = eq ? (size_t)(eq - entry) : 0;
-	/* A rule took the whole entry (a PEM private key): keep the name. */
-	if (eq && strcmp(whole[1], BUNDLE_REDACTED) == 0) {
-		char *r = malloc(klen + sizeof("=" BUNDLE_REDACTED));
-		if (r)
-			sprintf(r, "%.*s=%s", (int)klen, entry, BUNDLE_REDACTED);
-		bundle_redacted_free(whole, 2);
-		return r;
-	}
-	/* The name rule fired: "KEY=[REDACTED]" and nothing else. */
-	if (!eq || (strncmp(whole[1], entry, klen + 1) == 0 &&
-		    strcmp(whole[1] + klen + 1, BUNDLE_REDACTED) == 0)) {
-		char *r = whole[1];
-		whole[1] = NULL;
-		bundle_redacted_free(whole, 2);
-		return r;
-	}
-	bundle_redacted_free(whole, 2);
-
-	/* Words of the value, with "" as argv[0] (kept verbatim by the rules). */
-	const char *value = eq + 1;
-	size_t nwords = 1;
-	for (const char *p = value; *p;) {
-		p += strspn(p, " \t");
-		if (*p) {
-			nwords++;
-			p += strcspn(p, " \t");
-		}
-	}
-	char **words = calloc(nwords, sizeof(*words));
-	char *copy = strdup(value);
-	char **red = NULL;
-	char *out = NULL;
-	if (!words || !copy)
-		goto done;
-	words[0] = "";
-	size_t w = 1;
-	for (char *p = copy; *p;) {
-		p += strspn(p, " \t");
-		if (!*p)
-			break;
-		words[w++] = p;
-		p += strcspn(p, " \t");
-		if (*p)
-			*p++ = '\0';
-	}
-	red = bundle_redact_argv(words, nwords);
-	if (!red)
-		goto done;
-	/* Rebuild with the original separators between the redacted words. */
-	size_t len = klen + 2;
-	for (size_t i = 1; i < nwords; i++)
-		len += strlen(red[i]);
-	len += strlen(value);
-	out = malloc(len);
-	if (!out)
-		goto done;
-	memcpy(out, entry, klen + 1);
-	char *o = out + klen + 1;
-	w = 1;
-	for (const char *p = value; *p;) {
-		size_t sep = strspn(p, " \t");
-		memcpy(o, p, sep);
-		o += sep;
-		p += sep;
-		if (!*p)
-			break;
-		size_t rl = strlen(red[w]);
-		memcpy(o, red[w], rl);
-		o += rl;
-		w++;
-		p += strcspn(p, " \t");
-	}
-	*o = '\0';
-done:
-	bundle_redacted_free(red, nwords);
-	free(copy);
-	free(words);
-	return out;
-}
-
-/* environ, only on request (--record-environ): each entry redacted. */
+/* environ, only on request (--record-environ): each entry redacted by
+ * bundle_redact_env (a credential's name kept, its value not; any other
+ * value redacted with the argv rules). */
 static cJSON *environ_json(const struct attach_target *t)
 {
 	cJSON *arr = cJSON_CreateArray();
@@ -201,7 +104,7 @@ static cJSON *environ_json(const struct attach_target *t)
 	char *buf = NULL, **vars = malloc(ARGV_MAX * sizeof(*vars));
 	size_t n = vars ? read_nul_list(t, "environ", &buf, vars) : 0;
 	for (size_t i = 0; i < n; i++) {
-		char *red = redact_env_entry(vars[i]);
+		char *red = bundle_redact_env(vars[i]);
 		/* Out of memory: drop the entry rather than keep a secret. */
 		if (red)
 			add_target_string(arr, NULL, red);

@@ -1,20 +1,24 @@
 /*
- * fuzz_redact: bundle_redact_argv on an argv split from the input.
+ * fuzz_redact: bundle_redact_argv on an argv split from the input, and
+ * bundle_redact_env on each of its arguments as an environment entry.
  *
  * Input: arguments separated by NUL bytes, exactly like /proc/PID/cmdline
  * (so a real cmdline file is a seed). argv[0] is kept verbatim by design.
  * Invariants:
  *  - no crash, no leak;
  *  - the result has argc entries plus a terminating NULL;
- *  - idempotent: redacting the redacted argv changes nothing;
+ *  - idempotent: redacting the redacted argv (or entry) changes nothing;
  *  - secrets never survive. This harness carries its own, deliberately
  *    narrow, oracle (independent of redact.c's rules):
  *      --password=V / --token=V / --secret=V / --api-key=V ... (V not empty)
  *          -> "--NAME=[REDACTED]" (or "[REDACTED]" when the argument was
- *             itself taken as the value of a preceding credential flag);
+ *             itself taken as the value of a preceding credential flag; or,
+ *             for a one-dash "-password=V", "-p[REDACTED]": under mysql,
+ *             -p takes the rest of the word as the password);
  *      --password V (V the next argument, not starting with '-')
  *          -> V becomes "[REDACTED]";
- *      DB_PASSWORD=V, API_TOKEN=V -> "NAME=[REDACTED]";
+ *      DB_PASSWORD=V, API_TOKEN=V, PGPASSWORD=V -> "NAME=[REDACTED]", as
+ *          an argument and as an environment entry;
  *      a GitHub token (ghp_ + 20 or more alphanumerics) or an AWS key id
  *      (AKIA + 16 upper-case letters/digits) that stands as a word of its
  *      own never appears in the output as a word of its own.
@@ -34,7 +38,7 @@ static const char *const flag_names[] = {
 
 static const char *const env_names[] = {
 	"PASSWORD", "DB_PASSWORD",	     "API_TOKEN",    "API_KEY",
-	"SECRET",   "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN",
+	"SECRET",   "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "PGPASSWORD",
 };
 
 /* name[0..n) is flag, in lower or in upper case. Mixed case is left out:
@@ -135,7 +139,9 @@ static void check_secrets(char **in, char **out, size_t argc)
 
 		if (strcmp(out[i], BUNDLE_REDACTED) == 0)
 			continue; /* wholly redacted: nothing survived */
-		if (pre && has_eq && in[i][pre]) {
+		if (pre && has_eq && in[i][pre] &&
+		    !(in[i][1] != '-' && strncmp(out[i], in[i], 2) == 0 &&
+		      strcmp(out[i] + 2, BUNDLE_REDACTED) == 0)) {
 			FUZZ_CHECK(strncmp(out[i], in[i], pre) == 0);
 			FUZZ_CHECK(strcmp(out[i] + pre, BUNDLE_REDACTED) == 0);
 		}
@@ -160,6 +166,28 @@ static void check_secrets(char **in, char **out, size_t argc)
 			}
 		}
 	}
+}
+
+/* Each argument as an environment entry. */
+static void check_env(const char *entry)
+{
+	char *once = bundle_redact_env(entry), *twice;
+	size_t pre = cred_env_prefix(entry);
+
+	FUZZ_CHECK(once != NULL);
+	twice = bundle_redact_env(once);
+	FUZZ_CHECK(twice != NULL);
+	if (strcmp(once, twice) != 0) {
+		fprintf(stderr, "env not idempotent: \"%s\" -> \"%s\" -> \"%s\"\n", entry, once,
+			twice);
+		FUZZ_CHECK(!"environment redaction is not idempotent");
+	}
+	if (pre && entry[pre]) {
+		FUZZ_CHECK(strncmp(once, entry, pre) == 0);
+		FUZZ_CHECK(strcmp(once + pre, BUNDLE_REDACTED) == 0);
+	}
+	free(twice);
+	free(once);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -195,6 +223,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	check_secrets(argv, once, argc);
+	for (size_t i = 0; i < argc; i++)
+		check_env(argv[i]);
 
 	bundle_redacted_free(twice, argc);
 	bundle_redacted_free(once, argc);

@@ -4,7 +4,7 @@
  * with thousands of counter names or a million points, profiles past the
  * count caps, an oversized manifest) are refused by report (text, --json,
  * --html), diff and export with one line naming the member and the cap,
- * and exit status 16; a profile with sparse 64-bit location ids is read in
+ * and exit status 17; a profile with sparse 64-bit location ids is read in
  * time. The last two run under a 2 GiB memory limit that works under ASan
  * too (RLIMIT_DATA for a build that starts under it, else a memory cgroup
  * made and removed here): the issue's bombs must be refused cleanly, not
@@ -375,11 +375,11 @@ Test(reader_limits, caps_listed_in_help)
 		struct run r;
 		run_tool(NULL, (const char *[]){cmds[i], "--help", NULL}, 30000, &r);
 		cr_assert_eq(r.exit_code, EXIT_OK);
-		cr_assert(strstr(r.out, "Limits (a bundle past one is refused, exit status 16)"),
+		cr_assert(strstr(r.out, "Limits (a bundle past one is refused, exit status 17)"),
 			  "%s --help: %s", cmds[i], r.out);
 		cr_assert(strstr(r.out, "128 MiB once decompressed"), "%s", r.out);
 		cr_assert(strstr(r.out, "1024 counters"), "%s", r.out);
-		cr_assert(strstr(r.out, " 16  "), "%s --help lists exit status 16", cmds[i]);
+		cr_assert(strstr(r.out, " 17  "), "%s --help lists exit status 17", cmds[i]);
 	}
 	struct run r;
 	run_tool(NULL, (const char *[]){"verify", "--help", NULL}, 30000, &r);

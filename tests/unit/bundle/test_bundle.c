@@ -293,4 +293,97 @@ Test(text, escape_json_strings_reaches_every_string)
 	cr_expect_str_eq(p, "{\"a\":\"\\\\x1b[2J\",\"b\":[\"ok\",{\"c\":\"\\\\u202e\"}],\"n\":3}");
 	free(p);
 	cJSON_Delete(doc);
+	/* Keys too: report's thread states are keyed by a profile's labels. */
+	doc = cJSON_Parse("{\"S\\u001b[2J\":{\"x\\u202e\":1}}");
+	cr_assert(doc);
+	cr_assert_eq(escape_json_strings(doc), 0);
+	cr_expect_str_eq(doc->child->string, "S\\x1b[2J");
+	cr_expect_str_eq(doc->child->child->string, "x\\u202e");
+	cJSON_Delete(doc);
+}
+
+/* Is s (n bytes) UTF-8 as RFC 3629 has it (no overlong forms, no
+ * surrogates, nothing past U+10FFFF)? What a strict JSON reader demands. */
+static bool utf8_strict(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		unsigned c = s[i];
+		size_t k = c < 0x80 ? 0 : c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2
+			: c >= 0xf0 && c <= 0xf4 ? 3 : 9;
+		if (k == 9 || i + k >= n + (k ? 0 : 1))
+			return false;
+		for (size_t j = 1; j <= k; j++)
+			if ((s[i + j] & 0xc0) != 0x80)
+				return false;
+		if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] > 0x9f) ||
+		    (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] > 0x8f))
+			return false;
+		i += k + 1;
+	}
+	return true;
+}
+
+/* Issue 18 item 9: JSON text is UTF-8 whatever the strings hold. A byte
+ * that is not UTF-8 reads "\xNN" once parsed (what escape_text shows for
+ * it), in values and keys alike; the characters a terminal must not get
+ * raw are JSON escapes that parse back to themselves; valid text is kept. */
+Test(text, json_print_is_utf8_and_spells_bytes_as_escape_text)
+{
+	cJSON *doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "fn", "hot\xff\xfe_fn");
+	cJSON_AddStringToObject(doc, "cut", "\xc3\xa9t\xc3");
+	cJSON_AddStringToObject(doc, "overlong", "\xc0\xaf" "/\xed\xa0\x80");
+	cJSON_AddStringToObject(doc, "bidi", "evil\xe2\x80\xaegnp.exe\xc2\x9b\x7f");
+	cJSON_AddStringToObject(doc, "ok", "caf\xc3\xa9 \xe2\x82\xac \"q\" \\ \x1b");
+	cJSON_AddNumberToObject(doc, "k\xff", 1);
+	for (int formatted = 0; formatted < 2; formatted++) {
+		char *text = json_print(doc, formatted);
+		cr_assert(text);
+		cr_expect(utf8_strict((const unsigned char *)text, strlen(text)), "not UTF-8: %s",
+			  text);
+		cr_expect(!strstr(text, "\xe2\x80\xae") && !strstr(text, "\xc2\x9b") &&
+				  !strchr(text, '\x7f'),
+			  "a raw control: %s", text);
+		cJSON *back = cJSON_Parse(text);
+		cr_assert(back, "does not parse: %s", text);
+		cr_expect_str_eq(cJSON_GetObjectItem(back, "fn")->valuestring, "hot\\xff\\xfe_fn");
+		cr_expect_str_eq(cJSON_GetObjectItem(back, "cut")->valuestring, "\xc3\xa9t\\xc3");
+		cr_expect_str_eq(cJSON_GetObjectItem(back, "overlong")->valuestring,
+				 "\\xc0\\xaf/\\xed\\xa0\\x80");
+		cr_expect_str_eq(cJSON_GetObjectItem(back, "bidi")->valuestring,
+				 "evil\xe2\x80\xaegnp.exe\xc2\x9b\x7f");
+		cr_expect_str_eq(cJSON_GetObjectItem(back, "ok")->valuestring,
+				 "caf\xc3\xa9 \xe2\x82\xac \"q\" \\ \x1b");
+		cr_expect(cJSON_GetObjectItem(back, "k\\xff") != NULL, "key not spelled: %s", text);
+		/* The same spelling as the terminal's. */
+		char shown[64];
+		cr_expect_str_eq(escape_text("hot\xff\xfe_fn", shown, sizeof(shown)),
+				 cJSON_GetObjectItem(back, "fn")->valuestring);
+		cJSON_Delete(back);
+		free(text);
+	}
+	cJSON_Delete(doc);
+}
+
+/* The manifest is spelled the same way: a target's argv that is not
+ * UTF-8 (item 9's rule at the writer too). */
+Test(bundle, finalize_manifest_is_utf8)
+{
+	char *tmp = tmpdir_make(), dir[4096], p[4096];
+	struct bundle *b;
+	cJSON *m = cJSON_CreateObject();
+
+	tmpdir_join(dir, sizeof(dir), tmp, "b");
+	cr_assert_eq(bundle_create(dir, &b), 0);
+	cJSON_AddStringToObject(m, "comm", "bad\xff\xfeutf8\xc3");
+	cr_assert_eq(bundle_finalize(b, m), 0);
+	size_t len;
+	char *text = tmpdir_read_file(tmpdir_join(p, sizeof(p), dir, "manifest.json"), &len);
+	cr_expect(utf8_strict((const unsigned char *)text, len), "not UTF-8: %s", text);
+	cJSON *parsed = cJSON_Parse(text);
+	cr_assert(parsed);
+	cr_expect_str_eq(cJSON_GetObjectItem(parsed, "comm")->valuestring, "bad\\xff\\xfeutf8\\xc3");
+	cJSON_Delete(parsed);
+	free(text);
+	tmpdir_remove(tmp);
 }

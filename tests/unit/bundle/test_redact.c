@@ -1,11 +1,13 @@
-/* bundle_redact_argv: a table of argv in -> argv out. */
+/* bundle_redact_argv and bundle_redact_env: tables of input -> output. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bundle/bundle.h"
 
 #define R BUNDLE_REDACTED
-#define MAXARGS 6
+#define MAXARGS 8
 
 struct row {
 	const char *in[MAXARGS];
@@ -70,10 +72,146 @@ static const struct row rows[] = {
 	/* a token in the kept name part of a credential (found by fuzz_redact) */
 	{ { "app", "--x\xffghp_0123456789abcdefghijABCDEF\xff-key=v" }, { "app", R } },
 	{ { "app", "--password-ghp_file", "/x" }, { "app", R, "/x" } },
+	/* a name the scan would change is no name: the word goes whole */
+	{ { "app", "--x/hooks.slack.com/services/a=b", "ghp_0123456789abcdefghij=1" },
+	  { "app", R, R } },
 	{ { "git", "https://<ghp_0123456789abcdABCDEF:x@github.com/r" },
 	  { "git", "https://<" R ":" R "@github.com/r" } },
 	/* the program path is never rewritten */
 	{ { "/opt/token/bin/app", "x" }, { "/opt/token/bin/app", "x" } },
+};
+
+/*
+ * Issue 18 item 8: forms a security review found passing redaction, one
+ * row per form (each the class of a rule in redact.c, not the example).
+ */
+static const struct row review_rows[] = {
+	/* -p immediately followed by the password, under a program whose -p
+	 * is the password (argv[0] or a later word naming it) */
+	{ { "mysql", "-uroot", "-phunter3", "-h", "db" },
+	  { "mysql", "-uroot", "-p" R, "-h", "db" } },
+	{ { "/usr/bin/mariadb-dump", "-phunter3", "shop" },
+	  { "/usr/bin/mariadb-dump", "-p" R, "shop" } },
+	{ { "sudo", "-u", "app", "mysqladmin", "-phunter3", "status" },
+	  { "sudo", "-u", "app", "mysqladmin", "-p" R, "status" } },
+	{ { "sshpass", "-p", "hunter3", "ssh", "host" }, { "sshpass", "-p", R, "ssh", "host" } },
+	{ { "redis-cli", "-a", "hunter3", "ping" }, { "redis-cli", "-a", R, "ping" } },
+	/* NAME=VALUE argument, run-together credential name */
+	{ { "env", "PGPASSWORD=hunter3", "psql", "-h", "db" },
+	  { "env", "PGPASSWORD=" R, "psql", "-h", "db" } },
+	{ { "docker", "run", "-ePGPASSWORD=hunter3", "--env=MYSQLPASSWORD=hunter3" },
+	  { "docker", "run", "-ePGPASSWORD=" R, "--env=MYSQLPASSWORD=" R } },
+	/* curl's user:password */
+	{ { "curl", "-u", "admin:hunter3", "https://api" },
+	  { "curl", "-u", "admin:" R, "https://api" } },
+	{ { "curl", "--user", "admin:hunter3", "--user=admin:hunter3", "-uadmin:hunter3" },
+	  { "curl", "--user", "admin:" R, "--user=admin:" R, "-uadmin:" R } },
+	{ { "curl", "-U", "proxy:hunter3", "--proxy-user=proxy:hunter3" },
+	  { "curl", "-U", "proxy:" R, "--proxy-user=proxy:" R } },
+	{ { "curl", "--user", "1000:1234" }, { "curl", "--user", "1000:" R } },
+	/* a token as the user takes the user too (found by fuzz_redact) */
+	{ { "curl", "-ughp_0123456789abcdefghij:x", "-u", "ghp_0123456789abcdefghij:x y" },
+	  { "curl", "-u" R, "-u", R } },
+	/* headers whose name looks secret, in every way curl takes them */
+	{ { "curl", "--header=X-Api-Key: k1", "--header", "X-Auth-Token: t1" },
+	  { "curl", "--header=X-Api-Key: " R, "--header", "X-Auth-Token: " R } },
+	{ { "curl", "-H", "Authorization: Bearer abc", "-HAuthorization: Bearer abc" },
+	  { "curl", "-H", "Authorization: " R, "-HAuthorization: " R } },
+	/* a command line as one word */
+	{ { "sh", "-c", "mysql --password=hunter3 -h db" },
+	  { "sh", "-c", "mysql --password=" R " -h db" } },
+	{ { "bash", "-c",
+	    "curl -H 'Authorization: Bearer abc' -u a:hunter3 https://h && mysql -phunter3 db" },
+	  { "bash", "-c",
+	    "curl -H \"Authorization: " R "\" -u a:" R " https://h && mysql -p" R " db" } },
+	{ { "su", "-c", "PGPASSWORD=hunter3 psql", "app" },
+	  { "su", "-c", "PGPASSWORD=" R, "app" } },
+	/* ODBC / ADO.NET connection strings */
+	{ { "app", "Driver={ODBC Driver 18};Server=db;Password=hunter3;" },
+	  { "app", "Driver={ODBC Driver 18};Server=db;Password=" R ";" } },
+	{ { "app", "--conn=Driver=x;Server=db;PWD={a;b}}c};Encrypt=yes", "server=db; pwd=hunter3" },
+	  { "app", "--conn=Driver=x;Server=db;PWD=" R ";Encrypt=yes", "server=db; pwd=" R } },
+	/* user:password@host without a scheme */
+	{ { "app", "admin:s3cret@db.example.com:5432/x", "--target=admin:s3cret@db" },
+	  { "app", "admin:" R "@db.example.com:5432/x", "--target=admin:" R "@db" } },
+	/* a secret URL path; other well-known shapes */
+	{ { "app", "https://hooks.slack.com/services/T0001/B0001/abcdefgh" },
+	  { "app", "https://hooks.slack.com/services/" R } },
+	{ { "app", "https://discord.com/api/webhooks/1/abc?wait=1" },
+	  { "app", "https://discord.com/api/webhooks/" R "?wait=1" } },
+	{ { "app", "https://h/v1?access_token=abc&page=2", "jdbc:mysql://h/db?user=u&pwd=p" },
+	  { "app", "https://h/v1?access_token=" R "&page=2", "jdbc:mysql://h/db?user=u&pwd=" R } },
+	{ { "mount", "-o", "username=u,password=hunter3", "//srv/share" },
+	  { "mount", "-o", "username=u,password=" R, "//srv/share" } },
+	{ { "app", "AIzaSyA-0123456789abcdefghijklmnopqrstu", "pass:hunter3" },
+	  { "app", R, "pass:" R } },
+};
+
+/* ... and what must stay readable. */
+static const struct row readable_rows[] = {
+	/* -p is a port to most programs, and mysql's bare -p prompts */
+	{ { "psql", "-p", "5432", "-p5432", "-U", "app" },
+	  { "psql", "-p", "5432", "-p5432", "-U", "app" } },
+	{ { "ssh", "-p", "2222", "user@host" }, { "ssh", "-p", "2222", "user@host" } },
+	{ { "mysql", "-u", "root", "-p", "shop" }, { "mysql", "-u", "root", "-p", "shop" } },
+	{ { "app", "--port=5432", "-p8080", "--monkey=1" },
+	  { "app", "--port=5432", "-p8080", "--monkey=1" } },
+	/* a user without a password; --user that is a uid:gid */
+	{ { "curl", "-u", "admin", "--user=admin" }, { "curl", "-u", "admin", "--user=admin" } },
+	{ { "docker", "run", "--user", "1000:1000", "--user=0:0" },
+	  { "docker", "run", "--user", "1000:1000", "--user=0:0" } },
+	/* colons and '@' that are not user:password@host */
+	{ { "app", "a:b", "user@host", "git@github.com:org/repo.git", "mailto:bob@example.com" },
+	  { "app", "a:b", "user@host", "git@github.com:org/repo.git", "mailto:bob@example.com" } },
+	{ { "app", "12:30", "host:8080", "[::1]:80", "ssh://git@host/r" },
+	  { "app", "12:30", "host:8080", "[::1]:80", "ssh://git@host/r" } },
+	/* names that end in a credential word's letters but are not one */
+	{ { "env", "KEYBOARD=us", "PGPASSFILE=/x/.pgpass", "BYPASS=1", "HOTKEYS=a" },
+	  { "env", "KEYBOARD=us", "PGPASSFILE=/x/.pgpass", "BYPASS=1", "HOTKEYS=a" } },
+	/* lists, headers and URLs without a credential in them */
+	{ { "app", "Driver=x;Server=db;Database=shop;", "?page=2&sort=name", "rw,noatime,uid=0" },
+	  { "app", "Driver=x;Server=db;Database=shop;", "?page=2&sort=name", "rw,noatime,uid=0" } },
+	{ { "curl", "-H", "Accept: */*", "--header=Content-Type: text/plain" },
+	  { "curl", "-H", "Accept: */*", "--header=Content-Type: text/plain" } },
+	{ { "app", "https://hooks.example.com/services/x", "sk-learn", "hf_hub" },
+	  { "app", "https://hooks.example.com/services/x", "sk-learn", "hf_hub" } },
+	/* a command line without secrets comes back byte for byte */
+	{ { "sh", "-c", "echo 'hello  world' | grep -p \"x y\"; exit 0" },
+	  { "sh", "-c", "echo 'hello  world' | grep -p \"x y\"; exit 0" } },
+	{ { "app", "tab\there", "two\nlines\r\n", "it's a \"test\" \\ $HOME" },
+	  { "app", "tab\there", "two\nlines\r\n", "it's a \"test\" \\ $HOME" } },
+};
+
+struct env_row {
+	const char *in, *out;
+};
+
+static const struct env_row env_rows[] = {
+	{ "PGPASSWORD=hunter3", "PGPASSWORD=" R },
+	{ "AWS_SECRET_ACCESS_KEY=hunter5", "AWS_SECRET_ACCESS_KEY=" R },
+	{ "SLACK_WEBHOOK_URL=https://hooks.slack.com/services/T0/B0/abcdef",
+	  "SLACK_WEBHOOK_URL=https://hooks.slack.com/services/" R },
+	{ "DATABASE_URL=admin:hunter3@db:5432/x", "DATABASE_URL=admin:" R "@db:5432/x" },
+	{ "DATABASE_URL=postgres://app:hunter7@db/prod",
+	  "DATABASE_URL=postgres://app:" R "@db/prod" },
+	{ "ConnectionStrings__Db=Server=db;User Id=app;Password=hunter3;",
+	  "ConnectionStrings__Db=Server=db;User Id=app;Password=" R ";" },
+	{ "JAVA_TOOL_OPTIONS=-Xmx1g -Djavax.net.ssl.keyStorePassword=hunter8",
+	  "JAVA_TOOL_OPTIONS=-Xmx1g -Djavax.net.ssl.keyStorePassword=" R },
+	{ "APP_OPTS=--token hunter3 --port 1", "APP_OPTS=--token " R " --port 1" },
+	{ "APP_CONTEXT=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2ln", "APP_CONTEXT=" R },
+	{ "TLS_BUNDLE=-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----",
+	  "TLS_BUNDLE=" R },
+	{ "X hooks.slack.com/services/T0/ab=c", R },
+	/* readable */
+	{ "PATH=/usr/local/bin:/usr/bin:/bin", "PATH=/usr/local/bin:/usr/bin:/bin" },
+	{ "LS_COLORS=rs=0:di=01;34:ln=01;36:*.tar=01;31",
+	  "LS_COLORS=rs=0:di=01;34:ln=01;36:*.tar=01;31" },
+	{ "SSH_CONNECTION=10.0.0.1 5022 10.0.0.2 22", "SSH_CONNECTION=10.0.0.1 5022 10.0.0.2 22" },
+	{ "EMAIL=bob@example.com", "EMAIL=bob@example.com" },
+	{ "LESSOPEN=| /usr/bin/lesspipe %s", "LESSOPEN=| /usr/bin/lesspipe %s" },
+	{ "LANG=C.UTF-8", "LANG=C.UTF-8" },
+	{ "no equals sign", "no equals sign" },
 };
 
 static size_t count(const char *const *v)
@@ -85,20 +223,81 @@ static size_t count(const char *const *v)
 	return n;
 }
 
-Test(redact, table)
+/* Each row as expected, and idempotent: redacting the output again
+ * changes nothing (what fuzz_redact checks on random input). */
+static void check_rows(const struct row *t, size_t nrows, const char *table)
 {
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		size_t n = count(rows[i].in);
-		char **out = bundle_redact_argv((char *const *)rows[i].in, n);
+	for (size_t i = 0; i < nrows; i++) {
+		size_t n = count(t[i].in);
+		char **out = bundle_redact_argv((char *const *)t[i].in, n);
+		char **again;
 
 		cr_assert_not_null(out);
-		cr_assert_eq(count(rows[i].out), n, "row %zu", i);
+		cr_assert_eq(count(t[i].out), n, "%s row %zu", table, i);
 		for (size_t j = 0; j < n; j++)
-			cr_expect_str_eq(out[j], rows[i].out[j], "row %zu arg %zu: '%s' -> '%s'", i, j,
-					 rows[i].in[j], out[j]);
+			cr_expect_str_eq(out[j], t[i].out[j], "%s row %zu arg %zu: '%s' -> '%s'",
+					 table, i, j, t[i].in[j], out[j]);
 		cr_assert_null(out[n], "NULL-terminated");
+		again = bundle_redact_argv(out, n);
+		cr_assert_not_null(again);
+		for (size_t j = 0; j < n; j++)
+			cr_expect_str_eq(again[j], out[j], "%s row %zu arg %zu not idempotent",
+					 table, i, j);
+		bundle_redacted_free(again, n);
 		bundle_redacted_free(out, n);
 	}
+}
+
+#define CHECK_ROWS(t) check_rows(t, sizeof(t) / sizeof(t[0]), #t)
+
+Test(redact, table)
+{
+	CHECK_ROWS(rows);
+}
+
+Test(redact, review_forms_redacted)
+{
+	CHECK_ROWS(review_rows);
+}
+
+Test(redact, ordinary_words_kept)
+{
+	CHECK_ROWS(readable_rows);
+}
+
+Test(redact, environ_entries)
+{
+	for (size_t i = 0; i < sizeof(env_rows) / sizeof(env_rows[0]); i++) {
+		char *out = bundle_redact_env(env_rows[i].in);
+		char *again;
+
+		cr_assert_not_null(out);
+		cr_expect_str_eq(out, env_rows[i].out, "env row %zu: '%s' -> '%s'", i,
+				 env_rows[i].in, out);
+		again = bundle_redact_env(out);
+		cr_assert_not_null(again);
+		cr_expect_str_eq(again, out, "env row %zu not idempotent", i);
+		free(again);
+		free(out);
+	}
+}
+
+/* Values nest ("--a=--b=...", quotes in quotes): deep nesting is cut off
+ * by redacting what lies below the limit, never by keeping it. */
+Test(redact, deep_nesting_is_bounded)
+{
+	static char deep[64 * 1024];
+	const char *in[2] = { "app", deep };
+	char **out;
+	size_t n = 0;
+
+	while (n + 8 < sizeof(deep) / 2)
+		n += (size_t)sprintf(deep + n, "--a=");
+	strcpy(deep + n, "--password=hunter3");
+	out = bundle_redact_argv((char *const *)in, 2);
+	cr_assert_not_null(out);
+	cr_expect(!strstr(out[1], "hunter3"), "a secret below the depth limit survived");
+	bundle_redacted_free(out, 2);
 }
 
 Test(redact, empty_and_null)

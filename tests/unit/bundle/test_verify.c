@@ -79,6 +79,32 @@ Test(verify, intact)
 	tmpdir_remove(m.tmp);
 }
 
+/* Issue 18 item 10: what "intact" vouches for is counted, so verify can
+ * say it: the five members the manifest lists, each re-hashed. */
+Test(verify, listed_counts_what_was_checked)
+{
+	struct made m;
+	size_t members = 99;
+
+	make_checked_bundle(&m);
+	cr_assert_eq(bundle_verify_listed(m.dir, record, &m.p, &members), 0);
+	cr_expect_eq(members, 5);
+	/* Still counted when something is wrong, and NULL is fine. */
+	tmpdir_join(m.path, sizeof(m.path), m.dir, "b.txt");
+	cr_assert_eq(unlink(m.path), 0);
+	members = 99;
+	cr_assert_eq(bundle_verify_listed(m.dir, record, &m.p, &members), 1);
+	cr_expect_eq(members, 5);
+	cr_assert_eq(bundle_verify_listed(m.dir, NULL, NULL, NULL), 1);
+	/* No manifest: nothing vouched for, *ret_members untouched. */
+	tmpdir_join(m.path, sizeof(m.path), m.dir, "manifest.json");
+	cr_assert_eq(unlink(m.path), 0);
+	members = 99;
+	cr_assert_eq(bundle_verify_listed(m.dir, NULL, NULL, &members), -ENOENT);
+	cr_expect_eq(members, 99);
+	tmpdir_remove(m.tmp);
+}
+
 Test(verify, tampering_is_named)
 {
 	struct made m;
