@@ -81,19 +81,9 @@ static void write_profile(const char *dir, const char *name, const uint8_t *data
 		write_member(dir, name, data, size);
 		return;
 	}
-	z_stream zs;
-	size_t cap = deflateBound(NULL, (uLong)size) + 64;
-	uint8_t *out = malloc(cap);
-	FUZZ_CHECK(out != NULL);
-	memset(&zs, 0, sizeof(zs));
-	FUZZ_CHECK(deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-	zs.next_in = (Bytef *)data;
-	zs.avail_in = (uInt)size;
-	zs.next_out = out;
-	zs.avail_out = (uInt)cap;
-	FUZZ_CHECK(deflate(&zs, Z_FINISH) == Z_STREAM_END);
-	write_member(dir, name, out, cap - zs.avail_out);
-	deflateEnd(&zs);
+	size_t len;
+	uint8_t *out = fz_gzip(data, size, &len);
+	write_member(dir, name, out, len);
 	free(out);
 }
 

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <zlib.h>
 #include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -176,6 +177,27 @@ static inline char *fz_strndup(const uint8_t *data, size_t size)
 	memcpy(s, data, size);
 	s[size] = '\0';
 	return s;
+}
+
+/* data gzipped in memory, as a bundle's profile members are (malloc'ed,
+ * *len bytes): for harnesses that write a member from raw fuzz bytes. */
+static inline uint8_t *fz_gzip(const uint8_t *data, size_t size, size_t *len)
+{
+	z_stream zs;
+	size_t cap = deflateBound(NULL, (uLong)size) + 64;
+	uint8_t *out = malloc(cap);
+
+	FUZZ_CHECK(out != NULL);
+	memset(&zs, 0, sizeof(zs));
+	FUZZ_CHECK(deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+	zs.next_in = (Bytef *)data;
+	zs.avail_in = (uInt)size;
+	zs.next_out = out;
+	zs.avail_out = (uInt)cap;
+	FUZZ_CHECK(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+	*len = cap - zs.avail_out;
+	deflateEnd(&zs);
+	return out;
 }
 
 #endif

@@ -43,20 +43,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static void write_gzipped(const char *path, const uint8_t *data, size_t size)
 {
-	z_stream zs;
-	size_t cap = deflateBound(NULL, (uLong)size) + 64;
-	uint8_t *out = malloc(cap);
-
-	FUZZ_CHECK(out != NULL);
-	memset(&zs, 0, sizeof(zs));
-	FUZZ_CHECK(deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-	zs.next_in = (Bytef *)data;
-	zs.avail_in = (uInt)size;
-	zs.next_out = out;
-	zs.avail_out = (uInt)cap;
-	FUZZ_CHECK(deflate(&zs, Z_FINISH) == Z_STREAM_END);
-	fz_write_file(path, out, cap - zs.avail_out);
-	deflateEnd(&zs);
+	size_t len;
+	uint8_t *out = fz_gzip(data, size, &len);
+	fz_write_file(path, out, len);
 	free(out);
 }
 
