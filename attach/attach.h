@@ -262,6 +262,13 @@ void attach_settle_late(unsigned timeout_ms);
 /* Read target memory (process_vm_readv). Returns bytes read or -errno. */
 ssize_t attach_read_memory(pid_t pid, uint64_t addr, void *buf, size_t len);
 
+/* The thread of process pid through which its memory and files are
+ * reached (process_vm_readv, /proc/X/root, exe, map_files): pid itself,
+ * unless its main thread has exited (pthread_exit) and left a zombie
+ * leader with no memory: then a live thread of it. pid when none is found.
+ * Picked once by each reader, so a leader that exits later is not seen. */
+pid_t attach_memory_tid(pid_t pid);
+
 /* Threads that died while we held them and that the reaper thread reaped
  * (a statistic, since the start of the process). */
 unsigned long attach_reaped_threads(void);
@@ -288,7 +295,9 @@ void attach_watchdog_stop(void);
 bool attach_watchdog_running(void);
 
 /* Re-read /proc/PID/maps into pc->maps_text (reusing its buffer), without
- * touching the threads. 0, -ESRCH, -ENOMEM or -errno. */
+ * touching the threads; from another thread's maps when the leader's is
+ * empty (main called pthread_exit). 0, -ESRCH (also: every thread's maps
+ * is empty, the process is exiting), -ENOMEM or -errno. */
 int attach_read_maps(const struct attach_target *t, struct process_capture *pc);
 
 /* The process's CPU time so far (utime + stime of /proc/PID/stat, every

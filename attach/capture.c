@@ -155,6 +155,46 @@ void process_capture_release(struct process_capture *pc)
 	memset(pc, 0, sizeof(*pc));
 }
 
+/* The state letter of /proc/<path>/stat, 0 if unreadable. */
+static char stat_state(int dirfd, const char *path)
+{
+	char buf[1024];
+	struct procfs_stat st;
+	if (procfs_read_at(dirfd, path, buf, sizeof(buf)) < 0 || procfs_parse_stat(buf, &st) < 0)
+		return 0;
+	return st.state;
+}
+
+pid_t attach_memory_tid(pid_t pid)
+{
+	char path[32];
+	snprintf(path, sizeof(path), "%d", (int)pid);
+	int pfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return pid;
+	pid_t found = pid;
+	char st = stat_state(pfd, strcat(path, "/stat"));
+	snprintf(path, sizeof(path), "%d/task", (int)pid);
+	int tfd = st == 'Z' ? openat(pfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	DIR *d = tfd >= 0 ? fdopendir(tfd) : NULL;
+	if (!d && tfd >= 0)
+		close(tfd);
+	struct dirent *de;
+	while (d && found == pid && (de = readdir(d))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		if (tid <= 0 || tid == pid)
+			continue;
+		snprintf(path, sizeof(path), "%d/stat", (int)tid);
+		char ts = stat_state(dirfd(d), path);
+		if (ts && ts != 'Z' && ts != 'X')
+			found = tid;
+	}
+	if (d)
+		closedir(d);
+	close(pfd);
+	return found;
+}
+
 ssize_t attach_read_memory(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = {.iov_base = buf, .iov_len = len};
@@ -216,9 +256,9 @@ static bool is_late(pid_t tid)
 	return false;
 }
 
-int attach_read_maps(const struct attach_target *t, struct process_capture *pc)
+static int read_maps_at(int dirfd, const char *path, struct process_capture *pc)
 {
-	int fd = openat(t->proc_dirfd, "maps", O_RDONLY | O_CLOEXEC);
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
 	pc->maps_len = 0;
@@ -248,6 +288,40 @@ int attach_read_maps(const struct attach_target *t, struct process_capture *pc)
 	close(fd);
 	pc->maps_text[pc->maps_len] = '\0';
 	return 0;
+}
+
+int attach_read_maps(const struct attach_target *t, struct process_capture *pc)
+{
+	int r = read_maps_at(t->proc_dirfd, "maps", pc);
+	if (r < 0 || pc->maps_len)
+		return r;
+	/* Empty: the leader has no memory of its own any more. Either main
+	 * called pthread_exit (a zombie leader; the other threads share the
+	 * memory and list it in their own maps) or the whole process is
+	 * exiting (every thread's reads empty: it is gone). */
+	int dfd = dup(t->task_dirfd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return -ESRCH;
+	}
+	rewinddir(d);
+	r = -ESRCH;
+	struct dirent *de;
+	while (r == -ESRCH && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || atoi(de->d_name) == t->pid)
+			continue;
+		char path[300];
+		snprintf(path, sizeof(path), "%s/maps", de->d_name);
+		int rr = read_maps_at(t->task_dirfd, path, pc);
+		if (rr == -ENOMEM)
+			r = rr;
+		else if (rr == 0 && pc->maps_len)
+			r = 0;
+	}
+	closedir(d);
+	return r;
 }
 
 /* Double the capacity of two arrays kept in step (first: the initial
@@ -1010,6 +1084,10 @@ static void copy_stack(struct capture_run *run, struct thread_capture *tc, uint6
 	}
 	tc->stack_start = sp;
 	ssize_t n = attach_read_memory(run->pc->pid, sp, tc->stack, want);
+	/* A zombie leader (main called pthread_exit) has no memory: the
+	 * thread's own tid reaches the same memory. */
+	if (n == -ESRCH && tc->tid != run->pc->pid)
+		n = attach_read_memory(tc->tid, sp, tc->stack, want);
 	tc->stack_len = n > 0 ? (size_t)n : 0;
 }
 

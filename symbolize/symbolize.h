@@ -77,6 +77,11 @@ struct symbolize_options {
 	 * module on first use (about 40 ms of CPU for libc alone); names come
 	 * from the uncompressed .symtab. */
 	bool names_only;
+	/* The thread whose /proc entry reaches the process's memory and files
+	 * (/proc/X/root, exe, map_files, the vdso): a live one when the main
+	 * thread has exited and left a zombie leader with none (see
+	 * attach_memory_tid). 0: pid itself. */
+	pid_t proc_pid;
 };
 
 /* One frame; an inline chain yields several for one PC. Strings are owned
@@ -134,6 +139,11 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t pc, const struct sym_locati
  * until symbolizer_free. has_* flags reflect lookups done so far, so call
  * this after the lookups. */
 size_t symbolizer_modules(struct symbolizer *s, const struct sym_module **ret);
+
+/* How many of those modules' files could be opened and parsed. 0 for a
+ * symbolizer made after the target's files became unreachable (it has
+ * exited, or is exiting): one made earlier names its PCs better. */
+size_t symbolizer_loaded_modules(const struct symbolizer *s);
 
 /* Build-id (hex) of the main executable, "" if unknown. */
 const char *symbolizer_main_build_id(struct symbolizer *s);

@@ -39,7 +39,8 @@ struct sym_group {
 };
 
 struct symbolizer {
-	pid_t pid;
+	pid_t pid;      /* the process (its perf map is named after it) */
+	pid_t proc_pid; /* whose /proc entry reaches its memory and files */
 	struct maps maps;
 	int rootfd;          /* /proc/PID/root, O_PATH, or -1 */
 	bool foreign_root;   /* the target's / is not ours */
@@ -167,7 +168,7 @@ static int vdso_fd(struct symbolizer *s, const struct maps_entry *e, uint64_t *r
 	Elf *elf;
 	int fd, r;
 
-	r = sym_read_vdso(s->pid, e, &buf, &len);
+	r = sym_read_vdso(s->proc_pid, e, &buf, &len);
 	if (r < 0)
 		return r;
 	elf = elf_memory(buf, len);
@@ -241,7 +242,7 @@ static int report_group(struct symbolizer *s, struct sym_group *g)
 		if (fd < 0)
 			return fd;
 	} else {
-		fd = sym_open_mapped(s->rootfd, s->pid, e);
+		fd = sym_open_mapped(s->rootfd, s->proc_pid, e);
 		if (fd < 0)
 			return fd;
 		r = fd_bias(fd, e, &bias);
@@ -252,7 +253,7 @@ static int report_group(struct symbolizer *s, struct sym_group *g)
 		/* libdwfl looks for .gnu_debuglink files next to file_name:
 		 * for a target in another root, that is inside its root. */
 		if (s->foreign_root) {
-			snprintf(root_path, sizeof(root_path), "/proc/%d/root%s", (int)s->pid, e->path);
+			snprintf(root_path, sizeof(root_path), "/proc/%d/root%s", (int)s->proc_pid, e->path);
 			file_name = root_path;
 		}
 	}
@@ -373,7 +374,7 @@ static void find_main(struct symbolizer *s)
 	ssize_t n;
 
 	s->main_build_id = "";
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)s->pid);
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)s->proc_pid);
 	have_stat = stat(link, &st) == 0;
 	n = readlink(link, target, sizeof(target) - 1);
 	have_link = n > 0;
@@ -412,7 +413,7 @@ static void open_root(struct symbolizer *s)
 	char path[64];
 	struct stat ours, theirs;
 
-	snprintf(path, sizeof(path), "/proc/%d/root", (int)s->pid);
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)s->proc_pid);
 	s->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (s->rootfd >= 0 && fstat(s->rootfd, &theirs) == 0 && stat("/", &ours) == 0)
 		s->foreign_root = theirs.st_dev != ours.st_dev || theirs.st_ino != ours.st_ino;
@@ -436,6 +437,7 @@ int symbolizer_new(pid_t pid, const char *maps_text, size_t maps_len,
 	if (!s)
 		return -ENOMEM;
 	s->pid = pid;
+	s->proc_pid = opts && opts->proc_pid > 0 ? opts->proc_pid : pid;
 	s->rootfd = -1;
 	s->names_only = opts && opts->names_only;
 	r = maps_parse(maps_text ? maps_text : "", maps_len, &s->maps);
@@ -578,6 +580,14 @@ size_t symbolizer_modules(struct symbolizer *s, const struct sym_module **ret)
 {
 	*ret = s->modules;
 	return s->nmodules;
+}
+
+size_t symbolizer_loaded_modules(const struct symbolizer *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->ngroups; i++)
+		n += s->groups[i].mod != NULL;
+	return n;
 }
 
 const char *symbolizer_main_build_id(struct symbolizer *s)

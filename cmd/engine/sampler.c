@@ -982,7 +982,8 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 	}
 	cJSON *target = cJSON_GetObjectItem(s->manifest, "target");
 	if (r == 0 && final)
-		r = snapshot_write(s->bundle, "", final, final_stacks, st, s->go != NULL);
+		r = snapshot_write(s->bundle, "", final, final_stacks, st, s->go != NULL,
+				   final == &sp->last);
 	if (r == 0 && final == &sp->cur && s->go)
 		r = go_session_write(s->go, s->bundle, "", st, cJSON_GetObjectItem(target, "go"));
 	if (r == 0 && *s->opt->stop_requests < 2) {

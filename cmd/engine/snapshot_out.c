@@ -128,7 +128,7 @@ int snapshot_collect(const struct process_capture *pc, const struct unwound_stac
 
 int snapshot_write(struct bundle *b, const char *prefix, const struct process_capture *pc,
 		   const struct unwound_stack *stacks, const struct symtab *st,
-		   bool main_named_by_go)
+		   bool main_named_by_go, bool last_tick)
 {
 	char *text = NULL;
 	size_t text_len = 0;
@@ -142,13 +142,19 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 
 	size_t captured = 0, stackless = 0;
 	for (size_t i = 0; i < pc->nthreads; i++) {
-		captured += pc->threads[i].outcome == THREAD_CAPTURED;
+		captured += last_tick ? pc->threads[i].outcome != THREAD_GONE
+				      : pc->threads[i].outcome == THREAD_CAPTURED;
 		stackless += stacks[i].n == 0;
 	}
 	char when[32];
 	format_rfc3339_ms(pc->wall_ns, when);
-	fprintf(f, "Process %d: %zu threads captured at %s, all held at once for %llu us\n",
-		(int)pc->pid, captured, when, (unsigned long long)(pc->hold_ns / 1000));
+	if (last_tick)
+		fprintf(f, "Process %d: %zu threads at %s, as the last sample before the target exited "
+			   "saw them (not held at once)\n",
+			(int)pc->pid, captured, when);
+	else
+		fprintf(f, "Process %d: %zu threads captured at %s, all held at once for %llu us\n",
+			(int)pc->pid, captured, when, (unsigned long long)(pc->hold_ns / 1000));
 	if (stackless)
 		fprintf(f, "%zu thread(s) are shown without a stack (each says why)\n", stackless);
 	fputc('\n', f);
@@ -249,7 +255,7 @@ int snapshot_finish(struct bundle *b, const char *prefix, const struct process_c
 			r = go_session_name_unnamed(go, st);
 	}
 	if (r == 0)
-		r = snapshot_write(b, prefix, pc, stacks, st, go != NULL);
+		r = snapshot_write(b, prefix, pc, stacks, st, go != NULL, false);
 	if (r == 0 && go)
 		r = go_session_write(go, b, prefix, st,
 				     target_json ? cJSON_GetObjectItem(target_json, "go") : NULL);

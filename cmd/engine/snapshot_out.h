@@ -16,12 +16,14 @@
  * named in st by go_session_name_unnamed; main_named_by_go says so in the
  * profile's mapping), as <prefix>threads.txt and
  * <prefix>threads.pprof into b. prefix is "" or a subdirectory like
- * "leak/open_fds-1/". Returns 0 or -errno (a write error from the bundle is
- * passed through). */
+ * "leak/open_fds-1/". last_tick: pc is a sampling tick's capture, kept
+ * because the target exited before a final one could hold it (the header
+ * then says so, not "held at once"). Returns 0 or -errno (a write error
+ * from the bundle is passed through). */
 struct go_session;
 int snapshot_write(struct bundle *b, const char *prefix, const struct process_capture *pc,
 		   const struct unwound_stack *stacks, const struct symtab *st,
-		   bool main_named_by_go);
+		   bool main_named_by_go, bool last_tick);
 
 /* Everything after a capture: unwind pc (in the worker) unless stacks is
  * given (already unwound, e.g. while the target was alive), resolve the

@@ -592,7 +592,7 @@ int unwinder_new(pid_t pid, const char *maps_text, size_t maps_len,
 	struct unwinder *u = calloc(1, sizeof(*u));
 	if (!u)
 		return -ENOMEM;
-	u->pid = pid;
+	u->pid = attach_memory_tid(pid);
 	if (opener && opener->open) {
 		u->opener = *opener;
 		u->have_opener = true;

@@ -278,6 +278,15 @@ static char *module_lines(const uint8_t *maps, size_t len, size_t *ret_len)
 	return out;
 }
 
+/* Should fresh replace cur? Not when it could open none of the files cur
+ * has open: it was made as the target went (an exiting process's maps
+ * read empty, and its /proc/PID/root and map_files are gone), and cur is
+ * still right for every PC seen before. */
+static bool supersedes(struct symbolizer *fresh, struct symbolizer *cur)
+{
+	return !cur || symbolizer_loaded_modules(fresh) > 0 || symbolizer_loaded_modules(cur) == 0;
+}
+
 /* Keep the symbolizer of the newest modules that could be loaded: after
  * the target exits a new one cannot open its files, and the old one (which
  * holds them open) is still right for every PC seen before. */
@@ -293,10 +302,9 @@ static void worker_sym_for(struct worker_state *w, const uint8_t *maps, size_t l
 		return;
 	char *copy = dup_bytes(maps, len);
 	struct symbolizer *s = NULL;
+	w->opts.proc_pid = attach_memory_tid(w->pid);
 	if (copy && symbolizer_new(w->pid, copy, len, &w->opts, &s) == 0) {
-		const struct sym_module *mods;
-		if (w->sym && len && symbolizer_modules(s, &mods) == 0) {
-			/* Nothing could be opened (target gone): keep the old one. */
+		if (!supersedes(s, w->sym)) {
 			symbolizer_free(s);
 			free(copy);
 			return;
@@ -785,7 +793,12 @@ void interp_prepare(struct interp *in, const char *maps_text, size_t maps_len)
 			return;
 		struct symbolizer *s = NULL;
 		char *copy = strndup(maps_text, maps_len);
-		if (copy && symbolizer_new(in->pid, maps_text, maps_len, &in->opts, &s) == 0) {
+		in->opts.proc_pid = attach_memory_tid(in->pid);
+		if (copy && symbolizer_new(in->pid, maps_text, maps_len, &in->opts, &s) == 0 &&
+		    !supersedes(s, in->sym)) {
+			symbolizer_free(s);
+			free(copy);
+		} else if (s) {
 			symbolizer_free(in->sym);
 			free(in->sym_maps);
 			in->sym = s;

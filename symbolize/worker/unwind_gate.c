@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "attach/attach.h"
 #include "symbolize/symbolize.h"
 
 struct unwind_gate {
@@ -20,7 +21,7 @@ struct unwind_gate *unwind_gate_new(pid_t pid)
 {
 	struct unwind_gate *g = calloc(1, sizeof(*g));
 	if (g) {
-		g->pid = pid;
+		g->pid = attach_memory_tid(pid);
 		g->rootfd = -1;
 	}
 	return g;

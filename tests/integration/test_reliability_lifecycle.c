@@ -44,6 +44,13 @@ Test(reliability_lifecycle, b3_leader_pthread_exit, .timeout = 600)
 		  ticks);
 	cr_expect_eq(number_at(m, "capture", "failed_ticks"), 0);
 	cJSON_Delete(m);
+	/* The dead leader has no memory of its own (its maps read empty, its
+	 * /proc root and exe are gone): the workers' stacks are read, unwound
+	 * and named through a live thread, down to start_thread, where
+	 * eu-stack -p gives up with "No such process". */
+	expect_member_has(c.out, "threads.txt", "spin_work", "workers unnamed behind the dead leader");
+	expect_member_has(c.out, "threads.txt", "start_thread",
+			  "workers' stacks not unwound behind the dead leader");
 	rel_capture_done(&rt, &c, NULL);
 }
 
