@@ -141,7 +141,9 @@ struct thread_capture {
 	bool group_stopped;     /* it was (or became) group-stopped: left stopped */
 	int delivered_signal;   /* signal re-injected at detach, 0 if none */
 	struct user_regs_struct regs;
-	uint64_t stack_start;   /* target address of stack[0] (the SP) */
+	uint64_t stack_start;   /* target address of stack[0]: the SP, less the
+				 * 128-byte red zone below it when that is
+				 * mapped (a ptrace copy; perf's starts at SP) */
 	uint8_t *stack;         /* copy of [stack_start, stack_start + stack_len) */
 	size_t stack_len;
 	size_t stack_cap;       /* allocated size of stack (reused across captures) */

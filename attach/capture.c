@@ -476,8 +476,8 @@ static void maps_check_vsize(const struct attach_target *t, struct process_captu
 		(void)refresh_maps(t, pc, vsize);
 }
 
-/* End of the mapping that contains addr; 0 if none. */
-static uint64_t mapping_end(uint64_t addr)
+/* Index of the mapping that contains addr; nmaps if none. */
+static size_t mapping_index(uint64_t addr)
 {
 	size_t lo = 0, hi = nmaps;
 	while (lo < hi) {
@@ -487,7 +487,14 @@ static uint64_t mapping_end(uint64_t addr)
 		else
 			hi = mid;
 	}
-	return lo < nmaps && map_starts[lo] <= addr ? map_ends[lo] : 0;
+	return lo < nmaps && map_starts[lo] <= addr ? lo : nmaps;
+}
+
+/* End of the mapping that contains addr; 0 if none. */
+static uint64_t mapping_end(uint64_t addr)
+{
+	size_t i = mapping_index(addr);
+	return i < nmaps ? map_ends[i] : 0;
 }
 
 /* The tids this capture has listed so far, sorted, so that a re-scan of a
@@ -1065,9 +1072,20 @@ static void capture_stopped_thread(struct capture_run *run, struct thread_captur
 	copy_stack(run, tc, tc->regs.rsp);
 }
 
+/* The 128 bytes below SP (the x86-64 ABI's red zone) are the thread's
+ * too: a leaf function keeps data there, and at an epilogue's `ret` the
+ * CFI GCC emits after `leave` still says the frame pointer just popped is
+ * saved at CFA-16, below SP. Without those bytes the unwind stopped at the
+ * first caller: postgres backends, 1 snapshot in 40, where eu-stack (which
+ * reads live memory) went on to _start. */
+#define RED_ZONE_BYTES 128
+
 static void copy_stack(struct capture_run *run, struct thread_capture *tc, uint64_t sp)
 {
-	uint64_t end = mapping_end(sp);
+	size_t m = mapping_index(sp);
+	uint64_t end = m < nmaps ? map_ends[m] : 0;
+	if (m < nmaps && sp - map_starts[m] >= RED_ZONE_BYTES)
+		sp -= RED_ZONE_BYTES;
 	size_t want = end > sp ? (size_t)(end - sp) : UNKNOWN_STACK_BYTES;
 	if (want > run->o->stack_bytes_max)
 		want = run->o->stack_bytes_max;

@@ -171,8 +171,12 @@ int profile_out_encode(const struct stackagg *agg, const struct symtab *st,
 		 * names them again from whatever file sits at that path on the
 		 * reader's machine, and gets ET_EXEC text mapped twice wrong
 		 * (node's uv_run shown as uv_err_name). */
+		const char *path = spec->exe_path && spec->invoked_as && m->path &&
+						   strcmp(m->path, spec->exe_path) == 0
+					   ? spec->invoked_as
+					   : m->path;
 		ctx.mapping_ids[i] = profile_builder_add_mapping(
-			ctx.pb, m->start, m->limit, m->offset, m->path, m->build_id,
+			ctx.pb, m->start, m->limit, m->offset, path, m->build_id,
 			true, m->has_filenames || go_main,
 			m->has_line_numbers || go_main);
 	}

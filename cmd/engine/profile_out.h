@@ -27,6 +27,11 @@ struct profile_spec {
 	/* A Go target: its main mapping is named from the runtime's own
 	 * tables (go_session_name_unnamed) even when stripped. */
 	bool main_named_by_go;
+	/* The executable as the user started it (the manifest's
+	 * target.invoked_as: redis-server for redis-check-rdb) and as it is
+	 * mapped (target.exe): the mapping of exe_path is given the first
+	 * name, which pprof shows as File:. NULL: the mapped path. */
+	const char *exe_path, *invoked_as;
 };
 
 /* Address to symbolize for frame i of a stack: return addresses (i > 0)

@@ -199,9 +199,10 @@ struct sampler {
 	/* Thread samples (a thread at a tick) that had no stack: late to
 	 * stop, or not seen by perf yet. Counted, never silently dropped. */
 	uint64_t samples_without_stack;
+	uint64_t samples_truncated; /* thread samples whose unwind stopped early */
 	/* The final snapshot (threads.txt): its threads, those without a
 	 * stack, and whether it is the last tick's (the target had exited). */
-	size_t final_threads, final_without_stack;
+	size_t final_threads, final_without_stack, final_truncated;
 	bool final_was_last_tick;
 	uint64_t cpu_ns_start, cpu_ns_last; /* the target's utime+stime, /proc */
 	uint64_t target_cpu_read_ns;        /* when cpu_ns_last was read */
@@ -677,6 +678,7 @@ static int sample_tick(struct sampler *sp)
 			continue;
 		}
 		sp->samples++;
+		sp->samples_truncated += st->truncated;
 
 		if (!sp->perf) {
 			snprintf(labels, sizeof(labels), "%sthread_comm=%s", tid, comm);
@@ -869,6 +871,7 @@ static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
 	cJSON *wall = cJSON_AddObjectToObject(cap, "wall");
 	cJSON_AddNumberToObject(wall, "thread_samples", (double)sum->thread_samples);
 	cJSON_AddNumberToObject(wall, "without_stack", (double)sp->samples_without_stack);
+	cJSON_AddNumberToObject(wall, "stacks_truncated", (double)sp->samples_truncated);
 	if (sp->wall_perf) {
 		cJSON_AddNumberToObject(wall, "from_switch_out_sample", (double)sp->wall_from_switch);
 		cJSON_AddNumberToObject(wall, "from_cpu_sample", (double)sp->wall_from_cpu);
@@ -956,6 +959,7 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 	for (size_t i = 0; final && i < final->nthreads; i++) {
 		sp->final_threads++;
 		sp->final_without_stack += final_stacks[i].n == 0;
+		sp->final_truncated += final_stacks[i].n && final_stacks[i].truncated;
 	}
 	sp->final_was_last_tick = final == &sp->last;
 
@@ -982,8 +986,14 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 	}
 	cJSON *target = cJSON_GetObjectItem(s->manifest, "target");
 	if (r == 0 && final)
-		r = snapshot_write(s->bundle, "", final, final_stacks, st, s->go != NULL,
-				   final == &sp->last);
+		r = snapshot_write(s->bundle, "", final, final_stacks, st,
+				   &(struct snapshot_meta){
+					   .main_named_by_go = s->go != NULL,
+					   .last_tick = final == &sp->last,
+					   .exe_path = cJSON_GetStringValue(cJSON_GetObjectItem(target, "exe")),
+					   .invoked_as = cJSON_GetStringValue(
+						   cJSON_GetObjectItem(target, "invoked_as")),
+				   });
 	if (r == 0 && final == &sp->cur && s->go)
 		r = go_session_write(s->go, s->bundle, "", st, cJSON_GetObjectItem(target, "go"));
 	if (r == 0 && *s->opt->stop_requests < 2) {
@@ -999,6 +1009,8 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 			.time_nanos = (int64_t)start_wall,
 			.duration_nanos = (int64_t)duration,
 			.main_named_by_go = s->go != NULL,
+			.exe_path = cJSON_GetStringValue(cJSON_GetObjectItem(target, "exe")),
+			.invoked_as = cJSON_GetStringValue(cJSON_GetObjectItem(target, "invoked_as")),
 		};
 		uint8_t *gz = NULL;
 		size_t len = 0;
@@ -1286,6 +1298,7 @@ int sampler_run(struct capture_session *s)
 		cJSON *fin = cJSON_AddObjectToObject(cap, "final_snapshot");
 		cJSON_AddNumberToObject(fin, "threads", (double)sp.final_threads);
 		cJSON_AddNumberToObject(fin, "without_stack", (double)sp.final_without_stack);
+		cJSON_AddNumberToObject(fin, "stacks_truncated", (double)sp.final_truncated);
 		cJSON_AddStringToObject(fin, "taken", sp.final_was_last_tick ? "last_tick" : "held");
 		/* Samples of threads beyond the first tid_labels_max seen: they
 		 * carry no tid label (thread_comm still). */

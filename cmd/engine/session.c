@@ -76,8 +76,9 @@ static int run_snapshot(struct capture_session *s)
 	/* The target runs again from here on: unwinding and symbols cost it
 	 * nothing but the CPU we share with it. */
 	struct symtab *st = NULL;
+	size_t truncated = 0;
 	r = snapshot_finish(s->bundle, "", &pc, NULL, s->interp, s->go,
-			    cJSON_GetObjectItem(s->manifest, "target"), &st);
+			    cJSON_GetObjectItem(s->manifest, "target"), &st, &truncated);
 	if (r == 0 && s->opt->with_binaries_cap)
 		r = binaries_copy(s->bundle, s->target.pid, st, s->opt->with_binaries_cap,
 				  cJSON_AddObjectToObject(s->manifest, "binaries"));
@@ -118,6 +119,9 @@ static int run_snapshot(struct capture_session *s)
 	for (size_t i = 0; i < pc.nthreads; i++)
 		stackless += pc.threads[i].outcome != THREAD_CAPTURED;
 	cJSON_AddNumberToObject(pause, "threads_without_stack", (double)stackless);
+	/* Stacks whose unwinding stopped before the outermost frame (shown
+	 * "(stack truncated)" in threads.txt). */
+	cJSON_AddNumberToObject(pause, "stacks_truncated", (double)truncated);
 	process_capture_release(&pc);
 	return 0;
 }

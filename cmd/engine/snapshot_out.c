@@ -128,8 +128,9 @@ int snapshot_collect(const struct process_capture *pc, const struct unwound_stac
 
 int snapshot_write(struct bundle *b, const char *prefix, const struct process_capture *pc,
 		   const struct unwound_stack *stacks, const struct symtab *st,
-		   bool main_named_by_go, bool last_tick)
+		   const struct snapshot_meta *meta)
 {
+	bool last_tick = meta->last_tick;
 	char *text = NULL;
 	size_t text_len = 0;
 	FILE *f = open_memstream(&text, &text_len);
@@ -214,7 +215,9 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 		.period = 1,
 		.time_nanos = (int64_t)pc->wall_ns,
 		.duration_nanos = (int64_t)pc->hold_ns,
-		.main_named_by_go = main_named_by_go,
+		.main_named_by_go = meta->main_named_by_go,
+		.exe_path = meta->exe_path,
+		.invoked_as = meta->invoked_as,
 	};
 	uint8_t *gz = NULL;
 	size_t gz_len = 0;
@@ -232,9 +235,15 @@ out:
 	return r;
 }
 
+/* A string of the manifest's target object, NULL if absent. */
+static const char *target_string(const cJSON *target_json, const char *key)
+{
+	return target_json ? cJSON_GetStringValue(cJSON_GetObjectItem(target_json, key)) : NULL;
+}
+
 int snapshot_finish(struct bundle *b, const char *prefix, const struct process_capture *pc,
 		    const struct unwound_stack *stacks, struct interp *in, struct go_session *go,
-		    cJSON *target_json, struct symtab **ret_st)
+		    cJSON *target_json, struct symtab **ret_st, size_t *ret_truncated)
 {
 	struct unwound_stack *own = NULL;
 	if (!stacks) {
@@ -255,12 +264,22 @@ int snapshot_finish(struct bundle *b, const char *prefix, const struct process_c
 			r = go_session_name_unnamed(go, st);
 	}
 	if (r == 0)
-		r = snapshot_write(b, prefix, pc, stacks, st, go != NULL, false);
+		r = snapshot_write(b, prefix, pc, stacks, st,
+				   &(struct snapshot_meta){
+					   .main_named_by_go = go != NULL,
+					   .exe_path = target_string(target_json, "exe"),
+					   .invoked_as = target_string(target_json, "invoked_as"),
+				   });
 	if (r == 0 && go)
 		r = go_session_write(go, b, prefix, st,
 				     target_json ? cJSON_GetObjectItem(target_json, "go") : NULL);
 	if (r == 0 && target_json && !cJSON_GetObjectItem(target_json, "build_id"))
 		cJSON_AddStringToObject(target_json, "build_id", symtab_main_build_id(st));
+	if (ret_truncated) {
+		*ret_truncated = 0;
+		for (size_t i = 0; i < pc->nthreads; i++)
+			*ret_truncated += stacks[i].n && stacks[i].truncated;
+	}
 	if (ret_st && r == 0) {
 		*ret_st = st;
 		st = NULL;

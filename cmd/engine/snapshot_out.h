@@ -13,27 +13,34 @@
 #include "symbolize/worker/symtab.h"
 
 /* Write the stacks, named from st (a Go target's unnamed PCs already
- * named in st by go_session_name_unnamed; main_named_by_go says so in the
- * profile's mapping), as <prefix>threads.txt and
+ * named in st by go_session_name_unnamed; meta->main_named_by_go says so
+ * in the profile's mapping), as <prefix>threads.txt and
  * <prefix>threads.pprof into b. prefix is "" or a subdirectory like
- * "leak/open_fds-1/". last_tick: pc is a sampling tick's capture, kept
+ * "leak/open_fds-1/". meta->last_tick: pc is a sampling tick's capture, kept
  * because the target exited before a final one could hold it (the header
  * then says so, not "held at once"). Returns 0 or -errno (a write error
  * from the bundle is passed through). */
 struct go_session;
+struct snapshot_meta {
+	bool main_named_by_go;
+	bool last_tick;
+	const char *exe_path, *invoked_as; /* as in struct profile_spec */
+};
 int snapshot_write(struct bundle *b, const char *prefix, const struct process_capture *pc,
 		   const struct unwound_stack *stacks, const struct symtab *st,
-		   bool main_named_by_go, bool last_tick);
+		   const struct snapshot_meta *meta);
 
 /* Everything after a capture: unwind pc (in the worker) unless stacks is
  * given (already unwound, e.g. while the target was alive), resolve the
  * symbols, write threads.* (and goroutine.* when go is armed) under prefix.
  * The main module's build-id goes into target_json when it is not NULL.
- * With ret_st, the symbol table is handed to the caller (who frees it).
+ * With ret_st, the symbol table is handed to the caller (who frees it);
+ * with ret_truncated, how many threads' stacks stopped before their
+ * outermost frame.
  * Returns 0 or -errno (bundle write errors passed through). */
 int snapshot_finish(struct bundle *b, const char *prefix, const struct process_capture *pc,
 		    const struct unwound_stack *stacks, struct interp *in, struct go_session *go,
-		    cJSON *target_json, struct symtab **ret_st);
+		    cJSON *target_json, struct symtab **ret_st, size_t *ret_truncated);
 
 /* Why a thread of a capture has no stack (st->n == 0), for threads.txt;
  * NULL when it has one. The label is the same reason as the no_stack

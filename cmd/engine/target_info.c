@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -158,6 +159,59 @@ static void add_perf_map(cJSON *o, pid_t pid)
 		cJSON_AddStringToObject(m, "refused", r == -EPERM ? why : strerror(-r));
 }
 
+/* The path the program was started by, when it names the executable
+ * under another name (Debian's redis-server, a symlink to
+ * redis-check-rdb): argv[0] as the target resolves it (from its cwd when
+ * relative; beside the executable when a bare name), kept only when it is
+ * the very file /proc/PID/exe is (argv[0] up to its first space, as a
+ * process title leaves it). The stat follows links inside the
+ * target's root only as far as /proc/PID/root does; anything else just
+ * fails to match. */
+static void add_invoked_as(cJSON *o, const struct attach_target *t, const char *exe)
+{
+	char *buf = NULL, **args = malloc(ARGV_MAX * sizeof(*args));
+	size_t argc = args ? read_nul_list(t, "cmdline", &buf, args) : 0;
+	char *argv0 = argc ? args[0] : "";
+	/* A program that set its own title (redis, postgres, nginx) has one
+	 * string of words in argv[0]: the first is what it was started by. */
+	argv0[strcspn(argv0, " ")] = '\0';
+	const char *exe_base = strrchr(exe, '/');
+	char path[4200], cand[4096];
+	struct stat want, got;
+	if (!*argv0 || !exe_base || fstatat(t->proc_dirfd, "exe", &want, 0) != 0)
+		goto out;
+	if (argv0[0] == '/')
+		snprintf(cand, sizeof(cand), "%s", argv0);
+	else if (strchr(argv0, '/'))
+		snprintf(cand, sizeof(cand), "cwd/%s", argv0);
+	else
+		snprintf(cand, sizeof(cand), "%.*s/%s", (int)(exe_base - exe), exe, argv0);
+	const char *base = strrchr(cand, '/') + 1;
+	if (strcmp(base, exe_base + 1) == 0)
+		goto out; /* the same name: nothing to add */
+	if (argv0[0] != '/' && strchr(argv0, '/'))
+		snprintf(path, sizeof(path), "%s", cand);
+	else
+		snprintf(path, sizeof(path), "root%s", cand);
+	if (fstatat(t->proc_dirfd, path, &got, 0) != 0 || got.st_dev != want.st_dev ||
+	    got.st_ino != want.st_ino)
+		goto out;
+	if (argv0[0] != '/' && strchr(argv0, '/')) {
+		/* Relative to the cwd: said as the target's cwd names it. */
+		char cwd[4096];
+		ssize_t n = readlinkat(t->proc_dirfd, "cwd", cwd, sizeof(cwd) - 1);
+		if (n <= 0)
+			goto out;
+		cwd[n] = '\0';
+		if (snprintf(cand, sizeof(cand), "%s/%s", strcmp(cwd, "/") ? cwd : "", argv0) >= (int)sizeof(cand))
+			goto out;
+	}
+	add_target_string(o, "invoked_as", cand);
+out:
+	free(buf);
+	free(args);
+}
+
 cJSON *target_info_json(const struct attach_target *t, bool record_environ)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -172,6 +226,7 @@ cJSON *target_info_json(const struct attach_target *t, bool record_environ)
 	if (n > 0) {
 		exe[n] = '\0';
 		add_target_string(o, "exe", exe);
+		add_invoked_as(o, t, exe);
 	}
 	cJSON_AddItemToObject(o, "argv", argv_json(t));
 	if (record_environ)

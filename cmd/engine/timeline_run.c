@@ -132,7 +132,8 @@ static int dump_snapshot(struct timeline_run *t, const char *prefix)
 		process_capture_release(&pc);
 		return r;
 	}
-	r = snapshot_finish(t->s->bundle, prefix, &pc, NULL, t->s->interp, t->s->go, NULL, NULL);
+	r = snapshot_finish(t->s->bundle, prefix, &pc, NULL, t->s->interp, t->s->go, NULL, NULL,
+			    NULL);
 	process_capture_release(&pc);
 	return r;
 }
