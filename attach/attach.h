@@ -139,6 +139,9 @@ struct thread_capture {
 	 * runnable because we had stopped it. */
 	char state;
 	bool group_stopped;     /* it was (or became) group-stopped: left stopped */
+	/* PF_EXITING before the stop: it is in do_exit, for its own exit or
+	 * its process's (exit_group takes every thread away) */
+	bool exiting;
 	int delivered_signal;   /* signal re-injected at detach, 0 if none */
 	struct user_regs_struct regs;
 	uint64_t stack_start;   /* target address of stack[0]: the SP, less the

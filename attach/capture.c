@@ -696,6 +696,8 @@ static void tfiles_begin(pid_t pid)
 	tfiles_gen++;
 }
 
+#define PF_EXITING 0x00000004UL /* include/linux/sched.h */
+
 /* Read what /proc says about a thread while it still runs: its state must
  * be the one before our stop (after it, every thread reads 't'). */
 static void read_thread_proc(struct capture_run *run, struct thread_capture *tc)
@@ -706,9 +708,11 @@ static void read_thread_proc(struct capture_run *run, struct thread_capture *tc)
 	    procfs_parse_stat(buf, &st) == 0) {
 		snprintf(tc->comm, sizeof(tc->comm), "%.16s", st.comm);
 		tc->state = st.state;
+		tc->exiting = (st.flags & PF_EXITING) != 0;
 		run->vsize = st.vsize;
 	} else {
 		tc->state = '?';
+		tc->exiting = false;
 	}
 	if (run->o->read_wait_details && tc->state != 'R') {
 		snprintf(path, sizeof(path), "%d/wchan", (int)tc->tid);
@@ -733,6 +737,7 @@ static bool skip_if_idle(struct capture_run *run, struct thread_capture *tc)
 		return false;
 	tc->cpu_ns = now;
 	tc->state = then->state;
+	tc->exiting = false; /* it has not run: not into do_exit either */
 	memcpy(tc->comm, then->comm, sizeof(tc->comm));
 	tc->outcome = THREAD_UNCHANGED;
 	return true;

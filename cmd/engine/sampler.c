@@ -694,6 +694,13 @@ static int sample_tick(struct sampler *sp)
 	 * one for the final snapshot, and end. */
 	if (!attach_target_alive(&sp->s->target))
 		return -ESRCH;
+	/* The main thread in do_exit and not yet a zombie: exit_group is
+	 * taking the threads away (they were gone from this capture while
+	 * main still ran its exit), or main is calling pthread_exit. Either
+	 * way not the picture to keep; the next tick says which it was. */
+	const struct thread_capture *main_tc = sp->cur.nthreads ? &sp->cur.threads[0] : NULL;
+	if (main_tc && main_tc->tid == sp->cur.pid && main_tc->exiting && main_tc->state != 'Z')
+		return 0;
 
 	/* Keep this capture as "the last moment the target was alive". */
 	struct process_capture tmp = sp->last;
