@@ -169,9 +169,9 @@ static void add_perf_map(cJSON *o, pid_t pid)
  * fails to match. */
 static void add_invoked_as(cJSON *o, const struct attach_target *t, const char *exe)
 {
-	char *buf = NULL, **args = malloc(ARGV_MAX * sizeof(*args));
+	char *buf = NULL, **args = malloc(ARGV_MAX * sizeof(*args)), none[1] = "";
 	size_t argc = args ? read_nul_list(t, "cmdline", &buf, args) : 0;
-	char *argv0 = argc ? args[0] : "";
+	char *argv0 = argc ? args[0] : none; /* written to below */
 	/* A program that set its own title (redis, postgres, nginx) has one
 	 * string of words in argv[0]: the first is what it was started by. */
 	argv0[strcspn(argv0, " ")] = '\0';
