@@ -168,12 +168,12 @@ static char stat_state(int dirfd, const char *path)
 pid_t attach_memory_tid(pid_t pid)
 {
 	char path[32];
-	snprintf(path, sizeof(path), "%d", (int)pid);
 	int pfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (pfd < 0)
 		return pid;
 	pid_t found = pid;
-	char st = stat_state(pfd, strcat(path, "/stat"));
+	snprintf(path, sizeof(path), "%d/stat", (int)pid);
+	char st = stat_state(pfd, path);
 	snprintf(path, sizeof(path), "%d/task", (int)pid);
 	int tfd = st == 'Z' ? openat(pfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	DIR *d = tfd >= 0 ? fdopendir(tfd) : NULL;

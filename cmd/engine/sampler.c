@@ -992,14 +992,15 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 		capture_trace_phase("symbolized");
 	}
 	cJSON *target = cJSON_GetObjectItem(s->manifest, "target");
+	const char *exe_path = cJSON_GetStringValue(cJSON_GetObjectItem(target, "exe"));
+	const char *invoked_as = cJSON_GetStringValue(cJSON_GetObjectItem(target, "invoked_as"));
 	if (r == 0 && final)
 		r = snapshot_write(s->bundle, "", final, final_stacks, st,
 				   &(struct snapshot_meta){
 					   .main_named_by_go = s->go != NULL,
 					   .last_tick = final == &sp->last,
-					   .exe_path = cJSON_GetStringValue(cJSON_GetObjectItem(target, "exe")),
-					   .invoked_as = cJSON_GetStringValue(
-						   cJSON_GetObjectItem(target, "invoked_as")),
+					   .exe_path = exe_path,
+					   .invoked_as = invoked_as,
 				   });
 	if (r == 0 && final == &sp->cur && s->go)
 		r = go_session_write(s->go, s->bundle, "", st, cJSON_GetObjectItem(target, "go"));
@@ -1016,8 +1017,8 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 			.time_nanos = (int64_t)start_wall,
 			.duration_nanos = (int64_t)duration,
 			.main_named_by_go = s->go != NULL,
-			.exe_path = cJSON_GetStringValue(cJSON_GetObjectItem(target, "exe")),
-			.invoked_as = cJSON_GetStringValue(cJSON_GetObjectItem(target, "invoked_as")),
+			.exe_path = exe_path,
+			.invoked_as = invoked_as,
 		};
 		uint8_t *gz = NULL;
 		size_t len = 0;

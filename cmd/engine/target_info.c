@@ -180,23 +180,21 @@ static void add_invoked_as(cJSON *o, const struct attach_target *t, const char *
 	struct stat want, got;
 	if (!*argv0 || !exe_base || fstatat(t->proc_dirfd, "exe", &want, 0) != 0)
 		goto out;
+	bool from_cwd = argv0[0] != '/' && strchr(argv0, '/');
 	if (argv0[0] == '/')
 		snprintf(cand, sizeof(cand), "%s", argv0);
-	else if (strchr(argv0, '/'))
+	else if (from_cwd)
 		snprintf(cand, sizeof(cand), "cwd/%s", argv0);
 	else
 		snprintf(cand, sizeof(cand), "%.*s/%s", (int)(exe_base - exe), exe, argv0);
 	const char *base = strrchr(cand, '/') + 1;
 	if (strcmp(base, exe_base + 1) == 0)
 		goto out; /* the same name: nothing to add */
-	if (argv0[0] != '/' && strchr(argv0, '/'))
-		snprintf(path, sizeof(path), "%s", cand);
-	else
-		snprintf(path, sizeof(path), "root%s", cand);
+	snprintf(path, sizeof(path), "%s%s", from_cwd ? "" : "root", cand);
 	if (fstatat(t->proc_dirfd, path, &got, 0) != 0 || got.st_dev != want.st_dev ||
 	    got.st_ino != want.st_ino)
 		goto out;
-	if (argv0[0] != '/' && strchr(argv0, '/')) {
+	if (from_cwd) {
 		/* Relative to the cwd: said as the target's cwd names it. */
 		char cwd[4096];
 		ssize_t n = readlinkat(t->proc_dirfd, "cwd", cwd, sizeof(cwd) - 1);

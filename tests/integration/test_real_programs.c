@@ -187,9 +187,9 @@ static size_t children_of(pid_t pid, pid_t *out, size_t max)
 	return n;
 }
 
-/* A child of pid whose command line starts with prefix, waited for up to
- * 10 s; 0 if none came. */
-static pid_t child_named(pid_t pid, const char *prefix)
+/* A child of pid other than except whose command line starts with prefix,
+ * waited for up to 10 s; 0 if none came. */
+static pid_t child_named(pid_t pid, const char *prefix, pid_t except)
 {
 	for (int tries = 0; tries < 200; tries++) {
 		pid_t kids[64];
@@ -203,7 +203,7 @@ static pid_t child_named(pid_t pid, const char *prefix)
 				cmd[l] = '\0';
 				fclose(f);
 			}
-			if (strncmp(cmd, prefix, strlen(prefix)) == 0)
+			if (kids[i] != except && strncmp(cmd, prefix, strlen(prefix)) == 0)
 				return kids[i];
 		}
 		sleep_ms(50);
@@ -295,7 +295,7 @@ Test(real_programs, nginx_worker_frames_match_eu_stack)
 	struct target t = target_start(argv, NULL);
 	char line[512];
 	wait_for_line(t.stdout_fd, "start worker process", line, sizeof(line));
-	pid_t worker = child_named(t.pid, "nginx: worker");
+	pid_t worker = child_named(t.pid, "nginx: worker", 0);
 	cr_assert(worker > 0, "no nginx worker");
 	sleep_ms(200);
 	char pid[16];
@@ -402,26 +402,10 @@ Test(real_programs, postgres_backends, .timeout = 300)
 	char line[512];
 	wait_for_line(t.stdout_fd, "ready to accept connections", line, sizeof(line));
 	pid_t sleeper = psql_start(dir, "select pg_sleep(600)");
-	pid_t idle = child_named(t.pid, "postgres: postgres postgres");
+	pid_t idle = child_named(t.pid, "postgres: postgres postgres", 0);
 	cr_assert(idle > 0, "no backend for the sleeping client");
 	pid_t busy_client = psql_start(dir, "select count(*) from generate_series(1, 1000000000000)");
-	pid_t busy = 0;
-	for (int tries = 0; tries < 200 && !busy; tries++) {
-		pid_t kids[64];
-		size_t n = children_of(t.pid, kids, 64);
-		for (size_t i = 0; i < n; i++) {
-			char path[64], c[256] = "";
-			snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)kids[i]);
-			FILE *f = fopen(path, "r");
-			if (f) {
-				c[fread(c, 1, sizeof(c) - 1, f)] = '\0';
-				fclose(f);
-			}
-			if (kids[i] != idle && strncmp(c, "postgres: postgres postgres", 27) == 0)
-				busy = kids[i];
-		}
-		sleep_ms(50);
-	}
+	pid_t busy = child_named(t.pid, "postgres: postgres postgres", idle);
 	cr_assert(busy > 0, "no backend for the busy client");
 	sleep_ms(300);
 	char pid[16];
