@@ -55,6 +55,7 @@ struct cpu_perf {
 	uint64_t switch_unwound;    /* held switch-outs a tick needed */
 	uint64_t kernel_only;     /* samples with no user context */
 	uint64_t user_unwound_empty; /* user context, but no user frame came back */
+	uint64_t user_unwound_truncated; /* the unwind stopped short of the outermost frame */
 	/* Every thread's schedstat when the events opened and when they
 	 * stopped (cpu_weigh.h), and what weighing to them did. */
 	struct thread_cpu *cpu_start, *cpu_end;
@@ -181,6 +182,8 @@ static void flush(struct cpu_perf *cp)
 		if (cp->user[i]) {
 			if (cp->stacks[i].n == 0)
 				cp->user_unwound_empty++;
+			else if (cp->stacks[i].truncated)
+				cp->user_unwound_truncated++;
 			for (size_t k = 0; k < cp->stacks[i].n; k++)
 				pcs[n++] = cp->stacks[i].pcs[k];
 		}
@@ -420,6 +423,7 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 	}
 	cJSON_AddNumberToObject(o, "samples_without_user_context", (double)cp->kernel_only);
 	cJSON_AddNumberToObject(o, "samples_without_user_frames", (double)cp->user_unwound_empty);
+	cJSON_AddNumberToObject(o, "unwinds_truncated", (double)cp->user_unwound_truncated);
 	cJSON_AddBoolToObject(o, "kernel_frames", cp->kernel_frames);
 	if (cp->ksyms_tried)
 		cJSON_AddBoolToObject(o, "kernel_symbols", cp->ksyms != NULL);

@@ -672,6 +672,113 @@ static void find_stack_mapping(struct unwinder *u, uint64_t sp)
 	u->stack_map_end = found ? u->all_ends[lo] : 0;
 }
 
+/* Step with libunwind from u->tc's registers, appending the callers
+ * found to pcs[*n..max); *complete when it reached the outermost frame. */
+static void cfi_walk(struct unwinder *u, uint64_t *pcs, size_t *n, size_t max, bool *complete,
+		     uint64_t *last_rbp)
+{
+	unw_cursor_t cursor;
+	if (unw_init_remote(&cursor, u->as, u) != 0)
+		return;
+	uint64_t prev_ip = u->tc->regs.rip, prev_sp = u->tc->regs.rsp;
+	while (*n < max) {
+		int r = unw_step(&cursor);
+		if (r == 0) {
+			*complete = true;
+			break;
+		}
+		if (r < 0)
+			break;
+		unw_word_t ip, sp, bp;
+		unw_get_reg(&cursor, UNW_REG_IP, &ip);
+		unw_get_reg(&cursor, UNW_REG_SP, &sp);
+		if (unw_get_reg(&cursor, UNW_X86_64_RBP, &bp) == 0)
+			*last_rbp = bp;
+		if (ip == 0) {
+			*complete = true;
+			break;
+		}
+		/* Guard against unwind info that does not advance. */
+		if (ip == prev_ip && sp == prev_sp)
+			break;
+		pcs[(*n)++] = ip;
+		prev_ip = ip;
+		prev_sp = sp;
+	}
+}
+
+/* The general register an x86-64 'pop' writes (0: rax ... 15: r15),
+ * in r; NULL for rsp. */
+static unsigned long long *pop_target(struct user_regs_struct *r, unsigned reg)
+{
+	switch (reg) {
+	case 0: return &r->rax;
+	case 1: return &r->rcx;
+	case 2: return &r->rdx;
+	case 3: return &r->rbx;
+	case 5: return &r->rbp;
+	case 6: return &r->rsi;
+	case 7: return &r->rdi;
+	case 8: return &r->r8;
+	case 9: return &r->r9;
+	case 10: return &r->r10;
+	case 11: return &r->r11;
+	case 12: return &r->r12;
+	case 13: return &r->r13;
+	case 14: return &r->r14;
+	case 15: return &r->r15;
+	default: return NULL;
+	}
+}
+
+#define EPILOGUE_MAX_BYTES 24
+
+/* When the code at tc's PC is the tail of an epilogue, only pops of
+ * registers and then a ret ('pop %rbp; ret', 'pop %r12; pop %rbp;
+ * ret'...), run it on a copy of the registers, from the stack copy: out
+ * gets the caller's registers. Those instructions are all that runs until
+ * the caller, so the result is exact. false for any other code. */
+static bool run_epilogue(struct unwinder *u, const struct thread_capture *tc,
+			 struct user_regs_struct *out)
+{
+	uint8_t code[EPILOGUE_MAX_BYTES];
+	uint64_t pc = tc->regs.rip;
+	/* Up to the end of pc's page, then from the next if that is mapped:
+	 * the code may end at the end of its mapping. */
+	size_t len = PAGE_BYTES - (size_t)(pc & (PAGE_BYTES - 1));
+	if (len > sizeof(code))
+		len = sizeof(code);
+	if (!read_live(u, pc, code, len))
+		return false;
+	if (len < sizeof(code) && read_live(u, pc + len, code + len, sizeof(code) - len))
+		len = sizeof(code);
+	*out = tc->regs;
+	for (size_t i = 0; i < len; i++) {
+		unsigned reg;
+		if (code[i] == 0xc3 || (code[i] == 0xf3 && i + 1 < len && code[i + 1] == 0xc3)) {
+			uint64_t ra;
+			if (!stack_word(tc, out->rsp, &ra) || !ra)
+				return false;
+			out->rip = ra;
+			out->rsp += 8;
+			return true;
+		}
+		if (code[i] >= 0x58 && code[i] <= 0x5f)
+			reg = code[i] - 0x58u;
+		else if (code[i] == 0x41 && i + 1 < len && code[i + 1] >= 0x58 && code[i + 1] <= 0x5f)
+			reg = 8u + (code[++i] - 0x58u);
+		else
+			return false;
+		unsigned long long *dst = pop_target(out, reg);
+		uint64_t v;
+		if (!dst || !stack_word(tc, out->rsp, &v))
+			return false;
+		*dst = v;
+		out->rsp += 8;
+	}
+	return false;
+}
+
 int unwinder_unwind(struct unwinder *u, const struct thread_capture *tc, uint64_t *pcs,
 		    size_t max, size_t *ret_n, bool *ret_truncated)
 {
@@ -683,39 +790,28 @@ int unwinder_unwind(struct unwinder *u, const struct thread_capture *tc, uint64_
 	u->tc = tc;
 	find_stack_mapping(u, tc->regs.rsp);
 
-	unw_cursor_t cursor;
 	size_t n = 0;
 	bool complete = false;
 	uint64_t last_rbp = tc->regs.rbp;
 	pcs[n++] = tc->regs.rip;
 
-	if (unw_init_remote(&cursor, u->as, u) == 0) {
-		uint64_t prev_ip = tc->regs.rip, prev_sp = tc->regs.rsp;
-		while (n < max) {
-			int r = unw_step(&cursor);
-			if (r == 0) {
-				complete = true;
-				break;
-			}
-			if (r < 0)
-				break;
-			unw_word_t ip, sp, bp;
-			unw_get_reg(&cursor, UNW_REG_IP, &ip);
-			unw_get_reg(&cursor, UNW_REG_SP, &sp);
-			if (unw_get_reg(&cursor, UNW_X86_64_RBP, &bp) == 0)
-				last_rbp = bp;
-			if (ip == 0) {
-				complete = true;
-				break;
-			}
-			/* Guard against unwind info that does not advance. */
-			if (ip == prev_ip && sp == prev_sp)
-				break;
-			pcs[n++] = ip;
-			prev_ip = ip;
-			prev_sp = sp;
-		}
+	/* Caught in an epilogue's last pops or on its ret, the frame is
+	 * torn down (or nearly): what is left to run is done here, and the
+	 * unwind goes on from the caller. libunwind would follow the CFI,
+	 * which after 'pop %rbp' still says the caller's rbp is saved at
+	 * CFA-16, below SP: outside a copy that starts at SP (perf's), so
+	 * the first frame whose CFA is rbp-based failed, and the frame chain
+	 * from there ran out in code without frame pointers (libc's). */
+	struct user_regs_struct caller;
+	struct thread_capture returned;
+	if (n < max && run_epilogue(u, tc, &caller)) {
+		returned = *tc;
+		returned.regs = caller;
+		u->tc = &returned;
+		last_rbp = caller.rbp;
+		pcs[n++] = caller.rip;
 	}
+	cfi_walk(u, pcs, &n, max, &complete, &last_rbp);
 	if (!complete && n < max) {
 		/* CFI ran out (JIT code, hand-written assembly, a module whose
 		 * tables we could not read): fall back to the frame chain. */

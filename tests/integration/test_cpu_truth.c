@@ -669,6 +669,40 @@ Test(cpu_truth, callers_kept_through_the_vdso, .timeout = 120)
 	rm_rf(tmp);
 }
 
+/* ---- a leaf at its ret ---- */
+
+/* A CPU sample caught on a leaf's ret, after 'pop %rbp': the kernel's
+ * stack copy starts at SP, and the CFI there still puts the caller's rbp
+ * at CFA-16, below it. The unwind must still name the leaf's caller
+ * (the frame chain alone skips it: rbp already holds the caller's). */
+Test(cpu_truth, leaf_at_its_ret_keeps_its_caller, .timeout = 120)
+{
+	struct window w;
+	run_ours("leaf", 1, 1500, 999, NULL, &w);
+	Perftools__Profiles__Profile *p = load_cpu(&w);
+	double in_leaf = 0, whole = 0;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const char *names[256];
+		int nf = pprof_sample_frames(p, p->sample[i], names, 256);
+		if (nf < 1 || !names[0] || strcmp(names[0], "leaf_step") != 0)
+			continue;
+		double v = (double)p->sample[i]->value[0];
+		in_leaf += v;
+		bool start = false;
+		for (int j = 2; j < nf; j++)
+			start |= names[j] && strcmp(names[j], "start_thread") == 0;
+		if (nf >= 3 && names[1] && strcmp(names[1], "leaf_loop") == 0 && names[2] &&
+		    strcmp(names[2], "leaf_main") == 0 && start)
+			whole += v;
+	}
+	cr_expect_gt(in_leaf, 100, "only %.0f samples in leaf_step", in_leaf);
+	cr_expect_eq(whole, in_leaf,
+		     "%.0f of the %.0f samples in leaf_step lost leaf_loop, leaf_main or start_thread",
+		     in_leaf - whole, in_leaf);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	rm_window(&w);
+}
+
 /* ---- descriptors ---- */
 
 /* One event per thread and CPU: under a low descriptor limit the threads

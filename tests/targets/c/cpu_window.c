@@ -15,12 +15,16 @@
  *   cpu_window clock N BURN_MS   N threads reading the clock in a loop
  *                                (clock_main -> clock_loop -> clock_gettime):
  *                                their time goes to the vdso
+ *   cpu_window leaf N BURN_MS    N threads calling a leaf of a few instructions
+ *                                in a loop (leaf_main -> leaf_loop -> leaf_step):
+ *                                about one sample in eight lands on its ret,
+ *                                after 'pop %rbp' (frame pointers kept)
  *   cpu_window pipe 1 BURN_MS    one thread writes 64 KiB blocks into a pipe
  *                                (pipe_writer), another reads them (pipe_reader):
  *                                the time goes to the kernel's pipe paths
  *
  * Expected stacks: spin_units <- spin_heavy|spin_light <- spin_main <-
- * start_thread; duty_work <- duty_main; __vdso_clock_gettime <-
+ * start_thread; duty_work <- duty_main; leaf_step <- leaf_loop <- leaf_main; __vdso_clock_gettime <-
  * clock_gettime <- clock_loop <- clock_main; write <- pipe_writer.
  */
 #include <poll.h>
@@ -149,6 +153,34 @@ NOINLINE void *clock_main(void *arg)
 	return NULL;
 }
 
+/* A slot on the stack gives it a frame (GCC keeps none in a leaf that
+ * needs no stack, frame pointers or not): 'push %rbp ... pop %rbp; ret'. */
+NOINLINE unsigned long leaf_step(unsigned long x);
+NOINLINE unsigned long leaf_step(unsigned long x)
+{
+	volatile unsigned long slot = x;
+	return (slot * 2654435761ul) ^ (slot >> 7);
+}
+
+NOINLINE void leaf_loop(void);
+NOINLINE void leaf_loop(void)
+{
+	unsigned long x = 1;
+	while (now_ns() < burn_until_ns)
+		for (int i = 0; i < 4096; i++)
+			x = leaf_step(x + (unsigned long)i);
+	sink = x;
+}
+
+NOINLINE void *leaf_main(void *arg);
+NOINLINE void *leaf_main(void *arg)
+{
+	(void)arg;
+	leaf_loop();
+	report_self();
+	return NULL;
+}
+
 /* Both ends of the pipe, one thread each; the writer stops at the end of
  * the burst and its close ends the reader. */
 static char pipe_block[65536];
@@ -178,7 +210,7 @@ NOINLINE void *pipe_reader(void *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: cpu_window spin|duty|pipe N BURN_MS\n");
+		fprintf(stderr, "usage: cpu_window spin|duty|clock|leaf|pipe N BURN_MS\n");
 		return 2;
 	}
 	int n = atoi(argv[2]);
@@ -203,6 +235,7 @@ int main(int argc, char **argv)
 	} else {
 		void *(*fn)(void *) = strcmp(argv[1], "duty") == 0    ? duty_main
 				      : strcmp(argv[1], "clock") == 0 ? clock_main
+				      : strcmp(argv[1], "leaf") == 0  ? leaf_main
 								      : spin_main;
 		for (int i = 0; i < n; i++)
 			pthread_create(&th[nth++], NULL, fn, NULL);
