@@ -531,3 +531,61 @@ Test(real_programs, node_jit_frames_named_from_perf_map)
 	unlink(path);
 }
 
+/* A JVM's JIT frames: the hot method, compiled by C2, is named in
+ * cpu.pprof from the map `jcmd PID Compiler.perfmap` writes. */
+Test(real_programs, jvm_jit_frames_named_from_perf_map, .timeout = 120)
+{
+	if (access("/usr/bin/java", X_OK) != 0 || access("/usr/bin/jcmd", X_OK) != 0)
+		cr_skip_test("no /usr/bin/java or /usr/bin/jcmd");
+	char dir[256], src[400];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(src, sizeof(src), "%s/Hot.java", dir);
+	FILE *f = fopen(src, "w");
+	cr_assert(f);
+	fputs("public class Hot {\n"
+	      "  static long spin(long n) { long s = 0; for (long i = 0; i < n; i++) s += i ^ (s >>> 3);"
+	      " return s; }\n"
+	      "  public static void main(String[] a) {\n"
+	      "    System.out.println(\"ready\"); System.out.flush();\n"
+	      "    long t = 0; while (true) t += spin(1000000); } }\n",
+	      f);
+	fclose(f);
+	const char *argv[] = {"/usr/bin/java", src, NULL};
+	struct target_run g;
+	run_begin(&g, argv, "ready", "bundle");
+	/* spin() compiled by C2 (a few hundred calls), then the map written. */
+	sleep_ms(3000);
+	char cmd[300], map[64];
+	snprintf(cmd, sizeof(cmd), "/usr/bin/jcmd %s Compiler.perfmap >/dev/null 2>&1", g.pid);
+	cr_assert_eq(system(cmd), 0, "jcmd Compiler.perfmap failed");
+	snprintf(map, sizeof(map), "/tmp/perf-%s.map", g.pid);
+	cr_assert_eq(access(map, R_OK), 0, "jcmd wrote no %s", map);
+	struct tool_result r;
+	const char *args[] = {"-p", g.pid, "-d", "2s", "-q", "-o", g.out, NULL};
+	tool_run_ok(&r, args);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/cpu.pprof", g.out);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0);
+	double all = 0, in_spin = 0;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const char *names[256];
+		int nf = pprof_sample_frames(p, p->sample[i], names, 256);
+		double v = (double)p->sample[i]->value[0];
+		all += v;
+		if (nf > 0 && names[0] && strstr(names[0], "Hot.spin("))
+			in_spin += v;
+	}
+	/* The main thread spins in it; the JVM's own threads take the rest. */
+	cr_expect_geq(in_spin, 0.5 * all, "%.0f of %.0f CPU samples on top in Hot.spin", in_spin, all);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	cJSON *m = manifest_need(g.out);
+	const cJSON *pm = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(m, "target"), "perf_map");
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pm, "used")),
+		  "manifest does not say the perf map was used");
+	cJSON_Delete(m);
+	run_end(&g);
+	unlink(map);
+	rm_rf(dir);
+}
