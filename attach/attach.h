@@ -203,11 +203,13 @@ struct attach_options {
 	bool no_interrupt_blocked;
 	/* With no_interrupt_blocked: only the calls that return EINTR after a
 	 * stop on a current kernel (epoll_wait and epoll_pwait(2), semop and
-	 * semtimedop, rt_sigtimedwait, io_getevents and io_pgetevents:
-	 * signal(7)) are read from /proc; a thread in any other call (read,
-	 * poll, futex, nanosleep... which the kernel restarts) is stopped as
-	 * usual, so it keeps its full registers (frame pointers) in the
-	 * sample. Default off (every blocked thread is read). */
+	 * semtimedop, rt_sigtimedwait, io_getevents and io_pgetevents, and
+	 * socket calls with a timeout set: signal(7)) are read from /proc: a
+	 * thread asleep (S) in any call attach_stop_is_harmless does not know
+	 * is read too. A thread in a call the kernel restarts (read of a
+	 * pipe, poll, futex, nanosleep...), or in D, is stopped as usual, so
+	 * it keeps its full registers (frame pointers) in the sample. Default
+	 * off (every blocked thread is read). */
 	bool only_eintr_prone;
 	/* Stop no thread at all (wall-clock sampling from perf events): a
 	 * thread blocked in the kernel, in a system call or not ("-1 SP PC"
@@ -224,6 +226,16 @@ struct attach_options {
 	 * always copy. */
 	bool (*moment_known)(void *ctx, pid_t tid, const uint64_t *args, uint64_t sp, uint64_t pc);
 	void *moment_known_ctx;
+	/* With no_stop: asked of each thread before it is skipped as idle
+	 * or read from /proc: true when the caller wants its registers in
+	 * full (a stack read from /proc has SP, PC and the argument
+	 * registers only, and code built with frame pointers does not
+	 * unwind past its first frame from those). Such a thread is stopped
+	 * as without no_stop when attach_stop_is_harmless says so of what
+	 * /proc shows of it now, and read from /proc as usual otherwise.
+	 * NULL: never. */
+	bool (*want_registers)(void *ctx, pid_t tid);
+	void *want_registers_ctx;
 	/* Detach each thread the moment its registers and stack are copied,
 	 * instead of holding every thread until the last one is: a busy thread
 	 * then stands still only for its own stop and copy, not for the slowest
@@ -263,6 +275,17 @@ size_t attach_service_late(void);
  * through the work that follows (symbols can take seconds). Threads still
  * late after that (in D) are detached by the kernel when we exit. */
 void attach_settle_late(unsigned timeout_ms);
+
+/* Whether stopping tc costs it nothing it can see, judged from what
+ * /proc showed of it (state, syscall_nr and the argument registers, as a
+ * no_stop capture leaves them): asleep (S) in a call the kernel restarts
+ * after a ptrace stop, with no EINTR and its timeout kept (nanosleep,
+ * clock_nanosleep, futex, poll, ppoll, select, pselect6, wait4, waitid,
+ * pause, rt_sigsuspend, restart_syscall), or in read, readv, pread64 or
+ * preadv of anything but a socket (with SO_RCVTIMEO set, a socket's read
+ * returns EINTR after a stop: signal(7)). Any other call, a thread in D,
+ * or one not in a system call: false. */
+bool attach_stop_is_harmless(const struct attach_target *t, const struct thread_capture *tc);
 
 /* Read target memory (process_vm_readv). Returns bytes read or -errno. */
 ssize_t attach_read_memory(pid_t pid, uint64_t addr, void *buf, size_t len);

@@ -846,7 +846,12 @@ static void sample_blocked_from_proc(struct capture_run *run, struct thread_capt
 	struct thread_capture probe = *tc;
 	if (!regs_from_syscall_line(buf, &probe))
 		return;
-	if (run->o->only_eintr_prone && !eintr_prone(probe.syscall_nr))
+	/* Stopped as usual when that returns no EINTR: asleep in a call the
+	 * kernel restarts, or in D, where the call is not one of those. A
+	 * socket call with a timeout (SO_RCVTIMEO, SO_SNDTIMEO) returns EINTR
+	 * too, so any other call a thread sleeps in is read from /proc. */
+	if (run->o->only_eintr_prone && !eintr_prone(probe.syscall_nr) &&
+	    (probe.state != 'S' || attach_stop_is_harmless(run->t, &probe)))
 		return;
 	tc->regs = probe.regs;
 	tc->syscall_nr = probe.syscall_nr;
@@ -856,10 +861,47 @@ static void sample_blocked_from_proc(struct capture_run *run, struct thread_capt
 		tc->syscall_nr = -1;
 }
 
+bool attach_stop_is_harmless(const struct attach_target *t, const struct thread_capture *tc)
+{
+	if (tc->state != 'S')
+		return false;
+	switch (tc->syscall_nr) {
+	case SYS_nanosleep:
+	case SYS_clock_nanosleep:
+	case SYS_futex:
+	case SYS_poll:
+	case SYS_ppoll:
+	case SYS_select:
+	case SYS_pselect6:
+	case SYS_wait4:
+	case SYS_waitid:
+	case SYS_pause:
+	case SYS_rt_sigsuspend:
+	case SYS_restart_syscall:
+		return true;
+	case SYS_read:
+	case SYS_readv:
+	case SYS_pread64:
+	case SYS_preadv: {
+		char path[64], link[32];
+		snprintf(path, sizeof(path), "%d/fd/%d", (int)tc->tid, (int)(uint32_t)tc->regs.rdi);
+		ssize_t n = readlinkat(t->task_dirfd, path, link, sizeof(link) - 1);
+		if (n <= 0)
+			return false;
+		link[n] = '\0';
+		return strncmp(link, "socket:", 7) != 0;
+	}
+	default:
+		return false;
+	}
+}
+
 /* options.no_stop: a thread asleep in the kernel is read from /proc
- * (unless the caller has that moment already), any other is left to the
- * caller: nothing is stopped. */
-static void sample_without_stop(struct capture_run *run, struct thread_capture *tc)
+ * (unless the caller has that moment already, or wants its registers and
+ * may stop it: then it is seized like any), any other is left to the
+ * caller: nothing else is stopped. */
+static void sample_without_stop(struct capture_run *run, struct thread_capture *tc,
+				bool want_registers)
 {
 	tc->outcome = THREAD_NOT_READ;
 	if (tc->state != 'S' && tc->state != 'D')
@@ -868,6 +910,11 @@ static void sample_without_stop(struct capture_run *run, struct thread_capture *
 	if (thread_file_read(run, tc->tid, TFILE_SYSCALL, buf, sizeof(buf)) <= 0 ||
 	    !regs_from_syscall_line(buf, tc))
 		return;
+	if (want_registers && attach_stop_is_harmless(run->t, tc)) {
+		tc->outcome = THREAD_LATE; /* as add_thread leaves it: seized below */
+		tc->syscall_nr = -1;
+		return;
+	}
 	uint64_t args[6] = {tc->regs.rdi, tc->regs.rsi, tc->regs.rdx,
 			    tc->regs.r10, tc->regs.r8,  tc->regs.r9};
 	if (run->o->moment_known &&
@@ -982,7 +1029,9 @@ static int scan_and_seize(struct capture_run *run)
 			continue;
 		}
 		/* An idle thread keeps its last state: one read instead of two. */
-		if (run->o->skip_idle && skip_if_idle(run, tc))
+		bool want_registers = run->o->no_stop && run->o->want_registers &&
+				      run->o->want_registers(run->o->want_registers_ctx, tc->tid);
+		if (run->o->skip_idle && !want_registers && skip_if_idle(run, tc))
 			continue;
 		read_thread_proc(run, tc);
 		/* Not in our task directory any more: it exited, and its tid
@@ -992,7 +1041,7 @@ static int scan_and_seize(struct capture_run *run)
 			continue;
 		}
 		if (run->o->no_stop)
-			sample_without_stop(run, tc);
+			sample_without_stop(run, tc, want_registers);
 		else if (run->o->no_interrupt_blocked)
 			sample_blocked_from_proc(run, tc);
 	}

@@ -102,8 +102,8 @@ int moments_note(struct moments *ms, const struct moment *m)
 	struct thread_moments *t = thread_add(ms, m->tid);
 	if (!t)
 		return -ENOMEM;
-	/* Switch-outs whose stack unwound whole are worth remembering. */
-	if (m->kind == MOMENT_SWITCH_OUT && m->stack.n > 0 && !m->stack_cut)
+	/* Sleeps whose stack unwound whole are worth remembering. */
+	if (m->kind != MOMENT_CPU && m->stack.n > 0 && !m->stack_cut)
 		remember_sleep(t, m);
 	if (t->latest.tid && t->latest.time_ns > m->time_ns)
 		return 0; /* a sample from another CPU's ring, older */

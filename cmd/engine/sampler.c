@@ -196,6 +196,13 @@ struct sampler {
 	size_t held_tids_cap;
 	bool wall_perf;
 	uint64_t wall_from_switch, wall_from_cpu, wall_from_proc, wall_reused;
+	/* Threads asleep since a /proc read whose stack did not unwind (code
+	 * with frame pointers): stopped once at the next tick for their
+	 * registers, where that is harmless (want_registers). want is this
+	 * tick's (sorted), want_next the next one's. */
+	pid_t *want, *want_next;
+	size_t nwant, nwant_next, want_cap;
+	uint64_t stops_for_registers, wall_from_stop;
 	/* Thread samples (a thread at a tick) that had no stack: late to
 	 * stop, or not seen by perf yet. Counted, never silently dropped. */
 	uint64_t samples_without_stack;
@@ -208,6 +215,21 @@ struct sampler {
 	uint64_t target_cpu_read_ns;        /* when cpu_ns_last was read */
 	int exit_signal_seen;
 };
+
+/* Room for n tids in both want arrays. 0 or -ENOMEM. */
+static int grow_want(struct sampler *sp, size_t n)
+{
+	if (n <= sp->want_cap)
+		return 0;
+	size_t cap = sp->want_cap;
+	if (array_reserve(&sp->want, &cap, n, sizeof(pid_t), 64) < 0)
+		return -ENOMEM;
+	cap = sp->want_cap;
+	if (array_reserve(&sp->want_next, &cap, n, sizeof(pid_t), 64) < 0)
+		return -ENOMEM;
+	sp->want_cap = cap;
+	return 0;
+}
 
 static int grow_stacks(struct unwound_stack **s, size_t *cap, size_t n)
 {
@@ -513,6 +535,64 @@ static bool moment_known(void *ctx, pid_t tid, const uint64_t *args, uint64_t sp
 	return moments_knows_sleep(ctx, tid, args, sp, pc);
 }
 
+static int tid_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* options.want_registers: the tid is one whose last stack, read from
+ * /proc, stopped short (sampler.want). */
+static bool want_registers(void *ctx, pid_t tid)
+{
+	const struct sampler *sp = ctx;
+	return sp->nwant && bsearch(&tid, sp->want, sp->nwant, sizeof(pid_t), tid_cmp);
+}
+
+/* After a tick's unwind: a thread asleep where /proc read a stack that
+ * did not unwind whole is wanted at the next tick, stopped, when that
+ * costs it nothing (attach_stop_is_harmless). A thread the tick stopped
+ * for that (or any stopped asleep in a call) is remembered asleep there
+ * with its full stack: later ticks that find it at that place take it,
+ * and it is stopped no more. 0 or -ENOMEM. */
+static int note_resting_stacks(struct sampler *sp)
+{
+	sp->nwant_next = 0;
+	for (size_t i = 0; i < sp->cur.nthreads; i++) {
+		const struct thread_capture *tc = &sp->cur.threads[i];
+		const struct unwound_stack *st = &sp->stacks[i];
+		if (tc->outcome != THREAD_CAPTURED || st->n == 0)
+			continue;
+		if (tc->not_stopped) {
+			if (st->truncated && sp->ao.want_registers &&
+			    attach_stop_is_harmless(&sp->s->target, tc))
+				sp->want_next[sp->nwant_next++] = tc->tid;
+			continue;
+		}
+		if (tc->syscall_nr < 0 || (tc->state != 'S' && tc->state != 'D'))
+			continue;
+		sp->stops_for_registers++;
+		sp->wall_from_stop++;
+		struct moment m = {
+			.tid = tc->tid,
+			.kind = MOMENT_STOPPED_ASLEEP,
+			.time_ns = monotonic_ns(),
+			.sp = tc->regs.rsp,
+			.pc = tc->regs.rip,
+			.stack = *st,
+		};
+		moment_syscall_args(&tc->regs, m.args);
+		if (moments_note(sp->moments, &m) < 0)
+			return -ENOMEM;
+	}
+	pid_t *t = sp->want;
+	sp->want = sp->want_next;
+	sp->want_next = t;
+	sp->nwant = sp->nwant_next;
+	qsort(sp->want, sp->nwant, sizeof(pid_t), tid_cmp);
+	return 0;
+}
+
 /* Whether the tick needs tc's held switch-out (moments.h) unwound: it is
  * asleep where that switch-out left it, or it has had no newer moment for
  * two CPU periods (it has been waiting for a CPU, or asleep since a
@@ -584,6 +664,8 @@ static int fill_from_moments(struct sampler *sp)
 		sp->stacks[i] = m->stack;
 		if (m->kind == MOMENT_SWITCH_OUT)
 			sp->wall_from_switch++;
+		else if (m->kind == MOMENT_STOPPED_ASLEEP)
+			sp->wall_from_stop++;
 		else
 			sp->wall_from_cpu++;
 		if (tc->syscall_nr < 0) {
@@ -613,7 +695,9 @@ static int sample_tick(struct sampler *sp)
 			pause_add(&sp->pause, sp->cur.hold_ns);
 		return r;
 	}
-	if (!sp->wall_perf)
+	/* Without stops at the ticks, a tick holds someone only to read a
+	 * thread's registers in full (note_resting_stacks). */
+	if (!sp->wall_perf || sp->cur.hold_ns)
 		pause_add(&sp->pause, sp->cur.hold_ns);
 	for (size_t i = 0; i < sp->cur.nthreads; i++) {
 		const struct thread_capture *tc = &sp->cur.threads[i];
@@ -639,6 +723,8 @@ static int sample_tick(struct sampler *sp)
 	attach_service_late(); /* late threads that trapped while we unwound */
 	reuse_idle_stacks(sp);
 	if (sp->wall_perf) {
+		if (grow_want(sp, sp->cur.nthreads) < 0 || note_resting_stacks(sp) < 0)
+			return -ENOMEM;
 		int f = fill_from_moments(sp);
 		if (f < 0)
 			return f;
@@ -814,6 +900,12 @@ static int start_cpu_engine(struct sampler *sp)
 		sp->ao.no_stop = true;
 		sp->ao.moment_known = moment_known;
 		sp->ao.moment_known_ctx = sp->moments;
+		/* --no-interrupt-blocked: no blocked thread is stopped, even
+		 * where that would be harmless. */
+		if (sp->ao.only_eintr_prone) {
+			sp->ao.want_registers = want_registers;
+			sp->ao.want_registers_ctx = sp;
+		}
 		/* Nothing of ours holds the target now, so nothing of ours needs
 		 * to run the moment it wakes: under SCHED_BATCH our 99 wakeups a
 		 * second wait for the next scheduling point rather than preempt
@@ -884,6 +976,10 @@ static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
 		cJSON_AddNumberToObject(wall, "from_cpu_sample", (double)sp->wall_from_cpu);
 		cJSON_AddNumberToObject(wall, "read_from_proc", (double)sp->wall_from_proc);
 		cJSON_AddNumberToObject(wall, "not_run_since_last_tick", (double)sp->wall_reused);
+		/* Threads stopped once, asleep, for registers /proc does not
+		 * give (note_resting_stacks), and the samples their stacks gave. */
+		cJSON_AddNumberToObject(wall, "stops_for_registers", (double)sp->stops_for_registers);
+		cJSON_AddNumberToObject(wall, "from_stop_for_registers", (double)sp->wall_from_stop);
 	}
 }
 
@@ -1063,6 +1159,8 @@ static void sampler_release(struct sampler *sp)
 	cpu_perf_free(sp->perf);
 	moments_free(sp->moments);
 	free(sp->held_tids);
+	free(sp->want);
+	free(sp->want_next);
 	cJSON_Delete(sp->adaptations);
 	addrset_free(sp->warmed);
 }

@@ -6,11 +6,13 @@
  *   "epoll"   epoll_wait on an epoll set nothing ever becomes ready in
  *   "semop"   semtimedop on a System V semaphore that stays 0
  *   "sigwait" sigtimedwait for a signal nobody sends
+ *   "recv"    recv on a socket with a receive timeout (SO_RCVTIMEO), which
+ *             nothing is ever sent to
  *
  * Each waits with a 2 s timeout and waits again, so it is asleep all the
  * time but wakes (and moves its schedstat) now and then. Prints "ready";
- * then each line on stdin is answered with "eintr EPOLL SEMOP SIGWAIT";
- * EOF ends it.
+ * then each line on stdin is answered with "eintr EPOLL SEMOP SIGWAIT
+ * RECV"; EOF ends it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -21,11 +23,13 @@
 #include <sys/ipc.h>
 #include <sys/prctl.h>
 #include <sys/sem.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-static atomic_long eintr_epoll, eintr_semop, eintr_sigwait;
+static atomic_long eintr_epoll, eintr_semop, eintr_sigwait, eintr_recv;
 static int semid;
+static int sock_pair[2];
 
 static void *epoll_main(void *arg);
 static void *epoll_main(void *arg)
@@ -66,6 +70,19 @@ static void *sigwait_main(void *arg)
 	return NULL;
 }
 
+static void *recv_main(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "recv");
+	struct timeval tv = {2, 0};
+	setsockopt(sock_pair[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	char c;
+	for (;;)
+		if (recv(sock_pair[0], &c, 1, 0) < 0 && errno == EINTR)
+			atomic_fetch_add(&eintr_recv, 1);
+	return NULL;
+}
+
 int main(void)
 {
 	/* Blocked everywhere: sigwait takes it synchronously. */
@@ -76,17 +93,20 @@ int main(void)
 	semid = semget(IPC_PRIVATE, 1, 0600);
 	if (semid < 0)
 		return 1;
-	pthread_t t[3];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sock_pair) < 0)
+		return 1;
+	pthread_t t[4];
 	pthread_create(&t[0], NULL, epoll_main, NULL);
 	pthread_create(&t[1], NULL, semop_main, NULL);
 	pthread_create(&t[2], NULL, sigwait_main, NULL);
+	pthread_create(&t[3], NULL, recv_main, NULL);
 	usleep(100000);
 	printf("ready\n");
 	fflush(stdout);
 	char line[64];
 	while (fgets(line, sizeof(line), stdin)) {
-		printf("eintr %ld %ld %ld\n", atomic_load(&eintr_epoll), atomic_load(&eintr_semop),
-		       atomic_load(&eintr_sigwait));
+		printf("eintr %ld %ld %ld %ld\n", atomic_load(&eintr_epoll), atomic_load(&eintr_semop),
+		       atomic_load(&eintr_sigwait), atomic_load(&eintr_recv));
 		fflush(stdout);
 	}
 	semctl(semid, 0, IPC_RMID);
