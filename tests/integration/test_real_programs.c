@@ -320,20 +320,29 @@ Test(real_programs, python3_frames_match_eu_stack)
 	run_end(&g);
 }
 
+/* A new temporary directory (dir) holding CLASS.java with this text;
+ * its path in src, for java to run from source. */
+static void java_source(char *dir, size_t dir_size, const char *cls, const char *text, char *src,
+			size_t src_size)
+{
+	make_tmpdir(dir, dir_size);
+	snprintf(src, src_size, "%s/%s.java", dir, cls);
+	FILE *f = fopen(src, "w");
+	cr_assert(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 /* A JVM (OpenJDK 17, a class run from source) with its two dozen threads. */
 Test(real_programs, jvm_frames_match_eu_stack)
 {
 	if (access("/usr/bin/java", X_OK) != 0)
 		cr_skip_test("no /usr/bin/java");
 	char dir[256], src[400];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(src, sizeof(src), "%s/Idle.java", dir);
-	FILE *f = fopen(src, "w");
-	cr_assert(f);
-	fputs("public class Idle { public static void main(String[] a) throws Exception {\n"
-	      "  System.out.println(\"ready\"); System.out.flush(); Thread.sleep(600000); } }\n",
-	      f);
-	fclose(f);
+	java_source(dir, sizeof(dir), "Idle",
+		    "public class Idle { public static void main(String[] a) throws Exception {\n"
+		    "  System.out.println(\"ready\"); System.out.flush(); Thread.sleep(600000); } }\n",
+		    src, sizeof(src));
 	const char *argv[] = {"/usr/bin/java", "-Xint", src, NULL};
 	struct target t = target_start(argv, "ready");
 	sleep_ms(500);
@@ -374,6 +383,38 @@ static pid_t psql_start(const char *dir, const char *sql)
 	return pid;
 }
 
+/* The CPU samples of the bundle's cpu.pprof (*all) and those whose
+ * frames (innermost first) `where` picks (*picked). */
+static void cpu_samples_where(const char *bundle, bool (*where)(const char *const *names, int n),
+			      double *all, double *picked)
+{
+	char path[500];
+	snprintf(path, sizeof(path), "%s/cpu.pprof", bundle);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0);
+	*all = *picked = 0;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const char *names[256];
+		int nf = pprof_sample_frames(p, p->sample[i], names, 256);
+		double v = (double)p->sample[i]->value[0];
+		*all += v;
+		if (nf > 0 && where(names, nf))
+			*picked += v;
+	}
+	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+static bool ends_at_start(const char *const *names, int n)
+{
+	return names[n - 1] && strcmp(names[n - 1], "_start") == 0;
+}
+
+static bool on_top_in_hot_spin(const char *const *names, int n)
+{
+	(void)n;
+	return names[0] && strstr(names[0], "Hot.spin(");
+}
+
 /* CPU samples of the busy backend from perf events: the kernel's stack
  * copy starts at SP, so a sample taken in an epilogue after 'pop %rbp'
  * lost its caller's rbp, and about 1 % of them stopped short of _start
@@ -382,7 +423,7 @@ static pid_t psql_start(const char *dir, const char *sql)
  * (a few in ten thousand). */
 static void expect_cpu_samples_reach_start(const char *dir, const char *pid)
 {
-	char out[400], path[500];
+	char out[400];
 	snprintf(out, sizeof(out), "%s/busy-cpu", dir);
 	struct tool_result r;
 	const char *args[] = {"-p", pid, "-d", "4s", "-F", "999", "-q", "-o", out, NULL};
@@ -392,18 +433,8 @@ static void expect_cpu_samples_reach_start(const char *dir, const char *pid)
 		cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "cpu"), "perf");
 	cr_assert(perf, "no perf events: %s", r.err);
 	double truncated = cJSON_GetNumberValue(cJSON_GetObjectItem(perf, "unwinds_truncated"));
-	snprintf(path, sizeof(path), "%s/cpu.pprof", out);
-	Perftools__Profiles__Profile *p = NULL;
-	cr_assert_eq(pprof_read_file(path, &p), 0);
-	double all = 0, to_start = 0;
-	for (size_t i = 0; i < p->n_sample; i++) {
-		const char *names[256];
-		int nf = pprof_sample_frames(p, p->sample[i], names, 256);
-		double v = (double)p->sample[i]->value[0];
-		all += v;
-		if (nf > 0 && names[nf - 1] && strcmp(names[nf - 1], "_start") == 0)
-			to_start += v;
-	}
+	double all, to_start;
+	cpu_samples_where(out, ends_at_start, &all, &to_start);
 	fprintf(stderr, "postgres busy backend, perf engine: %.0f of %.0f samples reach _start, "
 			"%.0f unwinds truncated\n", to_start, all, truncated);
 	cr_expect_gt(all, 1000, "only %.0f CPU samples in 4 s at 999 Hz", all);
@@ -411,7 +442,6 @@ static void expect_cpu_samples_reach_start(const char *dir, const char *pid)
 		      all - to_start, all);
 	cr_expect_leq(truncated, 0.002 * all, "%.0f truncated unwinds in %.0f samples", truncated,
 		      all);
-	perftools__profiles__profile__free_unpacked(p, NULL);
 	cJSON_Delete(m);
 	rm_rf(out);
 }
@@ -492,6 +522,17 @@ Test(real_programs, postgres_backends, .timeout = 300)
 	rm_rf(dir);
 }
 
+/* The bundle's manifest says the target's perf map named frames. */
+static void expect_perf_map_used(const char *bundle)
+{
+	cJSON *m = manifest_need(bundle);
+	const cJSON *pm = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(m, "target"), "perf_map");
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pm, "used")),
+		  "manifest does not say the perf map was used");
+	cJSON_Delete(m);
+}
+
 /* node --perf-basic-prof writes /tmp/perf-PID.map: its JIT frames (a hot
  * JavaScript function) are named from it in cpu.pprof, and the manifest
  * says the map was used. */
@@ -520,12 +561,7 @@ Test(real_programs, node_jit_frames_named_from_perf_map)
 	}
 	cr_expect(named, "no JIT frame of hot() named in cpu.pprof");
 	perftools__profiles__profile__free_unpacked(p, NULL);
-	cJSON *m = manifest_need(g.out);
-	const cJSON *pm = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(m, "target"), "perf_map");
-	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pm, "used")),
-		  "manifest does not say the perf map was used");
-	cJSON_Delete(m);
+	expect_perf_map_used(g.out);
 	snprintf(path, sizeof(path), "/tmp/perf-%s.map", g.pid);
 	run_end(&g);
 	unlink(path);
@@ -538,18 +574,14 @@ Test(real_programs, jvm_jit_frames_named_from_perf_map, .timeout = 120)
 	if (access("/usr/bin/java", X_OK) != 0 || access("/usr/bin/jcmd", X_OK) != 0)
 		cr_skip_test("no /usr/bin/java or /usr/bin/jcmd");
 	char dir[256], src[400];
-	make_tmpdir(dir, sizeof(dir));
-	snprintf(src, sizeof(src), "%s/Hot.java", dir);
-	FILE *f = fopen(src, "w");
-	cr_assert(f);
-	fputs("public class Hot {\n"
-	      "  static long spin(long n) { long s = 0; for (long i = 0; i < n; i++) s += i ^ (s >>> 3);"
-	      " return s; }\n"
-	      "  public static void main(String[] a) {\n"
-	      "    System.out.println(\"ready\"); System.out.flush();\n"
-	      "    long t = 0; while (true) t += spin(1000000); } }\n",
-	      f);
-	fclose(f);
+	java_source(dir, sizeof(dir), "Hot",
+		    "public class Hot {\n"
+		    "  static long spin(long n) { long s = 0; for (long i = 0; i < n; i++)"
+		    " s += i ^ (s >>> 3); return s; }\n"
+		    "  public static void main(String[] a) {\n"
+		    "    System.out.println(\"ready\"); System.out.flush();\n"
+		    "    long t = 0; while (true) t += spin(1000000); } }\n",
+		    src, sizeof(src));
 	const char *argv[] = {"/usr/bin/java", src, NULL};
 	struct target_run g;
 	run_begin(&g, argv, "ready", "bundle");
@@ -563,28 +595,11 @@ Test(real_programs, jvm_jit_frames_named_from_perf_map, .timeout = 120)
 	struct tool_result r;
 	const char *args[] = {"-p", g.pid, "-d", "2s", "-q", "-o", g.out, NULL};
 	tool_run_ok(&r, args);
-	char path[400];
-	snprintf(path, sizeof(path), "%s/cpu.pprof", g.out);
-	Perftools__Profiles__Profile *p = NULL;
-	cr_assert_eq(pprof_read_file(path, &p), 0);
-	double all = 0, in_spin = 0;
-	for (size_t i = 0; i < p->n_sample; i++) {
-		const char *names[256];
-		int nf = pprof_sample_frames(p, p->sample[i], names, 256);
-		double v = (double)p->sample[i]->value[0];
-		all += v;
-		if (nf > 0 && names[0] && strstr(names[0], "Hot.spin("))
-			in_spin += v;
-	}
+	double all, in_spin;
+	cpu_samples_where(g.out, on_top_in_hot_spin, &all, &in_spin);
 	/* The main thread spins in it; the JVM's own threads take the rest. */
 	cr_expect_geq(in_spin, 0.5 * all, "%.0f of %.0f CPU samples on top in Hot.spin", in_spin, all);
-	perftools__profiles__profile__free_unpacked(p, NULL);
-	cJSON *m = manifest_need(g.out);
-	const cJSON *pm = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(m, "target"), "perf_map");
-	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pm, "used")),
-		  "manifest does not say the perf map was used");
-	cJSON_Delete(m);
+	expect_perf_map_used(g.out);
 	run_end(&g);
 	unlink(map);
 	rm_rf(dir);
