@@ -102,10 +102,16 @@ static void wall_truth_run(const char *target, bool fp)
 	double for_regs = cJSON_GetNumberValue(cJSON_GetObjectItem(wall_o, "stops_for_registers"));
 	fprintf(stderr, "%s: %.0f ticks, %.0f stops, %.0f threads stopped for registers\n", target,
 		number_at(m, "capture", "ticks"), number_at(m, "pause", "stops"), for_regs);
-	if (!fp)
-		cr_expect_eq(number_at(m, "pause", "stops"), 1, "%.0f stops",
-			     number_at(m, "pause", "stops"));
-	cr_expect_leq(for_regs, fp ? 2 * 51 : 0, "%.0f threads stopped for registers", for_regs);
+	double stops = number_at(m, "pause", "stops");
+	cr_expect(stops >= 1 && stops <= 1 + for_regs, "%.0f stops, %.0f for registers", stops,
+		  for_regs);
+	cr_expect_leq(for_regs, 2 * 51, "%.0f threads stopped for registers", for_regs);
+	/* The ten pipe readers and main sleep in read(2) from before the
+	 * capture, and read(2) keeps no frame of its own: from /proc their
+	 * stacks stop at pipe_main and main. (The sanitizer build keeps
+	 * frame pointers in wall_mix too, so fp is a floor, not a switch.) */
+	if (fp)
+		cr_expect_geq(for_regs, 11, "%.0f threads stopped for registers", for_regs);
 	/* The tool lowers its rate when a tick costs it more than half a
 	 * period of CPU: under the sanitizers, on this loaded box, that can
 	 * leave a handful of ticks, too few to judge shares of (the plain
