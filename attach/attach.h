@@ -94,6 +94,11 @@ struct attach_probe {
 	bool dumpable;
 };
 
+/* The process (thread group) tid belongs to: tid itself for a process,
+ * its process for any other thread (/proc/TID is there for every thread,
+ * though /proc lists processes only). 0, -ESRCH or -errno. */
+int attach_thread_group(pid_t tid, pid_t *ret);
+
 /* Look at pid without touching it and say whether we can capture it.
  * Returns 0 (result in *ret, including refusals) or -errno on our own
  * failure. ATTACH_FOREIGN_PROCFS is checked first: with it, nothing else

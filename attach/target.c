@@ -38,6 +38,20 @@ static pid_t tracer_of(pid_t pid)
 	return (pid_t)tp;
 }
 
+int attach_thread_group(pid_t tid, pid_t *ret)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	ssize_t n = procfs_read_at(AT_FDCWD, path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
+	long tgid = 0;
+	if (procfs_status_field(buf, "Tgid", &tgid) < 0 || tgid <= 0)
+		return -EINVAL;
+	*ret = (pid_t)tgid;
+	return 0;
+}
+
 /* pid is us, or traces us (directly or through a chain): attaching would
  * deadlock both (strace #178). */
 static bool in_own_tracer_chain(pid_t pid)

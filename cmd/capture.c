@@ -52,7 +52,7 @@ static void usage(FILE *f)
 	      " -o, --output DIR         bundle directory (absent or empty);\n"
 	      "                          default ./diag-PID-YYYYmmdd-HHMMSS\n"
 	      "     --snapshot           take one thread snapshot and exit\n"
-	      " -d, --duration TIME      capture length (10, 500ms, 30s, 2m); default until\n"
+	      " -d, --duration TIME      capture length (10, 500ms, 30s, 1h30m); default until\n"
 	      "                          Ctrl-C, SIGTERM or target exit\n"
 	      " -F, --frequency HZ       stack samples per second (default 99; 0: none)\n"
 	      "     --cpu-engine auto|perf|ptrace  where CPU samples come from: perf events\n"
@@ -235,6 +235,13 @@ static int parse_options(int argc, char **argv, struct capture_options *o, const
 		case 'p':
 			if (parse_uint(optarg, 0x7fffffff, &v) < 0 || v == 0) {
 				die_message("invalid pid '%s'", optarg);
+				if (strchr(optarg, ','))
+					hint_message("one process per capture for now: -p PID");
+				return -1;
+			}
+			if (o->pid > 0 && o->pid != (pid_t)v) {
+				die_message("two processes given (-p %d, -p %lu): one per capture for now",
+					    (int)o->pid, v);
 				return -1;
 			}
 			o->pid = (pid_t)v;
@@ -248,7 +255,7 @@ static int parse_options(int argc, char **argv, struct capture_options *o, const
 		case 'd':
 			if (parse_duration_ns(optarg, &o->duration_ns) < 0 || o->duration_ns == 0) {
 				die_message("invalid duration '%s'", optarg);
-				hint_message("use seconds (10), or a unit: 500ms, 30s, 2m");
+				hint_message("use seconds (10), or units: 500ms, 30s, 2m, 1h30m");
 				return -1;
 			}
 			break;
@@ -540,7 +547,7 @@ int cmd_capture(int argc, char **argv)
 
 	/* Refuse what we can refuse without touching the target or the disk. */
 	struct attach_probe pr;
-	int refused = capture_check_target(opt.pid, opt.force, &pr);
+	int refused = capture_check_target(&opt.pid, opt.force, &pr);
 	if (refused != EXIT_OK)
 		return refused;
 	opt.not_dumpable = !pr.dumpable;

@@ -25,7 +25,7 @@ static void usage(FILE *out)
 	      " -f, --format FORMAT      collapsed (default): folded stacks for FlameGraph\n"
 	      "                          and inferno, one \"root;...;leaf VALUE\" line per stack;\n"
 	      "                          speedscope: speedscope's JSON, one profile per thread\n"
-	      " -p, --profile NAME       cpu (default), wall, threads (the snapshot),\n"
+	      "     --profile NAME       cpu (default), wall, threads (the snapshot),\n"
 	      "                          goroutine (Go targets), or any member ending in .pprof\n"
 	      "     --value WHAT         samples (default for collapsed) or time (default for\n"
 	      "                          speedscope; nanoseconds of CPU or wall time)\n"
@@ -61,9 +61,14 @@ static int take_option(void *ctx, int c, const char *arg)
 	case 'f':
 		o->format = arg;
 		break;
-	case 'p':
+	case 'P':
 		o->profile = arg;
 		break;
+	case 'p':
+		/* -p is a process everywhere else: never a profile here. */
+		die_message("export: -p is not a profile (elsewhere it is a process id)");
+		hint_message("name the profile with --profile cpu|wall|threads|NAME.pprof");
+		return EXIT_USAGE;
 	case OPT_VALUE:
 		o->value = arg;
 		break;
@@ -81,7 +86,7 @@ int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"format", required_argument, NULL, 'f'},
-		{"profile", required_argument, NULL, 'p'},
+		{"profile", required_argument, NULL, 'P'},
 		{"value", required_argument, NULL, OPT_VALUE},
 		{"per-thread", no_argument, NULL, 't'},
 		{"output", required_argument, NULL, 'o'},

@@ -277,13 +277,20 @@ int cmd_top(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "p:F:n:h", longopts, NULL)) != -1) {
 		char *end;
 		switch (c) {
-		case 'p':
-			pid = (pid_t)strtol(optarg, &end, 10);
-			if (*end || pid <= 0) {
+		case 'p': {
+			pid_t p = (pid_t)strtol(optarg, &end, 10);
+			if (*end || p <= 0) {
 				die_message("invalid pid '%s'", optarg);
 				return EXIT_USAGE;
 			}
+			if (pid > 0 && pid != p) {
+				die_message("two processes given (-p %d, -p %d): one at a time for now",
+					    (int)pid, (int)p);
+				return EXIT_USAGE;
+			}
+			pid = p;
 			break;
+		}
 		case 'F':
 			hz = strtol(optarg, &end, 10);
 			if (*end || hz < 1 || hz > 1000) {
@@ -314,7 +321,7 @@ int cmd_top(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct attach_probe pr;
-	int refused = capture_check_target(pid, force, &pr);
+	int refused = capture_check_target(&pid, force, &pr);
 	if (refused != EXIT_OK)
 		return refused;
 

@@ -3,6 +3,7 @@
 #include "cmd/cli/capture_errors.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -60,8 +61,16 @@ int capture_refuse(pid_t pid, const struct attach_probe *pr)
 	return EXIT_INTERNAL;
 }
 
-int capture_check_target(pid_t pid, bool force, struct attach_probe *ret)
+int capture_check_target(pid_t *pid_io, bool force, struct attach_probe *ret)
 {
+	/* A thread's id is a process's to the user who found it in top -H
+	 * or a log line: the capture is of its process, said once. */
+	pid_t pid = *pid_io, tgid;
+	if (attach_thread_group(pid, &tgid) == 0 && tgid != pid) {
+		fprintf(stderr, "diag-attach: %d is a thread of process %d: capturing the process\n",
+			(int)pid, (int)tgid);
+		pid = *pid_io = tgid;
+	}
 	if (attach_target_probe(pid, ret) < 0) {
 		die_message("cannot inspect pid %d", (int)pid);
 		return EXIT_INTERNAL;

@@ -15,11 +15,12 @@
  * matching exit status. */
 int capture_refuse(pid_t pid, const struct attach_probe *pr);
 
-/* Probe pid (result in *ret) and refuse, with a message, what must be
+/* Probe *pid (result in *ret) and refuse, with a message, what must be
  * refused before anything is touched: every refusal of the probe, and a
- * process that is not dumpable unless force. Returns EXIT_OK or the exit
- * status. */
-int capture_check_target(pid_t pid, bool force, struct attach_probe *ret);
+ * process that is not dumpable unless force. A thread id is first
+ * replaced by its process's, with a note on stderr. Returns EXIT_OK or
+ * the exit status. */
+int capture_check_target(pid_t *pid, bool force, struct attach_probe *ret);
 
 /* bundle_create failed with err on dir (which existed before, or not). */
 int capture_output_error(const char *dir, bool existed, int err);

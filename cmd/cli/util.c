@@ -9,29 +9,53 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Nanoseconds in one of a duration's units, or 0 for no unit known.
+ * *len is how many characters the unit takes. */
+static double unit_ns(const char *u, size_t *len)
+{
+	static const struct {
+		const char *name;
+		double ns;
+	} units[] = {{"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"h", 3600e9}, {"m", 60e9}, {"s", 1e9}};
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		size_t n = strlen(units[i].name);
+		if (strncmp(u, units[i].name, n) == 0) {
+			*len = n;
+			return units[i].ns;
+		}
+	}
+	return 0;
+}
+
 int parse_duration_ns(const char *s, uint64_t *ret)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v) || v < 0)
-		return -EINVAL;
-	double scale;
-	if (*end == '\0' || strcmp(end, "s") == 0)
-		scale = 1e9;
-	else if (strcmp(end, "ms") == 0)
-		scale = 1e6;
-	else if (strcmp(end, "us") == 0)
-		scale = 1e3;
-	else if (strcmp(end, "m") == 0)
-		scale = 60e9;
-	else if (strcmp(end, "h") == 0)
-		scale = 3600e9;
-	else
-		return -EINVAL;
-	double ns = v * scale;
-	if (ns > 1e18)
-		return -EINVAL;
+	/* A bare number is seconds; otherwise one or more NUMBER UNIT
+	 * terms, as Go's time.ParseDuration takes them: 500ms, 1h30m,
+	 * 2m30s, 1.5s. */
+	double ns = 0;
+	const char *p = s;
+	do {
+		char *end;
+		errno = 0;
+		if (*p < '0' || *p > '9') {
+			if (*p != '.')
+				return -EINVAL;
+		}
+		double v = strtod(p, &end);
+		if (end == p || errno || !isfinite(v) || v < 0)
+			return -EINVAL;
+		size_t ulen = 0;
+		double scale = unit_ns(end, &ulen);
+		if (scale == 0) {
+			if (*end != '\0' || p != s)
+				return -EINVAL; /* a bare number is the whole duration */
+			scale = 1e9;
+		}
+		ns += v * scale;
+		if (ns > 1e18)
+			return -EINVAL;
+		p = end + ulen;
+	} while (*p);
 	*ret = (uint64_t)ns;
 	return 0;
 }

@@ -143,6 +143,58 @@ Test(errors, usage)
 	cr_expect(strstr(r.out, "Exit status:"), "help lacks exit statuses");
 }
 
+/* A thread's id (as top -H or a log line shows it) is taken for its
+ * process, said in one line, and the bundle is the process's. */
+Test(errors, a_thread_id_is_taken_for_its_process)
+{
+	const char *argv[] = {target_path("chains_fp"), NULL};
+	struct target_run g;
+	run_begin(&g, argv, "ready", "bundle");
+	char task[64], tid[16] = "";
+	snprintf(task, sizeof(task), "/proc/%s/task", g.pid);
+	DIR *d = opendir(task);
+	cr_assert(d);
+	for (struct dirent *e; (e = readdir(d));)
+		if (e->d_name[0] != '.' && strcmp(e->d_name, g.pid) != 0)
+			snprintf(tid, sizeof(tid), "%.15s", e->d_name);
+	closedir(d);
+	cr_assert(tid[0], "chains_fp has no thread but its main one");
+	struct tool_result r;
+	const char *args[] = {"-p", tid, "--snapshot", "-q", "-o", g.out, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	char note[128];
+	snprintf(note, sizeof(note), "%s is a thread of process %s", tid, g.pid);
+	cr_expect(strstr(r.err, note), "no '%s' in: %s", note, r.err);
+	cJSON *m = manifest_need(g.out);
+	cr_expect_eq(number_at(m, "target", "pid"), atof(g.pid), "the bundle is not the process's");
+	cJSON_Delete(m);
+	run_end(&g);
+}
+
+/* One process per capture until several are supported: a second -p (or
+ * a list) is refused, never quietly dropped; and -p means a process in
+ * every subcommand (export names its profile with --profile only). */
+Test(errors, one_process_per_capture_and_p_is_always_a_process)
+{
+	struct tool_result r;
+	const char *two[] = {"-p", "1", "-p", "2", "--snapshot", NULL};
+	tool_run(&r, two);
+	cr_expect_eq(r.exit_code, 2, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "two processes given"), "%s", r.err);
+	const char *list[] = {"-p", "1,2", "--snapshot", NULL};
+	tool_run(&r, list);
+	cr_expect_eq(r.exit_code, 2, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "one process per capture"), "%s", r.err);
+	const char *top[] = {"top", "-p", "1", "-p", "2", NULL};
+	tool_run(&r, top);
+	cr_expect_eq(r.exit_code, 2, "exit %d: %s", r.exit_code, r.err);
+	const char *exp[] = {"export", "-p", "cpu", "/nonexistent", NULL};
+	tool_run(&r, exp);
+	cr_expect_eq(r.exit_code, 2, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "--profile"), "%s", r.err);
+}
+
 Test(errors, verify_not_a_bundle)
 {
 	char dir[256];

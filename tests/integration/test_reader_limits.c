@@ -685,7 +685,7 @@ Test(reader_limits, sparse_location_ids_read_in_time, .timeout = 1800, .fini = c
 		{"report", "--json", NULL},
 		{"export", NULL},
 		{"export", "-f", "speedscope", NULL},
-		{"export", "-p", "threads", NULL},
+		{"export", "--profile", "threads", NULL},
 		{"diff", NULL},
 	};
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {

@@ -162,3 +162,23 @@ Test(moments, prune_frees_the_held_copies_of_threads_gone)
 	cr_expect_null(moments_held(ms, 6));
 	moments_free(ms); /* ASan/LSan: nothing of the 598 others leaks */
 }
+
+/* A thread stopped once while asleep (for its registers) is remembered
+ * asleep there, as a switch-out is: a later tick that finds it at that
+ * place takes that stack. A CPU sample is never a sleep. */
+Test(moments, a_stop_while_asleep_is_remembered_as_that_sleep)
+{
+	struct moments *ms;
+	cr_assert_eq(moments_new(&ms), 0);
+	struct moment stopped = at(9, MOMENT_STOPPED_ASLEEP, 10, 0x3000, 0x60, 5);
+	struct moment running = at(9, MOMENT_CPU, 20, 0x3000, 0x60, 5);
+	cr_assert_eq(moments_note(ms, &stopped), 0);
+	cr_assert_eq(moments_note(ms, &running), 0);
+	const uint64_t args[6] = {5};
+	const struct moment *m = moments_find_sleep(ms, 9, args, 0x3000, 0x60);
+	cr_assert(m && m->kind == MOMENT_STOPPED_ASLEEP && m->time_ns == 10);
+	cr_expect(moments_knows_sleep(ms, 9, args, 0x3000, 0x60));
+	const uint64_t other[6] = {6};
+	cr_expect_null(moments_find_sleep(ms, 9, other, 0x3000, 0x60));
+	moments_free(ms);
+}
