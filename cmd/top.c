@@ -42,6 +42,14 @@ struct thread_now {
 	char state;
 	uint64_t leaf; /* lookup address of the innermost frame */
 	unsigned on_cpu, seen;
+	/* Its on-CPU time (schedstat) at the latest tick, and at the last
+	 * refresh (or when first seen): CPU% is the kernel's own count over
+	 * the wall time between two refreshes, not a share of samples in R
+	 * (100 % for a thread that runs 20 % of the time in short bursts
+	 * whenever it is sampled). cpu_pct < 0: not known yet. */
+	uint64_t cpu_ns, cpu_ns_base, base_at_ns;
+	bool have_base;
+	double cpu_pct;
 };
 
 struct top {
@@ -121,6 +129,23 @@ static struct thread_now *thread_slot(struct top *t, pid_t tid)
 	return n;
 }
 
+/* Each thread's CPU% since the last refresh, from schedstat; the next
+ * one counts from now. */
+static void take_cpu_percent(struct top *t, uint64_t now)
+{
+	for (size_t i = 0; i < t->nthreads; i++) {
+		struct thread_now *n = &t->threads[i];
+		if (!n->have_base)
+			continue;
+		n->cpu_pct = -1;
+		if (now > n->base_at_ns && n->cpu_ns >= n->cpu_ns_base)
+			n->cpu_pct = 100.0 * (double)(n->cpu_ns - n->cpu_ns_base) /
+				     (double)(now - n->base_at_ns);
+		n->cpu_ns_base = n->cpu_ns;
+		n->base_at_ns = now;
+	}
+}
+
 static int tick(struct top *t)
 {
 	int r = attach_capture(&t->target, &t->ao, &t->pc);
@@ -133,9 +158,23 @@ static int tick(struct top *t)
 	if (array_reserve(&t->stacks, &t->stacks_cap, t->pc.nthreads, sizeof(*t->stacks), 16) < 0)
 		return -ENOMEM;
 	interp_unwind(t->interp, &t->pc, t->stacks);
+	uint64_t now = monotonic_ns();
 	for (size_t i = 0; i < t->pc.nthreads; i++) {
 		const struct thread_capture *tc = &t->pc.threads[i];
 		const struct unwound_stack *st = &t->stacks[i];
+		/* Idle threads too (skip_idle reads their schedstat). */
+		if (tc->cpu_ns && (tc->outcome == THREAD_CAPTURED || tc->outcome == THREAD_UNCHANGED)) {
+			struct thread_now *c = thread_slot(t, tc->tid);
+			if (c) {
+				c->cpu_ns = tc->cpu_ns;
+				if (!c->have_base) {
+					c->have_base = true;
+					c->cpu_ns_base = tc->cpu_ns;
+					c->base_at_ns = now;
+					c->cpu_pct = -1;
+				}
+			}
+		}
 		if (tc->outcome != THREAD_CAPTURED || st->n == 0)
 			continue;
 		struct thread_now *n = thread_slot(t, tc->tid);
@@ -229,12 +268,15 @@ static void render(struct top *t, const struct symtab *st, bool tty)
 		       escape_text(fns[i].name, e1, sizeof(e1)));
 	if (nfn == 0)
 		puts("    (no thread was running)");
-	printf("\n%8s %-16s %5s %6s  %s\n", "TID", "THREAD", "STATE", "CPU%", "NOW IN");
+	printf("\n%8s %-16s %5s %6s  %s\n", "TID", "THREAD", "STATE", "CPU%", "NOW IN (CPU%: schedstat, last second)");
 	for (size_t i = 0; i < t->nthreads && i < MAX_THREAD_ROWS; i++) {
 		const struct thread_now *n = &t->threads[i];
 		char buf[96];
-		printf("%8d %-16s %5c %5.0f%%  %s\n", (int)n->tid, escape_text(n->comm, e2, sizeof(e2)),
-		       n->state, n->seen ? 100.0 * n->on_cpu / n->seen : 0,
+		char pct[16] = "     -";
+		if (n->cpu_pct >= 0)
+			snprintf(pct, sizeof(pct), "%5.0f%%", n->cpu_pct);
+		printf("%8d %-16s %5c %6s  %s\n", (int)n->tid, escape_text(n->comm, e2, sizeof(e2)),
+		       n->state ? n->state : '?', pct,
 		       escape_text(name_of(st, n->leaf, buf, sizeof(buf)), e1, sizeof(e1)));
 	}
 	fflush(stdout);
@@ -368,6 +410,7 @@ int cmd_top(int argc, char **argv)
 		}
 		if (now >= next_refresh) {
 			struct symtab *st = NULL;
+			take_cpu_percent(t, monotonic_ns());
 			/* Leaves of idle threads too, for the NOW IN column; they sit
 			 * after the last stack's end, so they count for nothing. */
 			for (size_t i = 0; i < t->nthreads; i++)

@@ -3,6 +3,8 @@
  * capture-pane, quit with q, and check the target was released.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,5 +59,72 @@ Test(top, live_view_in_tmux_quits_on_q)
 	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
 	snprintf(cmd, sizeof(cmd), "tmux kill-session -t %s 2>/dev/null; rm -f %s", session, screen);
 	sh(cmd);
+	target_kill(&t);
+}
+
+static uint64_t schedstat_ns(pid_t pid, pid_t tid)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	char *text = read_file(path, NULL);
+	cr_assert(text, "no %s", path);
+	uint64_t ns = strtoull(text, NULL, 10);
+	free(text);
+	return ns;
+}
+
+/* A thread held to about 20 % of a core by its own sleeps (2 ms of work,
+ * 8 ms in poll), while two loaders keep both cores busy: it waits for a
+ * CPU after each wake-up, so it is found runnable far more often than it
+ * runs. top's CPU% is what the kernel counted (its schedstat over the
+ * same seconds, within 5 points), not the share of samples that found it
+ * runnable. */
+Test(top, cpu_percent_is_the_kernels_count, .timeout = 60)
+{
+	pid_t l[2];
+	loaders_start(l);
+	const char *argv[] = {target_path("cpu_window"), "duty", "1", "60000", NULL};
+	struct target t = target_start(argv, "ready");
+	cr_assert_eq(write(t.stdin_fd, "go\n", 3), 3);
+	usleep(300000);
+	pid_t worker = 0;
+	char task[64];
+	snprintf(task, sizeof(task), "/proc/%d/task", (int)t.pid);
+	DIR *d = opendir(task);
+	cr_assert(d);
+	for (struct dirent *e; (e = readdir(d));)
+		if (atoi(e->d_name) > 0 && atoi(e->d_name) != t.pid)
+			worker = atoi(e->d_name);
+	closedir(d);
+	cr_assert(worker > 0, "cpu_window started no worker");
+
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	uint64_t cpu0 = schedstat_ns(t.pid, worker), t0 = now_ms();
+	struct tool_result r;
+	const char *args[] = {"top", "-p", pid, "-n", "4", NULL};
+	tool_run(&r, args);
+	uint64_t cpu1 = schedstat_ns(t.pid, worker), t1 = now_ms();
+	loaders_stop(l);
+	cr_assert_eq(r.exit_code, 0, "top: exit %d: %s", r.exit_code, r.err);
+	double truth = (double)(cpu1 - cpu0) / 1e6 / (double)(t1 - t0) * 100;
+
+	/* The worker's line of each refresh: TID THREAD STATE CPU% NOW-IN. */
+	double sum = 0;
+	int n = 0;
+	for (const char *line = r.out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		int tid;
+		char comm[64], state;
+		double pct;
+		if (sscanf(line, "%d %63s %c %lf%%", &tid, comm, &state, &pct) == 4 && tid == worker) {
+			sum += pct;
+			n++;
+		}
+	}
+	cr_assert_geq(n, 3, "top printed the worker in %d refreshes:\n%s", n, r.out);
+	double shown = sum / n;
+	fprintf(stderr, "top: worker at %.1f %% (kernel: %.1f %%) over %d refreshes\n", shown, truth, n);
+	cr_expect(shown >= truth - 5 && shown <= truth + 5, "top shows %.1f %%, the kernel counted %.1f %%",
+		  shown, truth);
 	target_kill(&t);
 }
