@@ -41,7 +41,6 @@ struct thread_now {
 	char comm[17];
 	char state;
 	uint64_t leaf; /* lookup address of the innermost frame */
-	unsigned on_cpu, seen;
 	/* Its on-CPU time (schedstat) at the latest tick, and at the last
 	 * refresh (or when first seen): CPU% is the kernel's own count over
 	 * the wall time between two refreshes, not a share of samples in R
@@ -182,8 +181,6 @@ static int tick(struct top *t)
 			snprintf(n->comm, sizeof(n->comm), "%s", tc->comm);
 			n->state = tc->state;
 			n->leaf = st->pcs[0];
-			n->seen++;
-			n->on_cpu += tc->state == 'R';
 		}
 		/* Only running threads count towards "hot" functions. */
 		if (tc->state != 'R')
@@ -425,8 +422,6 @@ int cmd_top(int argc, char **argv)
 			t->naddrs = t->nstacks = 0;
 			t->ticks = 0;
 			t->hold_sum_ns = t->hold_max_ns = 0;
-			for (size_t i = 0; i < t->nthreads; i++)
-				t->threads[i].seen = t->threads[i].on_cpu = 0;
 			next_refresh += 1000000000ull;
 			if (iterations && ++refreshes >= iterations)
 				break;
