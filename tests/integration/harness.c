@@ -721,6 +721,23 @@ void expect_healthy(struct rel_target *rt, const struct health *h, const char *c
 
 /* The state letter of /proc/PID/task/TID/stat, after the last ")" (a
  * thread name may hold one), or '?' when it cannot be read. */
+pid_t other_thread_of(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	pid_t other = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid > 0 && tid != pid)
+			other = tid;
+	}
+	closedir(d);
+	return other;
+}
+
 char task_state(pid_t pid, const char *tid)
 {
 	char path[128], buf[512];

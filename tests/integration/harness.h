@@ -163,6 +163,9 @@ int ptrace_stopped_threads(pid_t pid);
  * read (gone, or reaped); proc_state is the same for a process's leader. */
 char task_state(pid_t pid, const char *tid);
 char proc_state(pid_t pid);
+/* A thread of pid other than its main one (the last /proc lists), or 0
+ * when it has none. */
+pid_t other_thread_of(pid_t pid);
 
 /* How many times to repeat racy tests: $DIAG_REL_LOOPS if set, else
  * default_loops. */

@@ -150,15 +150,10 @@ Test(errors, a_thread_id_is_taken_for_its_process)
 	const char *argv[] = {target_path("chains_fp"), NULL};
 	struct target_run g;
 	run_begin(&g, argv, "ready", "bundle");
-	char task[64], tid[16] = "";
-	snprintf(task, sizeof(task), "/proc/%s/task", g.pid);
-	DIR *d = opendir(task);
-	cr_assert(d);
-	for (struct dirent *e; (e = readdir(d));)
-		if (e->d_name[0] != '.' && strcmp(e->d_name, g.pid) != 0)
-			snprintf(tid, sizeof(tid), "%.15s", e->d_name);
-	closedir(d);
-	cr_assert(tid[0], "chains_fp has no thread but its main one");
+	pid_t other = other_thread_of(g.t.pid);
+	cr_assert(other > 0, "chains_fp has no thread but its main one");
+	char tid[16];
+	snprintf(tid, sizeof(tid), "%d", (int)other);
 	struct tool_result r;
 	const char *args[] = {"-p", tid, "--snapshot", "-q", "-o", g.out, NULL};
 	tool_run(&r, args);

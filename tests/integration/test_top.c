@@ -3,7 +3,6 @@
  * capture-pane, quit with q, and check the target was released.
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,15 +86,7 @@ Test(top, cpu_percent_is_the_kernels_count, .timeout = 60)
 	struct target t = target_start(argv, "ready");
 	cr_assert_eq(write(t.stdin_fd, "go\n", 3), 3);
 	usleep(300000);
-	pid_t worker = 0;
-	char task[64];
-	snprintf(task, sizeof(task), "/proc/%d/task", (int)t.pid);
-	DIR *d = opendir(task);
-	cr_assert(d);
-	for (struct dirent *e; (e = readdir(d));)
-		if (atoi(e->d_name) > 0 && atoi(e->d_name) != t.pid)
-			worker = atoi(e->d_name);
-	closedir(d);
+	pid_t worker = other_thread_of(t.pid);
 	cr_assert(worker > 0, "cpu_window started no worker");
 
 	char pid[16];
