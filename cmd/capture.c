@@ -132,6 +132,50 @@ static void usage(FILE *f)
 	      f);
 }
 
+static void dump_usage(FILE *f)
+{
+	fputs("Usage:\n"
+	      " diag-attach dump -p PID [options]\n\n"
+	      "Print every thread's stack to standard output, threads with identical stacks\n"
+	      "grouped (the biggest group first), each with its state, system call and wait\n"
+	      "channel. All threads are held at once for the copy, as with --snapshot, then\n"
+	      "released; names and file:line are resolved after. No bundle unless -o is given.\n"
+	      "\n"
+	      "Options:\n"
+	      " -p, --pid PID            process to dump (a thread id means its process)\n"
+	      "     --json               one JSON object instead of text: pid, comm, exe,\n"
+	      "                          captured_at, held_us, threads,\n"
+	      "                          threads_interrupted_in_syscall, and groups[]: count,\n"
+	      "                          threads[] (tid, comm, state, syscall, wchan),\n"
+	      "                          frames[] (address, function, offset, file, line,\n"
+	      "                          inlined, module, build_id; unnamed: module+0xOFF),\n"
+	      "                          truncated, no_stack\n"
+	      " -o, --output DIR         also write the snapshot as a bundle in DIR\n"
+	      "     --symbols full|names full (default): function, file:line and inline\n"
+	      "                          frames (as eu-stack -i -s); names: function names\n"
+	      "                          from symbol tables only (as eu-stack), faster\n"
+	      "     --no-interrupt-blocked  read threads blocked in a syscall from /proc\n"
+	      "                          instead of stopping them (otherwise each such\n"
+	      "                          epoll_wait, sigtimedwait or semop sees one EINTR,\n"
+	      "                          as under eu-stack or gdb; the count is printed)\n"
+	      "     --stack-bytes N      cap on each thread's stack copy (default 524288)\n"
+	      "     --stop-timeout MS    deadline for all threads to stop (default 100)\n"
+	      "     --debuginfod         allow DEBUGINFOD_URLS lookups (can stall for minutes)\n"
+	      "     --force              dump a process that is not dumpable\n"
+	      "     --watchdog MS        kill diag-attach itself if it ever holds the target\n"
+	      "                          longer than MS (default 1000; 0 = off)\n"
+	      "     --annotate, --record-environ, --with-binaries: as for a capture, with -o\n"
+	      " -q, --quiet              no messages but errors\n"
+	      " -h, --help               display this help\n"
+	      "\n"
+	      "Exit status: as for a capture (diag-attach --help): 0 dump printed (and bundle\n"
+	      "written), 2 usage, 3 to 9, 11, 13 and 14 as there, 10 printing the dump or\n"
+	      "writing the bundle failed, 12 interrupted.\n"
+	      "\n"
+	      "See diag-attach(1).\n",
+	      f);
+}
+
 enum {
 	OPT_SNAPSHOT = 1000,
 	OPT_ANNOTATE,
@@ -151,6 +195,7 @@ enum {
 	OPT_CPU_ENGINE,
 	OPT_NO_KERNEL_FRAMES,
 	OPT_WALL_ENGINE,
+	OPT_JSON,
 };
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
@@ -188,8 +233,21 @@ static int parse_size(const char *s, uint64_t *ret)
 	return 0;
 }
 
-static int parse_options(int argc, char **argv, struct capture_options *o, const char **ret_output,
-			 bool *ret_quiet)
+/* Options that shape a sampled capture, which a dump (one snapshot) refuses
+ * rather than ignores. */
+static bool sampling_only(int c)
+{
+	switch (c) {
+	case 'd': case 'F': case 'i': case OPT_LEAK_WATCH: case OPT_LEAK_THRESHOLD:
+	case OPT_LEAK_WINDOW: case OPT_LEAK_REPEAT: case OPT_CPU_ENGINE:
+	case OPT_NO_KERNEL_FRAMES: case OPT_WALL_ENGINE:
+		return true;
+	}
+	return false;
+}
+
+static int parse_options(int argc, char **argv, bool dump, struct capture_options *o,
+			 const char **ret_output, bool *ret_quiet)
 {
 	static const struct option longopts[] = {
 		{"pid", required_argument, NULL, 'p'},
@@ -216,6 +274,7 @@ static int parse_options(int argc, char **argv, struct capture_options *o, const
 		{"cpu-engine", required_argument, NULL, OPT_CPU_ENGINE},
 		{"no-kernel-frames", no_argument, NULL, OPT_NO_KERNEL_FRAMES},
 		{"wall-engine", required_argument, NULL, OPT_WALL_ENGINE},
+		{"json", no_argument, NULL, OPT_JSON},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -230,8 +289,29 @@ static int parse_options(int argc, char **argv, struct capture_options *o, const
 
 	int c;
 	unsigned long v;
+	o->snapshot = dump;
 	while ((c = getopt_long(argc, argv, "p:o:d:F:i:qhV", longopts, NULL)) != -1) {
+		if (dump && sampling_only(c)) {
+			const char *name = "?";
+			for (const struct option *lo = longopts; lo->name; lo++)
+				if (lo->val == c) {
+					name = lo->name;
+					break;
+				}
+			die_message("dump takes one snapshot: --%s is an option of a sampled capture",
+				    name);
+			hint_message("diag-attach -p PID [-d TIME] [-F HZ] ... samples into a bundle");
+			return -1;
+		}
 		switch (c) {
+		case OPT_JSON:
+			if (!dump) {
+				die_message("--json is an option of dump (and of report)");
+				hint_message("diag-attach dump -p PID --json");
+				return -1;
+			}
+			o->dump_json = true;
+			break;
 		case 'p':
 			if (parse_uint(optarg, 0x7fffffff, &v) < 0 || v == 0) {
 				die_message("invalid pid '%s'", optarg);
@@ -389,7 +469,10 @@ static int parse_options(int argc, char **argv, struct capture_options *o, const
 			}
 			break;
 		case 'h':
-			usage(stdout);
+			if (dump)
+				dump_usage(stdout);
+			else
+				usage(stdout);
 			exit(EXIT_OK);
 		case 'V':
 			printf("diag-attach %s\n", DIAG_ATTACH_VERSION);
@@ -405,7 +488,8 @@ static int parse_options(int argc, char **argv, struct capture_options *o, const
 	}
 	if (o->pid < 0) {
 		die_message("no process given");
-		hint_message("diag-attach -p PID [--snapshot] [-o DIR]");
+		hint_message(dump ? "diag-attach dump -p PID [--json] [-o DIR]"
+				  : "diag-attach -p PID [--snapshot] [-o DIR]");
 		return -1;
 	}
 	return 0;
@@ -527,7 +611,7 @@ static void print_summary(const struct capture_summary *sum)
 			share);
 }
 
-int cmd_capture(int argc, char **argv)
+static int run_capture(int argc, char **argv, bool dump)
 {
 	/* First of all: a stop signal must never kill us once we may hold
 	 * something, and the earlier the handlers are in, the smaller the
@@ -537,10 +621,12 @@ int cmd_capture(int argc, char **argv)
 	struct capture_options opt;
 	bool quiet = false;
 	const char *output = NULL; /* NULL: ./diag-PID-YYYYmmdd-HHMMSS */
-	if (parse_options(argc, argv, &opt, &output, &quiet) < 0)
+	if (parse_options(argc, argv, dump, &opt, &output, &quiet) < 0)
 		return EXIT_USAGE;
 	opt.stop_requests = &capture_stop_requests;
-	if (!quiet)
+	if (dump)
+		opt.dump_to = stdout;
+	if (!quiet && !dump)
 		opt.progress = show_progress;
 	opt.leak_found = show_leak;
 	opt.callback_arg = &quiet;
@@ -554,12 +640,12 @@ int cmd_capture(int argc, char **argv)
 
 	char default_dir[64];
 	const char *dir = output;
-	if (!dir) {
+	if (!dir && !dump) {
 		default_output(opt.pid, default_dir, sizeof(default_dir));
 		dir = default_dir;
 	}
 	struct stat st;
-	bool existed = lstat(dir, &st) == 0;
+	bool existed = dir && lstat(dir, &st) == 0;
 	/* An existing directory of another user (pre-created in /tmp, say)
 	 * would receive argv, stacks and maybe secrets that its owner could
 	 * then read or swap under us: only a new directory or one of our own. */
@@ -599,16 +685,30 @@ int cmd_capture(int argc, char **argv)
 		/* Nothing finished: leave no directory behind that we made. */
 		capture_session_free(s);
 		s = NULL;
-		if (!existed)
+		if (dir && !existed)
 			rmdir(dir);
 	} else {
 		struct capture_summary sum;
 		capture_session_summary(s, &sum);
 		print_losses(&sum);
-		exit_code = print_bundle_path(dir);
+		/* A dump's standard output is the dump itself. */
+		if (!dump)
+			exit_code = print_bundle_path(dir);
+		else if (dir && !quiet)
+			fprintf(stderr, "diag-attach: bundle written to %s\n", dir);
 	}
 	attach_watchdog_stop();
 	capture_session_free(s);
 	capture_trace_phase("done");
 	return exit_code;
+}
+
+int cmd_capture(int argc, char **argv)
+{
+	return run_capture(argc, argv, false);
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	return run_capture(argc, argv, true);
 }

@@ -4,5 +4,7 @@
 #define DIAG_CMD_CAPTURE_H
 
 int cmd_capture(int argc, char **argv);
+/* diag-attach dump: one snapshot printed to stdout, grouped by stack. */
+int cmd_dump(int argc, char **argv);
 
 #endif

@@ -28,6 +28,7 @@ static const struct subcommand subcommands[] = {
 	{"unpem", cmd_unpem},
 	{"diff", cmd_diff},
 	{"top", cmd_top},
+	{"dump", cmd_dump},
 };
 
 /* Started with stdin, stdout or stderr closed, the next file we open would

@@ -187,7 +187,14 @@ int capture_error_exit(pid_t pid, const char *dir, enum capture_stage stage, int
 		hint_message("kernel.perf_event_paranoid, a container's seccomp profile or a user namespace "
 			     "may forbid them; --cpu-engine ptrace (or auto) samples with ptrace stops instead");
 		return EXIT_PERF_REFUSED;
+	case CAPTURE_STAGE_PRINT:
+		die_message("cannot print the dump to standard output: %s", strerror(-r));
+		return EXIT_WRITE_FAILED;
 	case CAPTURE_STAGE_WRITE:
+		if (r == -EINTR && !dir) {
+			die_message("interrupted; nothing printed");
+			return EXIT_INTERRUPTED;
+		}
 		if (r == -EINTR) {
 			die_message("interrupted while writing; bundle '%s' abandoned (no manifest)", dir);
 			return EXIT_INTERRUPTED;

@@ -23,6 +23,7 @@
 #define DIAG_CMD_ENGINE_H
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -119,6 +120,11 @@ struct capture_options {
 	enum capture_wall_engine wall_engine;
 	bool no_kernel_frames;      /* leave the kernel call chain out of CPU samples */
 	size_t perf_stack_bytes;    /* user stack per perf sample; 0: 32 KiB */
+	/* diag-attach dump (with snapshot): print the snapshot's threads
+	 * grouped by stack to dump_to, as text or JSON (dump_out.h). Then the
+	 * bundle directory may be NULL: no bundle, and no Go goroutine read. */
+	FILE *dump_to;
+	bool dump_json;
 	volatile sig_atomic_t *stop_requests; /* required */
 	/* Told as things happen (NULL: not told); both get callback_arg. */
 	void (*progress)(const struct capture_progress *p, void *arg);
@@ -135,12 +141,15 @@ enum capture_stage {
 	CAPTURE_STAGE_PERF,     /* perf events refused with --cpu-engine perf */
 	CAPTURE_STAGE_WRITE,    /* writing members (-ENOSPC, ..., -EINTR: abandoned on request) */
 	CAPTURE_STAGE_FINALIZE, /* the manifest and the final fsyncs */
+	CAPTURE_STAGE_PRINT,    /* printing a dump to dump_to (-EIO) */
 };
 
 struct capture_session;
 
 /* Open the target, fork the interpretation workers, create the bundle
- * directory dir (new, or empty and ours) and start the manifest. On
+ * directory dir (new, or empty and ours; NULL for a dump that writes no
+ * bundle: then capture_session_finish writes nothing) and start the
+ * manifest. On
  * failure *ret_stage says which (TARGET, SETUP or OUTPUT) and nothing is
  * left behind (dir is not removed if it existed). opt must outlive the
  * session. 0 or -errno. */

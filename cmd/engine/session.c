@@ -10,6 +10,7 @@
 
 #include "bundle/text.h"
 #include "cmd/engine/binaries.h"
+#include "cmd/engine/dump_out.h"
 #include "cmd/engine/go_out.h"
 #include "cmd/engine/snapshot_out.h"
 #include "cmd/engine/target_info.h"
@@ -77,13 +78,51 @@ static int run_snapshot(struct capture_session *s)
 	 * nothing but the CPU we share with it. */
 	struct symtab *st = NULL;
 	size_t truncated = 0;
-	r = snapshot_finish(s->bundle, "", &pc, NULL, s->interp, s->go,
-			    cJSON_GetObjectItem(s->manifest, "target"), &st, &truncated);
-	if (r == 0 && s->opt->with_binaries_cap)
+	struct unwound_stack *stacks = calloc(pc.nthreads ? pc.nthreads : 1, sizeof(*stacks));
+	if (!stacks) {
+		process_capture_release(&pc);
+		return capture_fail(s, CAPTURE_STAGE_WRITE, -ENOMEM);
+	}
+	interp_unwind(s->interp, &pc, stacks);
+	cJSON *target_json = cJSON_GetObjectItem(s->manifest, "target");
+	if (s->bundle)
+		r = snapshot_finish(s->bundle, "", &pc, stacks, s->interp, s->go, target_json, &st,
+				    &truncated);
+	else
+		r = snapshot_symbolize(&pc, stacks, s->interp, s->go, &st);
+	if (r == 0 && s->bundle && s->opt->with_binaries_cap)
 		r = binaries_copy(s->bundle, s->target.pid, st, s->opt->with_binaries_cap,
 				  cJSON_AddObjectToObject(s->manifest, "binaries"));
-	symtab_free(st);
 	capture_trace_phase("snapshot members written");
+	size_t interrupted = 0;
+	for (size_t i = 0; i < pc.nthreads; i++) {
+		/* Stopped while asleep in a system call that a stop makes fail
+		 * with EINTR (epoll_wait, semop, sigtimedwait...; not futex,
+		 * nanosleep or a pipe read, which the kernel restarts), as under
+		 * eu-stack or gdb; --no-interrupt-blocked reads such threads
+		 * instead. */
+		const struct thread_capture *tc = &pc.threads[i];
+		if (tc->outcome == THREAD_CAPTURED && !tc->not_stopped &&
+		    (tc->state == 'S' || tc->state == 'D') && tc->syscall_nr >= 0 &&
+		    !attach_stop_is_harmless(&s->target, tc))
+			interrupted++;
+	}
+	if (r == 0 && s->opt->dump_to) {
+		struct dump_meta meta = {
+			.exe = cJSON_GetStringValue(cJSON_GetObjectItem(target_json, "exe")),
+			.comm = s->target.comm[0] ? s->target.comm : NULL,
+			.interrupted = interrupted,
+		};
+		r = dump_write(s->opt->dump_to, s->opt->dump_json, &pc, stacks, st, &meta);
+		if (r == -EIO) {
+			symtab_free(st);
+			free(stacks);
+			process_capture_release(&pc);
+			return capture_fail(s, CAPTURE_STAGE_PRINT, r);
+		}
+	}
+	symtab_free(st);
+	free(stacks);
 	if (r < 0) {
 		process_capture_release(&pc);
 		return capture_fail(s, CAPTURE_STAGE_WRITE, r);
@@ -91,17 +130,11 @@ static int run_snapshot(struct capture_session *s)
 	cJSON_AddStringToObject(s->manifest, "mode", "snapshot");
 
 	uint64_t max = 0, total = 0;
-	size_t captured = 0, interrupted = 0;
+	size_t captured = 0;
 	for (size_t i = 0; i < pc.nthreads; i++) {
 		if (pc.threads[i].outcome != THREAD_CAPTURED)
 			continue;
 		captured++;
-		/* Stopped while asleep in a system call: it may have seen one
-		 * EINTR (epoll_wait, semop, sigtimedwait...), as under eu-stack
-		 * or gdb; --no-interrupt-blocked reads such threads instead. */
-		const struct thread_capture *tc = &pc.threads[i];
-		if (!tc->not_stopped && (tc->state == 'S' || tc->state == 'D') && tc->syscall_nr >= 0)
-			interrupted++;
 		total += pc.threads[i].hold_ns;
 		if (pc.threads[i].hold_ns > max)
 			max = pc.threads[i].hold_ns;
@@ -187,7 +220,7 @@ int capture_session_new(const struct capture_options *opt, const char *dir,
 	/* A Go target gets its goroutines read too. Parsing its binary happens
 	 * here, before anything is stopped. */
 	capture_trace_phase("target opened");
-	s->go = go_session_open(opt->pid);
+	s->go = dir ? go_session_open(opt->pid) : NULL;
 	/* Unwinding and symbols run in a sandboxed worker, forked before we
 	 * hold anything. */
 	r = interp_new(opt->pid, &s->symopt, &s->interp);
@@ -204,7 +237,7 @@ int capture_session_new(const struct capture_options *opt, const char *dir,
 	}
 	/* Create the output before attaching: an unusable directory must fail
 	 * before we pause anything. */
-	r = bundle_create(dir, &s->bundle);
+	r = dir ? bundle_create(dir, &s->bundle) : 0;
 	if (r < 0) {
 		capture_session_free(s);
 		*ret_stage = CAPTURE_STAGE_OUTPUT;
@@ -230,6 +263,8 @@ int capture_session_run(struct capture_session *s)
 
 int capture_session_finish(struct capture_session *s)
 {
+	if (!s->bundle)
+		return 0; /* a dump without a bundle: printed already */
 	char when[32];
 	format_rfc3339_ms(realtime_ns(), when);
 	cJSON_AddStringToObject(s->manifest, "ended_at", when);

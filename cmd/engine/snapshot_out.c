@@ -59,6 +59,17 @@ static void print_frame_line(FILE *f, unsigned *frame_no, uint64_t pc, uint64_t 
 	}
 }
 
+void snapshot_print_stack(FILE *f, const struct unwound_stack *stack, const struct symtab *st)
+{
+	unsigned frame_no = 0;
+	for (size_t k = 0; k < stack->n; k++) {
+		uint64_t lookup = frame_lookup_address(stack->pcs, k);
+		print_frame_line(f, &frame_no, stack->pcs[k], lookup, symtab_lookup(st, lookup));
+	}
+	if (stack->truncated)
+		fputs("    ... (stack truncated: unwinding stopped early)\n", f);
+}
+
 static void print_thread_header(FILE *f, const struct thread_capture *tc)
 {
 	/* The name is the thread's own choice (prctl, /proc/.../comm): escaped,
@@ -168,15 +179,7 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 		const char *why = snapshot_no_stack_reason(tc, &stacks[i]);
 		if (why)
 			fprintf(f, "    (no stack: %s)\n", why);
-		bool truncated = stacks[i].truncated;
-		unsigned frame_no = 0;
-		for (size_t k = 0; k < n; k++) {
-			uint64_t lookup = frame_lookup_address(pcs, k);
-			const struct sym_location *loc = symtab_lookup(st, lookup);
-			print_frame_line(f, &frame_no, pcs[k], lookup, loc);
-		}
-		if (truncated)
-			fputs("    ... (stack truncated: unwinding stopped early)\n", f);
+		snapshot_print_stack(f, &stacks[i], st);
 		fputc('\n', f);
 
 		/* Escaped as in the header: a raw LABEL_SEP in a name would add a
@@ -235,6 +238,28 @@ out:
 	return r;
 }
 
+int snapshot_symbolize(const struct process_capture *pc, const struct unwound_stack *stacks,
+		       struct interp *in, struct go_session *go, struct symtab **ret_st)
+{
+	struct addrset *set = addrset_new();
+	struct symtab *st = NULL;
+	int r = set ? snapshot_collect(pc, stacks, set) : -ENOMEM;
+	if (r == 0) {
+		size_t n;
+		const uint64_t *addrs = addrset_items(set, &n);
+		r = interp_symbolize(in, pc->maps_text, pc->maps_len, addrs, n, &st);
+		if (r == 0)
+			r = go_session_name_unnamed(go, st);
+	}
+	addrset_free(set);
+	if (r < 0) {
+		symtab_free(st);
+		return r;
+	}
+	*ret_st = st;
+	return 0;
+}
+
 /* A string of the manifest's target object, NULL if absent. */
 static const char *target_string(const cJSON *target_json, const char *key)
 {
@@ -253,16 +278,8 @@ int snapshot_finish(struct bundle *b, const char *prefix, const struct process_c
 		interp_unwind(in, pc, own);
 		stacks = own;
 	}
-	struct addrset *set = addrset_new();
 	struct symtab *st = NULL;
-	int r = set ? snapshot_collect(pc, stacks, set) : -ENOMEM;
-	if (r == 0) {
-		size_t n;
-		const uint64_t *addrs = addrset_items(set, &n);
-		r = interp_symbolize(in, pc->maps_text, pc->maps_len, addrs, n, &st);
-		if (r == 0)
-			r = go_session_name_unnamed(go, st);
-	}
+	int r = snapshot_symbolize(pc, stacks, in, go, &st);
 	if (r == 0)
 		r = snapshot_write(b, prefix, pc, stacks, st,
 				   &(struct snapshot_meta){
@@ -285,7 +302,6 @@ int snapshot_finish(struct bundle *b, const char *prefix, const struct process_c
 		st = NULL;
 	}
 	symtab_free(st);
-	addrset_free(set);
 	free(own);
 	return r;
 }

@@ -6,6 +6,7 @@
 #define DIAG_CMD_ENGINE_SNAPSHOT_OUT_H
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 
 #include "attach/attach.h"
 #include "bundle/bundle.h"
@@ -48,6 +49,17 @@ int snapshot_finish(struct bundle *b, const char *prefix, const struct process_c
 const char *snapshot_no_stack_reason(const struct thread_capture *tc,
 				     const struct unwound_stack *st);
 const char *snapshot_no_stack_label(const struct thread_capture *tc);
+
+/* Resolve the symbols of every frame of stacks (in the worker), and name
+ * what a Go target's own tables can (go may be NULL). 0 or -errno; the
+ * caller frees *ret_st. */
+int snapshot_symbolize(const struct process_capture *pc, const struct unwound_stack *stacks,
+		       struct interp *in, struct go_session *go, struct symtab **ret_st);
+
+/* Print one stack as threads.txt does: a "#N 0xPC  function+0xOFF  (file:line)
+ * [inlined]  module" line per frame (inline frames get their own), names
+ * escaped, and a last line when unwinding stopped early. */
+void snapshot_print_stack(FILE *f, const struct unwound_stack *stack, const struct symtab *st);
 
 /* Add every address snapshot_write will look up to set. 0 or -ENOMEM. */
 int snapshot_collect(const struct process_capture *pc, const struct unwound_stack *stacks,

@@ -1,0 +1,30 @@
+/*
+ * dump_out: a snapshot for a terminal or a script (diag-attach dump):
+ * every thread of one capture, grouped by identical stack, the biggest
+ * group first, as text or as one JSON document. It reads only the
+ * capture, its unwound stacks and their symbols; it writes nothing but f.
+ */
+#ifndef DIAG_CMD_ENGINE_DUMP_OUT_H
+#define DIAG_CMD_ENGINE_DUMP_OUT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "attach/attach.h"
+#include "symbolize/worker/interp.h"
+#include "symbolize/worker/symtab.h"
+
+struct dump_meta {
+	const char *exe;       /* the target's executable path, or NULL */
+	const char *comm;      /* the process's name, or NULL */
+	size_t interrupted;    /* threads stopped while blocked in a syscall */
+};
+
+/* Print pc's threads grouped by stack: text (names escaped, as in
+ * threads.txt) or, with json, one JSON object (see diag-attach(1), dump).
+ * 0, -ENOMEM, or -EIO when f reports a write error. */
+int dump_write(FILE *f, bool json, const struct process_capture *pc,
+	       const struct unwound_stack *stacks, const struct symtab *st,
+	       const struct dump_meta *meta);
+
+#endif
