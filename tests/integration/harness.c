@@ -800,3 +800,25 @@ pid_t rel_command_wait(struct rel_target *rt, int cmd, unsigned poll_us, int *st
 	*waited_ms = now_ms() - t0;
 	return r;
 }
+
+/* Read the target's output until a line contains needle (10 s at most);
+ * that line is copied into line. */
+void wait_for_line(int fd, const char *needle, char *line, size_t size)
+{
+	size_t len = 0;
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	for (;;) {
+		cr_assert(poll(&pfd, 1, 10000) > 0, "no line with \"%s\" within 10 s", needle);
+		char c;
+		cr_assert(read(fd, &c, 1) == 1, "output closed before \"%s\"", needle);
+		if (c != '\n') {
+			if (len + 1 < size)
+				line[len++] = c;
+			continue;
+		}
+		line[len] = '\0';
+		if (strstr(line, needle))
+			return;
+		len = 0;
+	}
+}

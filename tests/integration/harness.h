@@ -35,6 +35,9 @@ struct target target_start_logged(const char *const *argv, const char *ready_wor
 /* target_start of the built target name (target_path) with args (without
  * argv[0], NULL-terminated; at most 62 are passed). */
 struct target target_start_args(const char *name, const char *const *args, const char *ready_word);
+/* Read a target's output (fd) until a line contains needle, 10 s at
+ * most (asserts); that line is copied into line. */
+void wait_for_line(int fd, const char *needle, char *line, size_t size);
 /* SIGKILL and reap. Returns the wait status. */
 int target_kill(struct target *t);
 

@@ -144,28 +144,6 @@ static void expect_frames_match_eu_stack(const char *label, const char *pid, con
 	free(text);
 }
 
-/* Read the target's output until a line contains needle (10 s at most);
- * that line is copied into line. */
-static void wait_for_line(int fd, const char *needle, char *line, size_t size)
-{
-	size_t len = 0;
-	struct pollfd pfd = {.fd = fd, .events = POLLIN};
-	for (;;) {
-		cr_assert(poll(&pfd, 1, 10000) > 0, "no line with \"%s\" within 10 s", needle);
-		char c;
-		cr_assert(read(fd, &c, 1) == 1, "output closed before \"%s\"", needle);
-		if (c != '\n') {
-			if (len + 1 < size)
-				line[len++] = c;
-			continue;
-		}
-		line[len] = '\0';
-		if (strstr(line, needle))
-			return;
-		len = 0;
-	}
-}
-
 /* The children of pid (at most max), from /proc/PID/task/PID/children. */
 static size_t children_of(pid_t pid, pid_t *out, size_t max)
 {
