@@ -34,6 +34,7 @@ static void on_stop_signal(int sig)
 static void usage(FILE *f)
 {
 	fputs("Usage:\n"
+	      " diag-attach dump -p PID [--json]      print every thread's stack, grouped\n"
 	      " diag-attach -p PID [options]          sample stacks and counters into a bundle\n"
 	      " diag-attach -p PID --snapshot [options] one consistent snapshot of every thread\n"
 	      " diag-attach verify DIR                check a bundle's members against its manifest\n"
