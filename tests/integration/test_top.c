@@ -3,6 +3,7 @@
  * capture-pane, quit with q, and check the target was released.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,5 +118,120 @@ Test(top, cpu_percent_is_the_kernels_count, .timeout = 60)
 	fprintf(stderr, "top: worker at %.1f %% (kernel: %.1f %%) over %d refreshes\n", shown, truth, n);
 	cr_expect(shown >= truth - 5 && shown <= truth + 5, "top shows %.1f %%, the kernel counted %.1f %%",
 		  shown, truth);
+	target_kill(&t);
+}
+
+/* The sum of every thread's schedstat on-CPU time. */
+static uint64_t process_cpu_ns(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	cr_assert(d);
+	uint64_t sum = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			sum += schedstat_ns(pid, (pid_t)atoi(e->d_name));
+	closedir(d);
+	return sum;
+}
+
+/* The last refresh's row for key (a substring of the row's name). */
+static const char *last_row(const char *out, const char *key)
+{
+	const char *found = NULL;
+	for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *nl = strchr(l, '\n');
+		const char *k = strstr(l, key);
+		if (k && (!nl || k < nl) && strchr(l, '%'))
+			found = l;
+	}
+	return found;
+}
+
+/* Rows by function and source line, sorted by time, and the times are CPU
+ * time: the burner's two spinning threads, with two loaders keeping both
+ * cores busy, are runnable at nearly every tick but run about half the
+ * time; the total time top gives the thread entry (start_thread) is what
+ * the kernel counted for the process while top ran (schedstat), not the
+ * ticks that found them runnable. */
+Test(top, times_are_cpu_time_by_line, .timeout = 60)
+{
+	pid_t l[2];
+	loaders_start(l);
+	const char *argv[] = {target_path("burner"), "2", NULL};
+	struct target t = target_start(argv, "ready");
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	uint64_t cpu0 = process_cpu_ns(t.pid), t0 = now_ms();
+	struct tool_result r;
+	const char *args[] = {"top", "-p", pid, "-n", "4", "--lines", "--sort", "total-time", NULL};
+	tool_run(&r, args);
+	uint64_t cpu1 = process_cpu_ns(t.pid), t1 = now_ms();
+	loaders_stop(l);
+	cr_assert_eq(r.exit_code, 0, "top: exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.out, "*TOTAL_TIME") && strstr(r.out, "FUNCTION (FILE:LINE)"),
+		  "no sort mark or line header:\n%s", r.out);
+	const char *row = last_row(r.out, "spin_units (burner.c:");
+	cr_expect(row, "no spin_units row with its line:\n%s", r.out);
+	row = last_row(r.out, "start_thread");
+	cr_assert(row, "no start_thread row:\n%s", r.out);
+	double self_pct, total_pct, self_s, total_s;
+	cr_assert_eq(sscanf(row, "%lf%% %lf%% %lfs %lfs", &self_pct, &total_pct, &self_s, &total_s), 4,
+		     "row: %.120s", row);
+	double truth = (double)(cpu1 - cpu0) / 1e9;
+	fprintf(stderr, "top: start_thread total %.2f s; the kernel: %.2f s of CPU in %.1f s\n", total_s,
+		truth, (double)(t1 - t0) / 1e3);
+	/* Below: top's start-up, before the first sample of each thread. */
+	cr_expect(total_s >= 0.7 * truth && total_s <= 1.05 * truth,
+		  "top counts %.2f s of CPU, the kernel %.2f s:\n%s", total_s, truth, r.out);
+	target_kill(&t);
+}
+
+/* The threads view lists every thread of the process, busiest first. */
+Test(top, threads_view_lists_every_thread_busiest_first, .timeout = 60)
+{
+	const char *argv[] = {target_path("burner"), "1", NULL};
+	struct target t = target_start(argv, "ready");
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"top", "-p", pid, "-n", "2", "--threads", NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "top: exit %d: %s", r.exit_code, r.err);
+	const char *last = r.out, *p;
+	while ((p = strstr(last + 1, "diag-attach top")))
+		last = p;
+	cr_expect_null(strstr(last, "SELF%"), "the threads view shows functions:\n%s", last);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)t.pid);
+	DIR *d = opendir(path);
+	cr_assert(d);
+	struct dirent *e;
+	size_t tasks = 0;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		tasks++;
+		char needle[32];
+		snprintf(needle, sizeof(needle), "\n%8d ", atoi(e->d_name));
+		cr_expect(strstr(last, needle), "thread %s missing from the threads view:\n%s", e->d_name,
+			  last);
+	}
+	closedir(d);
+	double prev = 1e9;
+	size_t rows = 0;
+	for (const char *l = last; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		int tid;
+		char comm[64], state;
+		double pct;
+		if (sscanf(l, "%d %63s %c %lf%%", &tid, comm, &state, &pct) != 4)
+			continue;
+		rows++;
+		cr_expect_leq(pct, prev, "threads not sorted by CPU%%:\n%s", last);
+		prev = pct;
+	}
+	cr_expect_eq(rows, tasks, "%zu rows for %zu threads:\n%s", rows, tasks, last);
 	target_kill(&t);
 }
