@@ -77,6 +77,13 @@ struct symbolize_options {
 	 * module on first use (about 40 ms of CPU for libc alone); names come
 	 * from the uncompressed .symtab. */
 	bool names_only;
+	/* Open a module's file only when a PC in it is first looked up (and
+	 * the main executable's, for its build-id): a one-shot dump of a
+	 * process with a hundred libraries opens the few its stacks touch.
+	 * The modules never touched are listed without a build-id, so a
+	 * bundle (whose profiles and --with-binaries list every module)
+	 * does not ask for it. */
+	bool lazy_modules;
 	/* The thread whose /proc entry reaches the process's memory and files
 	 * (/proc/X/root, exe, map_files, the vdso): a live one when the main
 	 * thread has exited and left a zombie leader with none (see

@@ -36,6 +36,7 @@ struct sym_group {
 	struct sym_debug_ctx debug; /* mod's userdata, for sym_find_debuginfo */
 	struct cu_index cus;
 	const char *build_id;
+	bool reported; /* handed to libdwfl (whether or not it took it) */
 };
 
 struct symbolizer {
@@ -58,6 +59,7 @@ struct symbolizer {
 	const char *main_build_id;
 
 	bool names_only;     /* symbolize_options.names_only */
+	bool lazy;           /* symbolize_options.lazy_modules */
 	struct pc_cache cache;
 	struct perfmap *perfmap;
 	bool perfmap_tried;
@@ -325,19 +327,10 @@ static const char *module_build_id(struct symbolizer *s, Dwfl_Module *mod)
 	return hex;
 }
 
-static int report_all(struct symbolizer *s)
+/* The build-ids of every group reported so far, on the groups and on the
+ * modules list. */
+static int note_build_ids(struct symbolizer *s)
 {
-	dwfl_report_begin(s->dwfl);
-	for (size_t i = 0; i < s->ngroups; i++) {
-		/* Groups without executable lines never contain a PC we are
-		 * asked about; a failure to open one only leaves it unknown. */
-		if (s->groups[i].exec != SIZE_MAX)
-			(void)report_group(s, &s->groups[i]);
-	}
-	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0)
-		return -EIO;
-	if (drop_collected(s) < 0)
-		return -ENOMEM;
 	for (size_t i = 0; i < s->ngroups; i++) {
 		struct sym_group *g = &s->groups[i];
 
@@ -361,19 +354,62 @@ static int report_all(struct symbolizer *s)
 	return 0;
 }
 
+static int report_all(struct symbolizer *s)
+{
+	dwfl_report_begin(s->dwfl);
+	for (size_t i = 0; i < s->ngroups; i++) {
+		/* Groups without executable lines never contain a PC we are
+		 * asked about; a failure to open one only leaves it unknown. */
+		s->groups[i].reported = true;
+		if (s->groups[i].exec != SIZE_MAX)
+			(void)report_group(s, &s->groups[i]);
+	}
+	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0)
+		return -EIO;
+	if (drop_collected(s) < 0)
+		return -ENOMEM;
+	return note_build_ids(s);
+}
+
+/* lazy_modules: report group gi now, after any earlier instance of its
+ * file (through which report_group then names it, as report_all would).
+ * Modules reported before are kept (dwfl_report_begin_add). */
+static int report_lazily(struct symbolizer *s, size_t gi)
+{
+	struct sym_group *g = &s->groups[gi];
+	if (g->reported || g->exec == SIZE_MAX)
+		return 0;
+	for (size_t o = 0; o < gi && !g->vdso; o++) {
+		const struct sym_group *og = &s->groups[o];
+		if (!og->reported && !og->vdso && og->exec != SIZE_MAX &&
+		    same_file(&s->maps.entries[og->exec], &s->maps.entries[g->exec])) {
+			int r = report_lazily(s, o);
+			if (r < 0)
+				return r;
+		}
+	}
+	g->reported = true;
+	dwfl_report_begin_add(s->dwfl);
+	(void)report_group(s, g);
+	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0)
+		return -EIO;
+	if (drop_collected(s) < 0)
+		return -ENOMEM;
+	return note_build_ids(s);
+}
+
 /*
  * The main executable is whatever /proc/PID/exe is: match its dev/inode
  * (immune to renames), else its path. Without access to either, the first
  * file mapping is the executable for anything ld.so or the kernel loaded.
  */
-static void find_main(struct symbolizer *s)
+static size_t find_main(struct symbolizer *s)
 {
 	char link[80], target[PATH_MAX];
 	struct stat st;
 	bool have_stat, have_link;
 	ssize_t n;
 
-	s->main_build_id = "";
 	snprintf(link, sizeof(link), "/proc/%d/exe", (int)s->proc_pid);
 	have_stat = stat(link, &st) == 0;
 	n = readlink(link, target, sizeof(target) - 1);
@@ -391,21 +427,18 @@ static void find_main(struct symbolizer *s)
 		if (s->groups[i].vdso)
 			continue;
 		if (have_stat && e->inode == st.st_ino && e->dev_major == major(st.st_dev) &&
-		    e->dev_minor == minor(st.st_dev)) {
-			s->main_build_id = s->groups[i].build_id;
-			return;
-		}
+		    e->dev_minor == minor(st.st_dev))
+			return i;
 	}
 	for (size_t i = 0; i < s->ngroups; i++) {
 		const struct maps_entry *e = &s->maps.entries[s->groups[i].first];
 
 		if (s->groups[i].vdso)
 			continue;
-		if ((have_link && strcmp(e->path, target) == 0) || (!have_stat && !have_link)) {
-			s->main_build_id = s->groups[i].build_id;
-			return;
-		}
+		if ((have_link && strcmp(e->path, target) == 0) || (!have_stat && !have_link))
+			return i;
 	}
+	return SIZE_MAX;
 }
 
 static void open_root(struct symbolizer *s)
@@ -440,6 +473,7 @@ int symbolizer_new(pid_t pid, const char *maps_text, size_t maps_len,
 	s->proc_pid = opts && opts->proc_pid > 0 ? opts->proc_pid : pid;
 	s->rootfd = -1;
 	s->names_only = opts && opts->names_only;
+	s->lazy = opts && opts->lazy_modules;
 	r = maps_parse(maps_text ? maps_text : "", maps_len, &s->maps);
 	if (r < 0) {
 		free(s);
@@ -461,10 +495,15 @@ int symbolizer_new(pid_t pid, const char *maps_text, size_t maps_len,
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = report_all(s);
+	r = s->lazy ? 0 : report_all(s);
 	if (r < 0)
 		goto fail;
-	find_main(s);
+	size_t main_group = find_main(s);
+	if (main_group != SIZE_MAX && s->lazy)
+		r = report_lazily(s, main_group);
+	if (r < 0)
+		goto fail;
+	s->main_build_id = main_group != SIZE_MAX ? s->groups[main_group].build_id : "";
 	*ret = s;
 	return 0;
 fail:
@@ -538,6 +577,11 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t pc, const struct sym_locati
 	if (e) {
 		size_t idx = (size_t)(e - s->maps.entries);
 		int g = s->entry_group[idx];
+		if (g >= 0 && s->lazy && is_exec(e)) {
+			int r = report_lazily(s, (size_t)g);
+			if (r < 0)
+				return r;
+		}
 
 		if (s->entry_module[idx] >= 0)
 			mod = &s->modules[s->entry_module[idx]];

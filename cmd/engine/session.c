@@ -211,6 +211,8 @@ int capture_session_new(const struct capture_options *opt, const char *dir,
 	s->started_wall_ns = realtime_ns();
 	s->symopt.allow_debuginfod = opt->debuginfod;
 	s->symopt.names_only = opt->names_only;
+	/* A dump without a bundle lists no module it has no frame in. */
+	s->symopt.lazy_modules = dir == NULL;
 	int r = attach_target_open(opt->pid, &s->target);
 	if (r < 0) {
 		free(s);

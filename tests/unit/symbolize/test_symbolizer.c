@@ -268,6 +268,46 @@ Test(symbolizer, modules_and_build_ids)
 	symbolizer_free(s);
 }
 
+/* lazy_modules: only the main executable is opened up front; a module is
+ * opened (and gets its build-id) when a PC in it is looked up, and names
+ * it exactly as the eager symbolizer does. */
+Test(symbolizer, lazy_modules_open_on_first_lookup)
+{
+	size_t len;
+	char *text = read_self_maps(&len);
+	struct symbolize_options lazy = {.lazy_modules = true};
+	struct symbolizer *s = NULL, *eager = self_symbolizer();
+	cr_assert_eq(symbolizer_new(getpid(), text, len, &lazy, &s), 0);
+	free(text);
+
+	const struct sym_module *self_mod = module_of(s, (uintptr_t)sym_plain_fn);
+	cr_assert_eq(strlen(self_mod->build_id), 40, "main build id '%s'", self_mod->build_id);
+	cr_assert_str_eq(symbolizer_main_build_id(s), symbolizer_main_build_id(eager));
+	cr_assert_eq(symbolizer_loaded_modules(s), 1, "%zu modules opened before any lookup",
+		     symbolizer_loaded_modules(s));
+	void *getpid_addr = dlsym(RTLD_DEFAULT, "getpid");
+	const struct sym_module *libc = module_of(s, (uintptr_t)getpid_addr);
+	cr_assert_not_null(libc);
+	cr_assert_str_eq(libc->build_id, "", "libc has a build-id before any lookup in it");
+
+	const uintptr_t pcs[] = {(uintptr_t)getpid_addr, (uintptr_t)sym_plain_fn,
+				 (uintptr_t)sym_outer_fn() - 1};
+	for (size_t i = 0; i < sizeof(pcs) / sizeof(pcs[0]); i++) {
+		const struct sym_location *a = lookup(s, pcs[i]), *b = lookup(eager, pcs[i]);
+		cr_assert_eq(a->nframes, b->nframes, "pc %zu: %zu frames, eager %zu", i, a->nframes,
+			     b->nframes);
+		for (size_t k = 0; k < a->nframes; k++) {
+			cr_assert_str_eq(a->frames[k].function, b->frames[k].function);
+			cr_assert_eq(a->frames[k].line, b->frames[k].line);
+		}
+	}
+	cr_assert_eq(strlen(libc->build_id), 40, "libc's build-id after a lookup: '%s'", libc->build_id);
+	cr_assert_str_eq(libc->build_id, module_of(eager, (uintptr_t)getpid_addr)->build_id);
+	cr_assert_eq(symbolizer_loaded_modules(s), 2);
+	symbolizer_free(s);
+	symbolizer_free(eager);
+}
+
 Test(symbolizer, vdso_symbol)
 {
 	/* The vdso exports clock_gettime as __vdso_clock_gettime; find it via
