@@ -63,6 +63,9 @@ demo)
 	head -n 24 "$out/threads.txt"
 	echo "..."
 	build/diag-attach verify "$out"
+	echo "--- diag-attach dump -p $demo (the first thing to type; no bundle) ---"
+	build/diag-attach dump -p "$demo" | head -n 16
+	echo "..."
 	echo "bundle written to: $out"
 	echo "try: go tool pprof -traces $out/threads.pprof"
 	echo "     build/diag-attach -p PID -d 10s -o DIR    (sampled CPU/wall profiles + timeline)"
