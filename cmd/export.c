@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bundle/read/export_format.h"
+#include "bundle/read/flame_svg.h"
 #include "bundle/read/output_file.h"
 #include "bundle/reader.h"
 #include "cmd/cli/exit_codes.h"
@@ -24,12 +25,14 @@ static void usage(FILE *out)
 	      "Options:\n"
 	      " -f, --format FORMAT      collapsed (default): folded stacks for FlameGraph\n"
 	      "                          and inferno, one \"root;...;leaf VALUE\" line per stack;\n"
-	      "                          speedscope: speedscope's JSON, one profile per thread\n"
+	      "                          speedscope: speedscope's JSON, one profile per thread;\n"
+	      "                          svg: an interactive flame graph in one file (click to\n"
+	      "                          zoom, Search or Ctrl-F for a regular expression)\n"
 	      "     --profile NAME       cpu (default), wall, threads (the snapshot),\n"
 	      "                          goroutine (Go targets), or any member ending in .pprof\n"
 	      "     --value WHAT         samples (default for collapsed) or time (default for\n"
 	      "                          speedscope; nanoseconds of CPU or wall time)\n"
-	      " -t, --per-thread         collapsed: add \"comm/tid\" as the outermost frame\n"
+	      " -t, --per-thread         collapsed, svg: add \"comm/tid\" as the outermost frame\n"
 	      " -o, --output FILE        write to FILE instead of standard output\n"
 	      " -h, --help               display this help\n\n"
 	      "A bundle without cpu.pprof (a --snapshot capture) exports threads.pprof\n"
@@ -96,16 +99,16 @@ int cmd_export(int argc, char **argv)
 	static const struct cli_command cmd = {
 		.name = "export", .shortopts = "f:p:to:h", .longopts = opts, .usage = usage,
 		.take = take_option, .min_operands = 1, .max_operands = 1,
-		.synopsis = "export [--format collapsed|speedscope] [--profile cpu|wall] DIR"};
+		.synopsis = "export [--format collapsed|speedscope|svg] [--profile cpu|wall] DIR"};
 	struct export_args o = {.format = "collapsed"};
 	int rc = cli_parse_options(&cmd, argc, argv, &o);
 	if (rc != CLI_CONTINUE)
 		return rc;
 	const char *format = o.format, *profile = o.profile, *value = o.value, *output = o.output;
-	bool speedscope = strcmp(format, "speedscope") == 0;
-	if (!speedscope && strcmp(format, "collapsed") != 0) {
+	bool speedscope = strcmp(format, "speedscope") == 0, svg = strcmp(format, "svg") == 0;
+	if (!speedscope && !svg && strcmp(format, "collapsed") != 0) {
 		die_message("unknown format '%s'", format);
-		hint_message("formats: collapsed, speedscope");
+		hint_message("formats: collapsed, speedscope, svg");
 		return EXIT_USAGE;
 	}
 	if (value && strcmp(value, "samples") != 0 && strcmp(value, "time") != 0) {
@@ -158,7 +161,7 @@ int cmd_export(int argc, char **argv)
 		bundle_reader_free(r);
 		return e == -ENOMEM ? EXIT_INTERNAL : EXIT_VERIFY_FAILED;
 	}
-	bool by_time = value ? strcmp(value, "time") == 0 : speedscope;
+	bool by_time = value ? strcmp(value, "time") == 0 : speedscope || svg;
 	size_t vi = by_time && p->nvalues ? p->nvalues - 1 : 0;
 
 	struct output_file of;
@@ -169,7 +172,7 @@ int cmd_export(int argc, char **argv)
 		return EXIT_WRITE_FAILED;
 	}
 	FILE *out = of.fp;
-	if (speedscope) {
+	if (speedscope || svg) {
 		const cJSON *t =
 			cJSON_GetObjectItemCaseSensitive(bundle_reader_manifest(r), "target");
 		const cJSON *comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
@@ -178,7 +181,7 @@ int cmd_export(int argc, char **argv)
 		snprintf(name, sizeof(name), "%s (pid %.0f) %s",
 			 cJSON_IsString(comm) ? comm->valuestring : "?",
 			 cJSON_IsNumber(pid) ? pid->valuedouble : 0, profile);
-		e = export_speedscope(p, vi, name, out);
+		e = svg ? export_svg(p, vi, o.per_thread, name, out) : export_speedscope(p, vi, name, out);
 	} else {
 		e = export_collapsed(p, vi, o.per_thread, out);
 	}

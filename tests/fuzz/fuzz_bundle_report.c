@@ -35,6 +35,7 @@
 
 #include "bundle/read/diff_model.h"
 #include "bundle/read/export_format.h"
+#include "bundle/read/flame_svg.h"
 #include "bundle/read/report_model.h"
 #include "bundle/read/report_text.h"
 #include "bundle/reader.h"
@@ -191,6 +192,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		e = export_collapsed(p, p->nvalues - 1, (flags & 128) != 0, devnull);
 		FUZZ_CHECK(e == 0 || e == -ENOMEM);
 		e = export_speedscope(p, 0, "fuzz", devnull);
+		FUZZ_CHECK(e == 0 || e == -ENOMEM);
+		e = export_svg(p, p->nvalues - 1, (flags & 128) != 0, "fuzz", devnull);
 		FUZZ_CHECK(e == 0 || e == -ENOMEM);
 	}
 	bundle_reader_free(r);

@@ -466,6 +466,133 @@ Test(report, html_in_headless_chromium, .timeout = 300)
 	rm_rf(dir);
 }
 
+/* Chromium's DOM of url (after its scripts ran) into a malloc'd string. */
+static char *chromium_dom(const char *chromium, const char *dir, const char *url, int n)
+{
+	char cmd[2048], dom[300];
+	snprintf(dom, sizeof(dom), "%s/dom%d.html", dir, n);
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --no-first-run "
+		 "--disable-background-networking --disable-component-update --disable-sync "
+		 "--user-data-dir='%s/profile-dom%d' --dump-dom '%s' > '%s' 2>/dev/null",
+		 chromium, dir, n, url, dom);
+	cr_assert_eq(system(cmd), 0, "chromium --dump-dom %s failed", url);
+	char *d = read_file(dom, NULL);
+	cr_assert(d);
+	return d;
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* The text of the element with id (<tag id="id" ...>TEXT<), in a DOM dump. */
+static void element_text(const char *dom, const char *id, char *out, size_t size)
+{
+	char needle[64];
+	snprintf(needle, sizeof(needle), "id=\"%s\"", id);
+	const char *p = strstr(dom, needle);
+	out[0] = '\0';
+	if (p && (p = strchr(p, '>')))
+		snprintf(out, size, "%.*s", (int)strcspn(p + 1, "<"), p + 1);
+}
+
+/* export --format svg, opened in headless Chromium: the script runs; one
+ * box per call path of the collapsed export, plus the root; a box opened
+ * as #zoom=ID fills the width with the boxes beside it hidden; #search=
+ * colours what matches and gives its share; a bad regular expression
+ * says so. */
+Test(report, svg_flame_graph_in_headless_chromium, .timeout = 300)
+{
+	const char *chromium = find_chromium();
+	if (!chromium)
+		cr_skip_test("chromium not installed (Debian package 'chromium')");
+	char dir[256], b[300], svg[300];
+	bundle_tmpdir(dir, b);
+	snprintf(svg, sizeof(svg), "%s/cpu.svg", dir);
+	capture("burner", "2", "2s", b, NULL);
+	struct tool_result r;
+	const char *ex[] = {"export", "--format", "svg", "--value", "samples", "-o", svg, b, NULL};
+	tool_run_ok(&r, ex);
+	const char *col[] = {"export", "--format", "collapsed", "--value", "samples", b, NULL};
+	tool_run_ok(&r, col);
+	/* Distinct call paths: every prefix of every collapsed line. */
+	size_t paths = 0;
+	char **seen = calloc(100000, sizeof(*seen));
+	for (const char *l = r.out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		size_t len = strcspn(l, "\n");
+		const char *sp = memrchr(l, ' ', len);
+		cr_assert(sp, "collapsed line without a value: %.100s", l);
+		for (const char *semi = l; semi && semi <= sp;) {
+			const char *end = memchr(semi, ';', (size_t)(sp - semi));
+			size_t plen = (size_t)((end ? end : sp) - l);
+			bool dup = false;
+			for (size_t i = 0; i < paths && !dup; i++)
+				dup = strlen(seen[i]) == plen && strncmp(seen[i], l, plen) == 0;
+			if (!dup && paths < 100000)
+				seen[paths++] = strndup(l, plen);
+			semi = end ? end + 1 : NULL;
+		}
+	}
+	for (size_t i = 0; i < paths; i++)
+		free(seen[i]);
+	free(seen);
+	char *file = read_file(svg, NULL);
+	cr_assert(file);
+	cr_expect(strstr(file, "src=\"http") == NULL && strstr(file, "href=") == NULL,
+		  "the SVG refers to something outside it");
+	size_t boxes = count_of(file, "<g class=\"f\"");
+	cr_expect_eq(boxes, paths + 1, "%zu boxes for %zu call paths (and the root)", boxes, paths);
+	/* The first spin_units box. */
+	const char *spin = strstr(file, "<title>spin_units\n");
+	cr_assert(spin, "no spin_units box");
+	const char *g = spin;
+	while (g > file && strncmp(g, "id=\"f", 5) != 0)
+		g--;
+	char id[32];
+	snprintf(id, sizeof(id), "%.*s", (int)strcspn(g + 4, "\""), g + 4);
+
+	char url[700];
+	snprintf(url, sizeof(url), "file://%s", svg);
+	char *d = chromium_dom(chromium, dir, url, 1);
+	cr_expect(strstr(d, "data-rendered=\"1\""), "the script did not run:\n%.300s", d);
+	cr_expect_eq(count_of(d, "<g class=\"f\""), boxes, "Chromium shows another number of boxes");
+	free(d);
+
+	snprintf(url, sizeof(url), "file://%s#zoom=%s", svg, id);
+	d = chromium_dom(chromium, dir, url, 2);
+	char want[64];
+	snprintf(want, sizeof(want), "id=\"%s\"", id);
+	const char *box = strstr(d, want);
+	cr_assert(box, "box %s missing after zoom", id);
+	const char *w = strstr(box, "width=\"");
+	cr_expect(w && strncmp(w, "width=\"1180\"", 12) == 0, "zoomed box is %.20s wide, not 1180", w);
+	cr_expect_geq(count_of(d, "class=\"f hide\""), 1, "nothing beside %s was hidden by the zoom", id);
+	cr_expect_geq(count_of(d, "class=\"f parent\""), 1, "no caller of %s was kept below it", id);
+	free(d);
+
+	snprintf(url, sizeof(url), "file://%s#search=spin_u", svg);
+	d = chromium_dom(chromium, dir, url, 3);
+	char matched[200];
+	element_text(d, "matched", matched, sizeof(matched));
+	cr_expect(strncmp(matched, "Matched: ", 9) == 0 && strncmp(matched, "Matched: 0.0%", 13) != 0,
+		  "search for spin_u: '%s'", matched);
+	cr_expect(strstr(d, "rgb(230,0,230)"), "no box coloured by the search");
+	free(d);
+
+	snprintf(url, sizeof(url), "file://%s#search=(", svg);
+	d = chromium_dom(chromium, dir, url, 4);
+	element_text(d, "matched", matched, sizeof(matched));
+	cr_expect(strstr(matched, "Not a regular expression"), "a bad search says '%s'", matched);
+	free(d);
+	free(file);
+	rm_rf(dir);
+}
+
 Test(report, usage_and_damage)
 {
 	struct tool_result r;
