@@ -14,7 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bundle/read/output_file.h"
 #include "cmd/cli/exit_codes.h"
+#include "cmd/export.h"
 #include "cmd/cli/capture_errors.h"
 #include "cmd/cli/util.h"
 #include "cmd/engine/engine.h"
@@ -51,7 +53,10 @@ static void usage(FILE *f)
 	      "Options:\n"
 	      " -p, --pid PID            process to capture\n"
 	      " -o, --output DIR         bundle directory (absent or empty);\n"
-	      "                          default ./diag-PID-YYYYmmdd-HHMMSS\n"
+	      "                          default ./diag-PID-YYYYmmdd-HHMMSS. A name ending in\n"
+	      "                          .svg or .speedscope.json writes only that file: the\n"
+	      "                          CPU flame graph (the snapshot's without samples), as\n"
+	      "                          diag-attach export would, and no bundle\n"
 	      "     --snapshot           take one thread snapshot and exit\n"
 	      " -d, --duration TIME      capture length (10, 500ms, 30s, 1h30m); default until\n"
 	      "                          Ctrl-C, SIGTERM or target exit\n"
@@ -496,6 +501,25 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 	return 0;
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n > m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* The export format an -o names by its suffix: a file instead of a
+ * bundle directory. NULL: a bundle. */
+static const char *file_format_of(const char *output)
+{
+	if (!output)
+		return NULL;
+	if (ends_with(output, ".svg"))
+		return "svg";
+	if (ends_with(output, ".speedscope.json"))
+		return "speedscope";
+	return NULL;
+}
+
 static void default_output(pid_t pid, char *buf, size_t size)
 {
 	time_t now = time(NULL);
@@ -639,14 +663,46 @@ static int run_capture(int argc, char **argv, bool dump)
 		return refused;
 	opt.not_dumpable = !pr.dumpable;
 
-	char default_dir[64];
+	char default_dir[64], tmp_dir[4096];
 	const char *dir = output;
+	const char *file_format = dump ? NULL : file_format_of(output);
+	if (output && strcmp(output, "-") == 0) {
+		die_message("-o -: a bundle is a directory, not standard output");
+		hint_message("-o out.svg or -o out.speedscope.json for one file; diag-attach export DIR "
+			     "-o - for a profile on standard output");
+		return EXIT_USAGE;
+	}
+	if (file_format && (opt.leak_watch || opt.with_binaries_cap)) {
+		die_message("-o %s writes one file: --leak-watch and --with-binaries need a bundle "
+			    "directory", output);
+		return EXIT_USAGE;
+	}
+	if (file_format) {
+		/* The file's place must take it before anything is captured:
+		 * never a capture whose result has nowhere to go. */
+		struct output_file of;
+		int e = output_file_open(&of, output);
+		if (e < 0) {
+			die_message("cannot write '%s': %s", output, output_file_strerror(e));
+			return EXIT_WRITE_FAILED;
+		}
+		output_file_close(&of, -ECANCELED);
+		/* The bundle it comes from: private (mkdtemp, 0700), removed
+		 * once the file is written. */
+		const char *base = getenv("TMPDIR");
+		snprintf(tmp_dir, sizeof(tmp_dir), "%s/diag-attach-XXXXXX", base && *base ? base : "/tmp");
+		if (!mkdtemp(tmp_dir)) {
+			die_message("cannot create a temporary directory for the capture: %s", strerror(errno));
+			return EXIT_OUTPUT_DIR;
+		}
+		dir = tmp_dir;
+	}
 	if (!dir && !dump) {
 		default_output(opt.pid, default_dir, sizeof(default_dir));
 		dir = default_dir;
 	}
 	struct stat st;
-	bool existed = dir && lstat(dir, &st) == 0;
+	bool existed = dir && !file_format && lstat(dir, &st) == 0;
 	/* An existing directory of another user (pre-created in /tmp, say)
 	 * would receive argv, stacks and maybe secrets that its owner could
 	 * then read or swap under us: only a new directory or one of our own. */
@@ -660,9 +716,12 @@ static int run_capture(int argc, char **argv, bool dump)
 	struct capture_session *s = NULL;
 	enum capture_stage stage;
 	int r = capture_session_new(&opt, dir, &s, &stage);
-	if (r < 0)
+	if (r < 0) {
+		if (file_format)
+			rmdir(dir);
 		return stage == CAPTURE_STAGE_OUTPUT ? capture_output_error(dir, existed, r)
 						     : capture_error_exit(opt.pid, dir, stage, r);
+	}
 	/* If we are ever stopped or hung while holding the target, a separate
 	 * process kills us, which releases it (the kernel detaches a dead
 	 * tracer's tracees). */
@@ -686,14 +745,23 @@ static int run_capture(int argc, char **argv, bool dump)
 		/* Nothing finished: leave no directory behind that we made. */
 		capture_session_free(s);
 		s = NULL;
-		if (dir && !existed)
+		if (file_format)
+			cli_remove_tree(dir);
+		else if (dir && !existed)
 			rmdir(dir);
 	} else {
 		struct capture_summary sum;
 		capture_session_summary(s, &sum);
 		print_losses(&sum);
 		/* A dump's standard output is the dump itself. */
-		if (!dump)
+		if (file_format) {
+			capture_session_free(s);
+			s = NULL;
+			exit_code = export_run(dir, file_format, NULL, NULL, false, output);
+			if (exit_code == EXIT_OK)
+				exit_code = print_bundle_path(output);
+			cli_remove_tree(dir);
+		} else if (!dump)
 			exit_code = print_bundle_path(dir);
 		else if (dir && !quiet)
 			fprintf(stderr, "diag-attach: bundle written to %s\n", dir);

@@ -104,7 +104,13 @@ int cmd_export(int argc, char **argv)
 	int rc = cli_parse_options(&cmd, argc, argv, &o);
 	if (rc != CLI_CONTINUE)
 		return rc;
-	const char *format = o.format, *profile = o.profile, *value = o.value, *output = o.output;
+	return export_run(argv[optind], o.format, o.profile, o.value, o.per_thread, o.output);
+}
+
+int export_run(const char *dir, const char *format, const char *profile, const char *value,
+	       bool per_thread, const char *output)
+{
+	int rc;
 	bool speedscope = strcmp(format, "speedscope") == 0, svg = strcmp(format, "svg") == 0;
 	if (!speedscope && !svg && strcmp(format, "collapsed") != 0) {
 		die_message("unknown format '%s'", format);
@@ -115,7 +121,6 @@ int cmd_export(int argc, char **argv)
 		die_message("invalid --value '%s': samples or time", value);
 		return EXIT_USAGE;
 	}
-	const char *dir = argv[optind];
 	struct bundle_reader *r;
 	rc = cli_open_bundle(dir, &r);
 	if (rc != EXIT_OK)
@@ -181,9 +186,9 @@ int cmd_export(int argc, char **argv)
 		snprintf(name, sizeof(name), "%s (pid %.0f) %s",
 			 cJSON_IsString(comm) ? comm->valuestring : "?",
 			 cJSON_IsNumber(pid) ? pid->valuedouble : 0, profile);
-		e = svg ? export_svg(p, vi, o.per_thread, name, out) : export_speedscope(p, vi, name, out);
+		e = svg ? export_svg(p, vi, per_thread, name, out) : export_speedscope(p, vi, name, out);
 	} else {
-		e = export_collapsed(p, vi, o.per_thread, out);
+		e = export_collapsed(p, vi, per_thread, out);
 	}
 	if (fflush(out) != 0 && e == 0)
 		e = -EIO;

@@ -2,6 +2,8 @@
 #include "cmd/cli/util.h"
 
 #include <errno.h>
+#include <ftw.h>
+#include <unistd.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -103,4 +105,16 @@ void cli_install_stop_handlers(void (*handler)(int))
 	signal(SIGTTOU, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 ? -1 : 0;
+}
+
+int cli_remove_tree(const char *dir)
+{
+	return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
 }

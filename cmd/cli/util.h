@@ -19,4 +19,8 @@ void hint_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * a target's threads. */
 void cli_install_stop_handlers(void (*handler)(int));
 
+/* Remove dir and everything under it, following no symbolic link (for a
+ * private temporary directory of our own). 0 or -errno. */
+int cli_remove_tree(const char *dir);
+
 #endif

@@ -222,7 +222,7 @@ Test(report, export_formats)
 	cr_expect(weight > 0);
 	cJSON_Delete(s);
 
-	const char *bad[] = {"export", "--format", "svg", b, NULL};
+	const char *bad[] = {"export", "--format", "png", b, NULL};
 	tool_run(&r, bad);
 	cr_expect_eq(r.exit_code, 2, "unknown format: exit %d", r.exit_code);
 	const char *nogo[] = {"export", "--profile", "goroutine", b, NULL};
@@ -590,6 +590,59 @@ Test(report, svg_flame_graph_in_headless_chromium, .timeout = 300)
 	cr_expect(strstr(matched, "Not a regular expression"), "a bad search says '%s'", matched);
 	free(d);
 	free(file);
+	rm_rf(dir);
+}
+
+/* A capture's -o ending in .svg or .speedscope.json writes that file and
+ * no bundle: no directory of that name, nothing left in TMPDIR (where the
+ * bundle it is made from lives); "-o -" is refused before anything is
+ * captured or created, and so is a file that cannot be written. */
+Test(report, capture_to_one_file, .timeout = 120)
+{
+	char dir[256], tmp[300], svg[300], ss[300];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	cr_assert_eq(mkdir(tmp, 0700), 0);
+	snprintf(svg, sizeof(svg), "%s/out.svg", dir);
+	snprintf(ss, sizeof(ss), "%s/out.speedscope.json", dir);
+	const char *argv[] = {target_path("burner"), "1", NULL};
+	struct target t = target_start(argv, "ready");
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	setenv("TMPDIR", tmp, 1);
+	struct tool_result r;
+	const char *a1[] = {"-p", pid, "-d", "1s", "-q", "-o", svg, NULL};
+	tool_run_ok(&r, a1);
+	cr_expect(strstr(r.out, svg), "stdout does not name the file: %s", r.out);
+	struct stat st;
+	cr_expect(stat(svg, &st) == 0 && S_ISREG(st.st_mode), "%s is not a file", svg);
+	char *file = read_file(svg, NULL);
+	cr_expect(file && strstr(file, "<svg") && strstr(file, "spin_units"), "not a flame graph of the burner");
+	free(file);
+	const char *a2[] = {"-p", pid, "--snapshot", "-q", "-o", ss, NULL};
+	tool_run_ok(&r, a2);
+	file = read_file(ss, NULL);
+	cJSON *doc = file ? cJSON_Parse(file) : NULL;
+	cr_expect(doc && cJSON_GetObjectItem(doc, "profiles"), "not a speedscope file");
+	cJSON_Delete(doc);
+	free(file);
+	DIR *d = opendir(tmp);
+	struct dirent *e;
+	while ((e = readdir(d)))
+		cr_expect(e->d_name[0] == '.', "left in TMPDIR: %s", e->d_name);
+	closedir(d);
+
+	cr_assert_eq(chdir(dir), 0);
+	const char *a3[] = {"-p", pid, "-d", "1s", "-q", "-o", "-", NULL};
+	tool_run(&r, a3);
+	cr_expect_eq(r.exit_code, 2, "-o -: exit %d", r.exit_code);
+	cr_expect(access("-", F_OK) != 0, "-o - made a directory named -");
+	/* An hour's capture: refused first, or the test times out. */
+	const char *a4[] = {"-p", pid, "-d", "1h", "-q", "-o", "/nonexistent/x.svg", NULL};
+	tool_run(&r, a4);
+	cr_expect_eq(r.exit_code, 10, "an unwritable file: exit %d: %s", r.exit_code, r.err);
+	unsetenv("TMPDIR");
+	target_kill(&t);
 	rm_rf(dir);
 }
 
