@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include "cmd/engine/go_out.h"
+#include "cmd/engine/leak_evidence.h"
 #include "cmd/engine/snapshot_out.h"
 #include "timeline/leakwatch.h"
+#include "timeline/newcomers.h"
 #include "timeline/proc_sampler.h"
 #include "bundle/text.h"
 #include "cmd/engine/internal.h"
@@ -123,19 +125,20 @@ static int write_window(struct timeline_run *t, const char *prefix,
 }
 
 /* A thread snapshot at the moment the leak is found: that is when the
- * stacks that leak are most likely on screen. */
-static int dump_snapshot(struct timeline_run *t, const char *prefix)
+ * stacks that leak are most likely on screen. pc, *ret_stacks and *ret_st
+ * are the caller's to release, whatever this returns. */
+static int dump_snapshot(struct timeline_run *t, const char *prefix, struct process_capture *pc,
+			 struct unwound_stack **ret_stacks, struct symtab **ret_st)
 {
-	struct process_capture pc = {0};
-	int r = capture_consistent(t->s, &t->s->opt->attach, &pc);
-	if (r < 0) {
-		process_capture_release(&pc);
+	int r = capture_consistent(t->s, &t->s->opt->attach, pc);
+	if (r < 0)
 		return r;
-	}
-	r = snapshot_finish(t->s->bundle, prefix, &pc, NULL, t->s->interp, t->s->go, NULL, NULL,
-			    NULL);
-	process_capture_release(&pc);
-	return r;
+	*ret_stacks = calloc(pc->nthreads ? pc->nthreads : 1, sizeof(**ret_stacks));
+	if (!*ret_stacks)
+		return -ENOMEM;
+	interp_unwind(t->s->interp, pc, *ret_stacks);
+	return snapshot_finish(t->s->bundle, prefix, pc, *ret_stacks, t->s->interp, t->s->go, NULL,
+			       ret_st, NULL);
 }
 
 static int on_finding(struct timeline_run *t, const struct leakwatch_finding *f)
@@ -164,7 +167,10 @@ static int on_finding(struct timeline_run *t, const struct leakwatch_finding *f)
 	cJSON_AddNumberToObject(j, "tau", f->tau);
 	cJSON_AddNumberToObject(j, "r2", f->r2);
 
-	int r = dump_snapshot(t, prefix);
+	struct process_capture pc = {0};
+	struct unwound_stack *stacks = NULL;
+	struct symtab *st = NULL;
+	int r = dump_snapshot(t, prefix, &pc, &stacks, &st);
 	cJSON *dumps = cJSON_AddArrayToObject(j, "dumps");
 	if (r == 0) {
 		char name[192];
@@ -172,7 +178,30 @@ static int on_finding(struct timeline_run *t, const struct leakwatch_finding *f)
 		cJSON_AddItemToArray(dumps, cJSON_CreateString(name));
 		snprintf(name, sizeof(name), "%sthreads.pprof", prefix);
 		cJSON_AddItemToArray(dumps, cJSON_CreateString(name));
-	} else if (r != -ESRCH && r != -EPERM && r != -ENOMEM) {
+	}
+	/* What the counter added, named (the descriptors, the new threads or
+	 * children), from /proc now, with the snapshot's stacks. */
+	if (r == 0 || r == -ESRCH || r == -EPERM || r == -ENOMEM) {
+		struct leak_evidence ev = {
+			.pid = t->s->target.pid,
+			.counter = f->counter,
+			.prefix = prefix,
+			.added = f->last - f->first,
+			.window_start_boot_s = newcomers_boottime_s() - (now_mono_s - f->window_start_time),
+			.pc = r == 0 ? &pc : NULL,
+			.stacks = stacks,
+			.st = st,
+		};
+		int e = leak_evidence_write(t->s->bundle, &ev, j, dumps);
+		if (e < 0 && e != -ENOMEM)
+			r = e;
+		else if (r == -ESRCH || r == -EPERM || r == -ENOMEM)
+			r = 0; /* no snapshot: the finding stands without one */
+	}
+	symtab_free(st);
+	free(stacks);
+	process_capture_release(&pc);
+	if (r < 0) {
 		cJSON_Delete(j);
 		return r; /* a bundle write error */
 	}

@@ -75,6 +75,34 @@ static cJSON *finding(struct leak_run *r, const char *counter)
 	return NULL;
 }
 
+/* The text of f's evidence member whose name ends in member (fds.txt,
+ * new_threads.txt...), listed in its dumps; NULL if none. */
+static char *evidence(struct leak_run *r, const cJSON *f, const char *member)
+{
+	const cJSON *d;
+	cJSON_ArrayForEach(d, cJSON_GetObjectItem(f, "dumps"))
+	{
+		size_t n = strlen(d->valuestring), m = strlen(member);
+		if (n >= m && strcmp(d->valuestring + n - m, member) == 0)
+			return read_in(r->out, d->valuestring);
+	}
+	return NULL;
+}
+
+/* The first group line after the line starting with heading: "COUNT  WHAT". */
+static const char *first_group_after(const char *text, const char *heading, long *count)
+{
+	const char *h = strstr(text, heading);
+	const char *l = h ? strchr(h, '\n') : NULL;
+	if (!l)
+		return NULL;
+	*count = strtol(l + 1, NULL, 10);
+	const char *what = l + 1;
+	while (*what == ' ' || (*what >= '0' && *what <= '9'))
+		what++;
+	return what;
+}
+
 static size_t nfindings(struct leak_run *r)
 {
 	return (size_t)cJSON_GetArraySize(cJSON_GetObjectItem(r->manifest, "findings"));
@@ -90,6 +118,19 @@ Test(leak, fds_fire_with_snapshot)
 	if (f) {
 		double slope = cJSON_GetObjectItem(f, "slope_per_s")->valuedouble;
 		cr_expect(slope > 3 && slope < 5, "slope %.2f/s, want ~4", slope);
+		/* The evidence names what leaked: /dev/null, opened again and
+		 * again, is what the newest descriptors are. */
+		char *fds = evidence(&r, f, "fds.txt");
+		cr_assert(fds, "no fds.txt in the finding's dumps");
+		long n = 0;
+		const char *what = first_group_after(fds, "The ", &n);
+		cr_expect(what && strncmp(what, "file /dev/null", 14) == 0,
+			  "the newest descriptors are not named /dev/null:\n%s", fds);
+		double added = cJSON_GetObjectItem(f, "last")->valuedouble -
+			       cJSON_GetObjectItem(f, "first")->valuedouble;
+		cr_expect_geq((double)n, 0.9 * added, "%ld of %.0f new descriptors are /dev/null:\n%s", n,
+			      added, fds);
+		free(fds);
 	}
 	/* The timeline is there, one line per interval, with fds by type. */
 	char *tl = read_in(r.out, "runtime.jsonl");
@@ -113,16 +154,71 @@ static void expect_finding(const char *const *argv, const char *dur, const char 
 	finish(&r);
 }
 
+/* A finding for counter whose evidence member lists at least 0.8 times the
+ * finding's growth as new, each line holding comm; returns the text. */
+static char *expect_newcomers(struct leak_run *r, const char *counter, const char *member,
+			      const char *comm)
+{
+	cJSON *f = finding(r, counter);
+	cr_assert(f, "no %s finding", counter);
+	char *text = evidence(r, f, member);
+	cr_assert(text, "no %s in the %s finding's dumps", member, counter);
+	double added = cJSON_GetObjectItem(f, "last")->valuedouble -
+		       cJSON_GetObjectItem(f, "first")->valuedouble;
+	size_t listed = 0;
+	char needle[64];
+	snprintf(needle, sizeof(needle), "\"%s\"  started ", comm);
+	for (const char *p = text; (p = strstr(p, needle)); p++)
+		listed++;
+	cr_expect_geq((double)listed, 0.8 * added, "%zu listed for %.0f added:\n%s", listed, added, text);
+	return text;
+}
+
+/* The new threads, by name, with their stacks grouped. */
 Test(leak, threads_fire)
 {
 	const char *argv[] = {target_path("leak/leak_threads"), "8", NULL};
-	expect_finding(argv, "8s", "threads");
+	struct leak_run r;
+	capture(&r, argv, "8s", "250ms");
+	char *text = expect_newcomers(&r, "threads", "new_threads.txt", "leak_threads");
+	cr_expect(strstr(text, "Their stacks, grouped"), "no stacks for the new threads:\n%s", text);
+	cr_expect(strstr(text, "start_thread"), "the new threads' stacks are not unwound:\n%s", text);
+	free(text);
+	finish(&r);
 }
 
+/* The new children, by name (zombies keep theirs; their argv is gone). */
 Test(leak, children_fire)
 {
 	const char *argv[] = {target_path("leak/leak_children"), "4", "zombie", NULL};
-	expect_finding(argv, "8s", "child_procs");
+	struct leak_run r;
+	capture(&r, argv, "8s", "250ms");
+	free(expect_newcomers(&r, "child_procs", "new_children.txt", "leak_children"));
+	finish(&r);
+}
+
+/* Leaked TCP connections are named as such, with the address they go to:
+ * in fds.txt and in the manifest's finding. */
+Test(leak, tcp_sockets_are_named)
+{
+	const char *argv[] = {target_path("leak/leak_fds"), "8", "tcp", NULL};
+	struct leak_run r;
+	capture(&r, argv, "8s", "250ms");
+	cJSON *f = finding(&r, "open_fds");
+	cr_assert(f, "no open_fds finding");
+	char *fds = evidence(&r, f, "fds.txt");
+	cr_assert(fds, "no fds.txt");
+	long n = 0;
+	const char *what = first_group_after(fds, "The ", &n);
+	cr_expect(what && strncmp(what, "socket tcp ESTABLISHED to 127.0.0.1:", 36) == 0,
+		  "the newest descriptors are not named as TCP connections:\n%s", fds);
+	cr_expect(strstr(fds, "socket tcp LISTEN on 127.0.0.1:"), "the listener is not named:\n%s", fds);
+	const cJSON *g = cJSON_GetArrayItem(cJSON_GetObjectItem(f, "new_fds"), 0);
+	const char *gw = cJSON_GetStringValue(cJSON_GetObjectItem(g, "what"));
+	cr_expect(gw && strncmp(gw, "socket tcp ESTABLISHED", 22) == 0, "manifest new_fds: %s",
+		  gw ? gw : "(none)");
+	free(fds);
+	finish(&r);
 }
 
 Test(leak, rss_fires)
