@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "cmd/cli/exit_codes.h"
 #include "cmd/export.h"
 #include "cmd/cli/capture_errors.h"
+#include "cmd/cli/launch.h"
 #include "cmd/cli/util.h"
 #include "cmd/engine/engine.h"
 #include "timeline/leakwatch.h"
@@ -38,6 +40,8 @@ static void usage(FILE *f)
 	fputs("Usage:\n"
 	      " diag-attach dump -p PID [--json]      print every thread's stack, grouped\n"
 	      " diag-attach -p PID [options]          sample stacks and counters into a bundle\n"
+	      " diag-attach [options] -- CMD ARGS...  start CMD, capture it until it exits,\n"
+	      "                                       exit as it did\n"
 	      " diag-attach -p PID --snapshot [options] one consistent snapshot of every thread\n"
 	      " diag-attach verify DIR                check a bundle's members against its manifest\n"
 	      " diag-attach report DIR [--json|--html FILE]  what the process was doing\n"
@@ -116,7 +120,8 @@ static void usage(FILE *f)
 	      " -h, --help               display this help\n"
 	      " -V, --version            display version\n"
 	      "\n"
-	      "Exit status:\n"
+	      "Exit status (with -- CMD: CMD's, or 128 + the signal that ended it, once our\n"
+	      "own refusals before starting it are passed; our failures after are printed):\n"
 	      "  0  bundle written (also when the target exited during the capture)\n"
 	      "  1  verify: bundle damaged\n"
 	      "  2  usage error\n"
@@ -253,7 +258,7 @@ static bool sampling_only(int c)
 }
 
 static int parse_options(int argc, char **argv, bool dump, struct capture_options *o,
-			 const char **ret_output, bool *ret_quiet)
+			 const char **ret_output, bool *ret_quiet, char ***ret_launch)
 {
 	static const struct option longopts[] = {
 		{"pid", required_argument, NULL, 'p'},
@@ -488,14 +493,24 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 			return -1;
 		}
 	}
-	if (optind < argc) {
+	/* After "--": a command to start and capture. */
+	*ret_launch = NULL;
+	if (optind < argc && optind > 1 && strcmp(argv[optind - 1], "--") == 0 && !dump)
+		*ret_launch = argv + optind;
+	if (optind < argc && !*ret_launch) {
 		die_message("unexpected argument '%s'", argv[optind]);
+		if (dump && strcmp(argv[optind - 1], "--") == 0)
+			hint_message("dump is of a running process: diag-attach dump -p PID");
 		return -1;
 	}
-	if (o->pid < 0) {
+	if (*ret_launch && o->pid > 0) {
+		die_message("-p %d and a command to start: one or the other", (int)o->pid);
+		return -1;
+	}
+	if (o->pid < 0 && !*ret_launch) {
 		die_message("no process given");
 		hint_message(dump ? "diag-attach dump -p PID [--json] [-o DIR]"
-				  : "diag-attach -p PID [--snapshot] [-o DIR]");
+				  : "diag-attach -p PID [--snapshot] [-o DIR], or diag-attach [options] -- CMD ARGS...");
 		return -1;
 	}
 	return 0;
@@ -518,6 +533,57 @@ static const char *file_format_of(const char *output)
 	if (ends_with(output, ".speedscope.json"))
 		return "speedscope";
 	return NULL;
+}
+
+/* An existing directory of another user (pre-created in /tmp, say) would
+ * receive argv, stacks and maybe secrets that its owner could then read
+ * or swap under us: only a new directory or one of our own. */
+static int refuse_foreign_dir(const char *dir)
+{
+	struct stat st;
+	if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid != geteuid()) {
+		die_message("output directory '%s' belongs to uid %d, not to us (uid %d)", dir,
+			    (int)st.st_uid, (int)geteuid());
+		hint_message("give a new directory, or an empty one you own, with -o");
+		return EXIT_OUTPUT_DIR;
+	}
+	return EXIT_OK;
+}
+
+/* The launched command in the manifest: its argv, and how it ended if it
+ * has (the capture ends when it exits, so normally it has). */
+static void note_launch(struct capture_session *s, struct launch *l, char **argv)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *a = cJSON_AddArrayToObject(o, "argv");
+	for (char **p = argv; *p; p++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(*p));
+	cJSON_AddNumberToObject(o, "pid", l->pid);
+	if (capture_session_target_exited(s) && launch_wait(l, 2000, false) == 0) {
+		cJSON_AddNumberToObject(o, "exit_status", launch_exit_code(l->status));
+		if (WIFSIGNALED(l->status))
+			cJSON_AddNumberToObject(o, "signal", WTERMSIG(l->status));
+	} else {
+		cJSON_AddTrueToObject(o, "running_when_the_capture_ended");
+	}
+	capture_session_note(s, "launched", o);
+}
+
+/* After a capture of a command we started: wait for it to end (Ctrl-C
+ * stops the wait) and exit as it did, as strace does; our own failure,
+ * code, has been printed already. If the wait is given up, code. */
+static int finish_launch(struct launch *l, int code, bool quiet)
+{
+	if (!l->done && !quiet)
+		fprintf(stderr, "diag-attach: waiting for pid %d to exit (Ctrl-C: stop waiting)\n",
+			(int)l->pid);
+	int r = launch_wait(l, -1, true);
+	if (r == 0)
+		code = launch_exit_code(l->status);
+	else if (!quiet)
+		fprintf(stderr, "diag-attach: pid %d is still running\n", (int)l->pid);
+	launch_release(l);
+	return code;
 }
 
 static void default_output(pid_t pid, char *buf, size_t size)
@@ -646,7 +712,8 @@ static int run_capture(int argc, char **argv, bool dump)
 	struct capture_options opt;
 	bool quiet = false;
 	const char *output = NULL; /* NULL: ./diag-PID-YYYYmmdd-HHMMSS */
-	if (parse_options(argc, argv, dump, &opt, &output, &quiet) < 0)
+	char **launch_argv;
+	if (parse_options(argc, argv, dump, &opt, &output, &quiet, &launch_argv) < 0)
 		return EXIT_USAGE;
 	opt.stop_requests = &capture_stop_requests;
 	if (dump)
@@ -658,10 +725,10 @@ static int run_capture(int argc, char **argv, bool dump)
 
 	/* Refuse what we can refuse without touching the target or the disk. */
 	struct attach_probe pr;
-	int refused = capture_check_target(&opt.pid, opt.force, &pr);
+	int refused = launch_argv ? EXIT_OK : capture_check_target(&opt.pid, opt.force, &pr);
 	if (refused != EXIT_OK)
 		return refused;
-	opt.not_dumpable = !pr.dumpable;
+	opt.not_dumpable = !launch_argv && !pr.dumpable;
 
 	char default_dir[64], tmp_dir[4096];
 	const char *dir = output;
@@ -697,21 +764,38 @@ static int run_capture(int argc, char **argv, bool dump)
 		}
 		dir = tmp_dir;
 	}
+	if (output && !file_format && refuse_foreign_dir(output) != EXIT_OK)
+		return EXIT_OUTPUT_DIR;
+	/* Started only now: whatever of ours could refuse has. From here on
+	 * our failures are printed and the exit status is the command's. */
+	struct launch launched = {.status_fd = -1};
+	if (launch_argv) {
+		int e = launch_start(launch_argv, &launched);
+		if (e < 0) {
+			die_message("cannot run '%s': %s", launch_argv[0], strerror(-e));
+			if (file_format)
+				rmdir(dir);
+			return EXIT_NO_PROCESS;
+		}
+		opt.pid = launched.pid;
+		if (!quiet)
+			fprintf(stderr, "diag-attach: started %s as pid %d\n", launch_argv[0], (int)opt.pid);
+		refused = capture_check_target(&opt.pid, opt.force, &pr);
+		if (refused != EXIT_OK) {
+			if (file_format)
+				rmdir(dir);
+			return finish_launch(&launched, refused, quiet);
+		}
+		opt.not_dumpable = !pr.dumpable;
+	}
 	if (!dir && !dump) {
 		default_output(opt.pid, default_dir, sizeof(default_dir));
 		dir = default_dir;
 	}
 	struct stat st;
 	bool existed = dir && !file_format && lstat(dir, &st) == 0;
-	/* An existing directory of another user (pre-created in /tmp, say)
-	 * would receive argv, stacks and maybe secrets that its owner could
-	 * then read or swap under us: only a new directory or one of our own. */
-	if (existed && S_ISDIR(st.st_mode) && st.st_uid != geteuid()) {
-		die_message("output directory '%s' belongs to uid %d, not to us (uid %d)", dir,
-			    (int)st.st_uid, (int)geteuid());
-		hint_message("give a new directory, or an empty one you own, with -o");
-		return EXIT_OUTPUT_DIR;
-	}
+	if (dir && !file_format && refuse_foreign_dir(dir) != EXIT_OK)
+		return launch_argv ? finish_launch(&launched, EXIT_OUTPUT_DIR, quiet) : EXIT_OUTPUT_DIR;
 
 	struct capture_session *s = NULL;
 	enum capture_stage stage;
@@ -719,8 +803,9 @@ static int run_capture(int argc, char **argv, bool dump)
 	if (r < 0) {
 		if (file_format)
 			rmdir(dir);
-		return stage == CAPTURE_STAGE_OUTPUT ? capture_output_error(dir, existed, r)
-						     : capture_error_exit(opt.pid, dir, stage, r);
+		int code = stage == CAPTURE_STAGE_OUTPUT ? capture_output_error(dir, existed, r)
+							 : capture_error_exit(opt.pid, dir, stage, r);
+		return launch_argv ? finish_launch(&launched, code, quiet) : code;
 	}
 	/* If we are ever stopped or hung while holding the target, a separate
 	 * process kills us, which releases it (the kernel detaches a dead
@@ -738,6 +823,8 @@ static int run_capture(int argc, char **argv, bool dump)
 		capture_session_summary(s, &sum);
 		print_summary(&sum);
 	}
+	if (r == 0 && launch_argv)
+		note_launch(s, &launched, launch_argv);
 	if (r == 0)
 		r = capture_session_finish(s);
 	if (r < 0) {
@@ -769,7 +856,7 @@ static int run_capture(int argc, char **argv, bool dump)
 	attach_watchdog_stop();
 	capture_session_free(s);
 	capture_trace_phase("done");
-	return exit_code;
+	return launch_argv ? finish_launch(&launched, exit_code, quiet) : exit_code;
 }
 
 int cmd_capture(int argc, char **argv)

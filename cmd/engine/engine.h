@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "attach/attach.h"
 
 #define MAX_ANNOTATIONS 64
@@ -163,6 +165,11 @@ int capture_session_run(struct capture_session *s);
 /* Write the manifest (temp file, fsync, rename): from here on the
  * directory is a bundle. 0 or -errno (stage FINALIZE). */
 int capture_session_finish(struct capture_session *s);
+
+/* Add item (taken) under key at the manifest's top level, replacing one
+ * there; before capture_session_finish. For what the caller knows and the
+ * engine does not (a launched command's argv and exit status). */
+void capture_session_note(struct capture_session *s, const char *key, cJSON *item);
 
 enum capture_stage capture_session_stage(const struct capture_session *s);
 /* After a successful run. */

@@ -278,6 +278,16 @@ int capture_session_finish(struct capture_session *s)
 	return r < 0 ? capture_fail(s, CAPTURE_STAGE_FINALIZE, r) : 0;
 }
 
+void capture_session_note(struct capture_session *s, const char *key, cJSON *item)
+{
+	if (!s->manifest) {
+		cJSON_Delete(item);
+		return;
+	}
+	cJSON_DeleteItemFromObject(s->manifest, key);
+	cJSON_AddItemToObject(s->manifest, key, item);
+}
+
 enum capture_stage capture_session_stage(const struct capture_session *s)
 {
 	return s->stage;

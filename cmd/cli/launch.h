@@ -1,0 +1,42 @@
+/*
+ * launch: start a command for `diag-attach [options] -- CMD ARGS...`, as
+ * strace and py-spy do, so that it can be captured from its first moments.
+ *
+ * The command runs as the grandchild of a small shim process, not as our
+ * child: the capture waits for the target's threads by tid (ptrace stops,
+ * the reaper of threads that die while held), and as their parent too we
+ * could consume the exit status we must hand on. The shim waits for the
+ * command and sends its wait status down a pipe. The command gets our
+ * stdin, stdout, stderr and process group (Ctrl-C reaches it as it would
+ * without us), and default dispositions for the signals we ignore.
+ */
+#ifndef DIAG_CMD_CLI_LAUNCH_H
+#define DIAG_CMD_CLI_LAUNCH_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct launch {
+	pid_t pid;     /* the command */
+	pid_t shim;
+	int status_fd; /* the shim's report */
+	int status;    /* the command's wait status, once known */
+	bool done;
+};
+
+/* Start argv[0] (found in PATH) with argv, and return once it has been
+ * exec'd: 0, or -errno (-ENOENT, -EACCES...: it could not be run; nothing
+ * is left running). */
+int launch_start(char *const argv[], struct launch *l);
+
+/* Wait for the command's end (timeout_ms < 0: as long as it takes) and
+ * keep its wait status in l->status. 0, -ETIMEDOUT, -EINTR (a signal, when
+ * interruptible), -EIO (the shim died without a report). */
+int launch_wait(struct launch *l, int timeout_ms, bool interruptible);
+
+/* The exit status a shell would give: the code, or 128 + the signal. */
+int launch_exit_code(int status);
+
+void launch_release(struct launch *l);
+
+#endif
