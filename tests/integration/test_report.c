@@ -397,6 +397,41 @@ static const char *find_chromium(void)
 	return NULL;
 }
 
+/* Chromium's DOM of url (after its scripts ran) into a malloc'd string. */
+static char *chromium_dom(const char *chromium, const char *dir, const char *url, int n)
+{
+	char cmd[2048], dom[300];
+	snprintf(dom, sizeof(dom), "%s/dom%d.html", dir, n);
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --no-first-run "
+		 "--disable-background-networking --disable-component-update --disable-sync "
+		 "--user-data-dir='%s/profile-dom%d' --dump-dom '%s' > '%s' 2>/dev/null",
+		 chromium, dir, n, url, dom);
+	cr_assert_eq(system(cmd), 0, "chromium --dump-dom %s failed", url);
+	char *d = read_file(dom, NULL);
+	cr_assert(d);
+	return d;
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* The text of the element with id (<tag id="id" ...>TEXT<), in a DOM dump. */
+static void element_text(const char *dom, const char *id, char *out, size_t size)
+{
+	char needle[64];
+	snprintf(needle, sizeof(needle), "id=\"%s\"", id);
+	const char *p = strstr(dom, needle);
+	out[0] = '\0';
+	if (p && (p = strchr(p, '>')))
+		snprintf(out, size, "%.*s", (int)strcspn(p + 1, "<"), p + 1);
+}
+
 Test(report, html_in_headless_chromium, .timeout = 300)
 {
 	const char *chromium = find_chromium();
@@ -442,6 +477,16 @@ Test(report, html_in_headless_chromium, .timeout = 300)
 	cr_expect(strstr(d, "data-counter=\"open_fds\""), "no open_fds chart");
 	cr_expect(strstr(d, "class=\"finding\""), "the leak finding is not marked on a chart");
 	cr_expect(strstr(d, "id=\"thread-groups\""), "no thread groups table");
+	/* Charts as a person reads them: a time axis, running totals as rates
+	 * (CPU as % of a core), the counters that never moved in one line. */
+	cr_expect(strstr(d, "class=\"axis\""), "no time axis on the charts");
+	cr_expect(strstr(d, "data-drawn=\"rate\""), "no running total drawn as a rate");
+	cr_expect(strstr(d, "as % of a core"), "CPU is not drawn as %% of a core");
+	const char *still = strstr(d, "class=\"unchanged\"");
+	cr_expect(still && strstr(still, "fd_limit"), "no unchanged line naming fd_limit");
+	const char *first_chart = strstr(d, "data-counter=\"");
+	cr_expect(first_chart && strncmp(first_chart, "data-counter=\"open_fds\"", 23) == 0,
+		  "the leaking counter's chart is not the first: %.60s", first_chart ? first_chart : "");
 	/* Console errors: Chromium logs them as CONSOLE lines. */
 	for (const char *l = err; (l = strstr(l, "CONSOLE")); l++) {
 		const char *eol = strchr(l, '\n');
@@ -451,6 +496,13 @@ Test(report, html_in_headless_chromium, .timeout = 300)
 	}
 	free(d);
 	free(err);
+
+	/* An invalid regular expression in the search box says so. */
+	char url[700];
+	snprintf(url, sizeof(url), "file://%s#search=(", html);
+	char *bad = chromium_dom(chromium, dir, url, 9);
+	cr_expect(strstr(bad, "not a regular expression: ("), "an invalid search is not reported");
+	free(bad);
 
 	snprintf(cmd, sizeof(cmd),
 		 "timeout 120 '%s' %s --user-data-dir='%s/profile2' --window-size=1280,1600 "
@@ -464,41 +516,6 @@ Test(report, html_in_headless_chromium, .timeout = 300)
 	cr_expect(memcmp(png, "\x89PNG", 4) == 0, "the screenshot is not a PNG");
 	free(png);
 	rm_rf(dir);
-}
-
-/* Chromium's DOM of url (after its scripts ran) into a malloc'd string. */
-static char *chromium_dom(const char *chromium, const char *dir, const char *url, int n)
-{
-	char cmd[2048], dom[300];
-	snprintf(dom, sizeof(dom), "%s/dom%d.html", dir, n);
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --no-first-run "
-		 "--disable-background-networking --disable-component-update --disable-sync "
-		 "--user-data-dir='%s/profile-dom%d' --dump-dom '%s' > '%s' 2>/dev/null",
-		 chromium, dir, n, url, dom);
-	cr_assert_eq(system(cmd), 0, "chromium --dump-dom %s failed", url);
-	char *d = read_file(dom, NULL);
-	cr_assert(d);
-	return d;
-}
-
-static size_t count_of(const char *hay, const char *needle)
-{
-	size_t n = 0;
-	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
-
-/* The text of the element with id (<tag id="id" ...>TEXT<), in a DOM dump. */
-static void element_text(const char *dom, const char *id, char *out, size_t size)
-{
-	char needle[64];
-	snprintf(needle, sizeof(needle), "id=\"%s\"", id);
-	const char *p = strstr(dom, needle);
-	out[0] = '\0';
-	if (p && (p = strchr(p, '>')))
-		snprintf(out, size, "%.*s", (int)strcspn(p + 1, "<"), p + 1);
 }
 
 /* export --format svg, opened in headless Chromium: the script runs; one
