@@ -27,6 +27,15 @@
 #include "version.h"
 
 static volatile sig_atomic_t capture_stop_requests;
+/* The command of launch mode, held stopped until the capture is ready. */
+static struct launch *launched_now;
+
+static void let_launched_run(void *arg)
+{
+	(void)arg;
+	if (launched_now)
+		launch_continue(launched_now);
+}
 
 static void on_stop_signal(int sig)
 {
@@ -574,6 +583,7 @@ static void note_launch(struct capture_session *s, struct launch *l, char **argv
  * code, has been printed already. If the wait is given up, code. */
 static int finish_launch(struct launch *l, int code, bool quiet)
 {
+	launch_continue(l); /* never left stopped, whatever failed */
 	if (!l->done && !quiet)
 		fprintf(stderr, "diag-attach: waiting for pid %d to exit (Ctrl-C: stop waiting)\n",
 			(int)l->pid);
@@ -778,6 +788,8 @@ static int run_capture(int argc, char **argv, bool dump)
 			return EXIT_NO_PROCESS;
 		}
 		opt.pid = launched.pid;
+		launched_now = &launched;
+		opt.ready = let_launched_run;
 		if (!quiet)
 			fprintf(stderr, "diag-attach: started %s as pid %d\n", launch_argv[0], (int)opt.pid);
 		refused = capture_check_target(&opt.pid, opt.force, &pr);

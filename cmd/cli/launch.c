@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,17 +55,32 @@ static ssize_t read_full(int fd, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
-/* The shim: start the command, report its pid and whether exec worked,
- * then its wait status. Only async-signal-safe calls: we may have threads. */
+static volatile pid_t shim_child;
+
+/* The tool died (PR_SET_PDEATHSIG): the command must not stay stopped
+ * for a capture that will never let it go. */
+static void on_tool_death(int sig)
+{
+	(void)sig;
+	if (shim_child > 0)
+		kill(shim_child, SIGCONT);
+	_exit(0);
+}
+
+/* The shim: start the command stopped right after its exec (so that the
+ * capture is in place before its first instruction runs), report its pid
+ * and whether exec worked, then its wait status. Only async-signal-safe
+ * calls: we may have threads. */
 static _Noreturn void shim_main(char *const argv[], int report_fd)
 {
 	/* Our signals are the command's business, and the tool's; the shim
-	 * must live to report. It dies with the tool (nothing to report to). */
+	 * must live to report, and ends with the tool. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	signal(SIGUSR1, on_tool_death);
+	prctl(PR_SET_PDEATHSIG, SIGUSR1);
 	int exec_pipe[2];
 	if (pipe2(exec_pipe, O_CLOEXEC) < 0)
 		_exit(1);
@@ -75,19 +91,35 @@ static _Noreturn void shim_main(char *const argv[], int report_fd)
 		close(exec_pipe[0]);
 		close(report_fd);
 		default_signals();
+		/* Traced by the shim only across the exec: the exec stops it
+		 * (SIGTRAP), and the shim lets go of it with a SIGSTOP. */
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0) {
+			int e = errno;
+			write_all(exec_pipe[1], &e, sizeof(e));
+			_exit(127);
+		}
 		execvp(argv[0], argv);
 		int e = errno;
 		write_all(exec_pipe[1], &e, sizeof(e));
 		_exit(127);
 	}
+	shim_child = child;
 	close(exec_pipe[1]);
 	int32_t exec_errno = 0;
 	if (read_full(exec_pipe[0], &exec_errno, sizeof(exec_errno)) != sizeof(exec_errno))
 		exec_errno = 0; /* EOF: the exec closed it */
 	close(exec_pipe[0]);
+	int status;
+	if (exec_errno == 0) {
+		/* Its stop at the exec; then stopped by job control until the
+		 * tool sends SIGCONT (launch_continue). */
+		while (waitpid(child, &status, __WALL) < 0 && errno == EINTR)
+			;
+		if (WIFSTOPPED(status))
+			ptrace(PTRACE_DETACH, child, NULL, (void *)(long)SIGSTOP);
+	}
 	int32_t head[2] = {(int32_t)child, exec_errno};
 	write_all(report_fd, head, sizeof(head));
-	int status;
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
 	int32_t st = status;
@@ -153,6 +185,12 @@ int launch_wait(struct launch *l, int timeout_ms, bool interruptible)
 	l->status = st;
 	l->done = true;
 	return 0;
+}
+
+void launch_continue(const struct launch *l)
+{
+	if (l->pid > 0 && !l->done)
+		kill(l->pid, SIGCONT);
 }
 
 int launch_exit_code(int status)

@@ -25,9 +25,14 @@ struct launch {
 };
 
 /* Start argv[0] (found in PATH) with argv, and return once it has been
- * exec'd: 0, or -errno (-ENOENT, -EACCES...: it could not be run; nothing
- * is left running). */
+ * exec'd, held stopped (job control) before its first instruction: 0, or
+ * -errno (-ENOENT, -EACCES...: it could not be run; nothing is left
+ * running). If we die before launch_continue, the shim lets it run. */
 int launch_start(char *const argv[], struct launch *l);
+
+/* Let the command run (SIGCONT); from the capture's ready callback, and
+ * on every way out. */
+void launch_continue(const struct launch *l);
 
 /* Wait for the command's end (timeout_ms < 0: as long as it takes) and
  * keep its wait status in l->status. 0, -ETIMEDOUT, -EINTR (a signal, when

@@ -128,9 +128,13 @@ struct capture_options {
 	FILE *dump_to;
 	bool dump_json;
 	volatile sig_atomic_t *stop_requests; /* required */
-	/* Told as things happen (NULL: not told); both get callback_arg. */
+	/* Told as things happen (NULL: not told); all get callback_arg. */
 	void (*progress)(const struct capture_progress *p, void *arg);
 	void (*leak_found)(const struct capture_leak *l, void *arg);
+	/* Once, when sampling is set up (perf events open, the timeline
+	 * started) and before the first tick, or before a snapshot: the
+	 * caller lets a target it holds stopped run from here. */
+	void (*ready)(void *arg);
 	void *callback_arg;
 };
 

@@ -1207,6 +1207,11 @@ int sampler_run(struct capture_session *s)
 		return r == -ENOMEM ? capture_fail(s, CAPTURE_STAGE_ATTACH, r) : r;
 	}
 
+	/* Everything that samples is in place: a launched command held
+	 * stopped since its exec may run now. */
+	if (o->ready)
+		o->ready(o->callback_arg);
+
 	uint64_t start = monotonic_ns();
 	uint64_t start_wall = realtime_ns();
 	uint64_t end = o->duration_ns ? start + o->duration_ns : UINT64_MAX;

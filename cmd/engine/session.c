@@ -68,6 +68,8 @@ int capture_consistent(struct capture_session *s, const struct attach_options *b
 static int run_snapshot(struct capture_session *s)
 {
 	struct process_capture pc = {0};
+	if (s->opt->ready)
+		s->opt->ready(s->opt->callback_arg);
 	int r = capture_consistent(s, &s->opt->attach, &pc);
 	if (r < 0) {
 		process_capture_release(&pc);

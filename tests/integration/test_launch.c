@@ -45,6 +45,36 @@ Test(launch, exit_status_is_the_commands, .timeout = 120)
 	rm_rf(dir);
 }
 
+/* Sampled from its first instruction: the command is held stopped from
+ * its exec until the capture is in place, so the CPU samples cover what
+ * the command itself says it used (bash's times builtin, printed on the
+ * stdout we share), not what is left after our start-up. */
+Test(launch, sampled_from_the_start, .timeout = 120)
+{
+	char dir[256], b[300];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(b, sizeof(b), "%s/b", dir);
+	struct tool_result r;
+	const char *args[] = {"-q", "-o", b, "--", "bash", "-c",
+			      "for ((i = 0; i < 300000; i++)); do :; done; times", NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	/* times: "0m0.01s 0m0.00s" (the shell), then its children's line. */
+	int um, sm;
+	double us, ss;
+	const char *line = strstr(r.out, "m");
+	cr_assert(line && sscanf(line - 1, "%dm%lfs %dm%lfs", &um, &us, &sm, &ss) == 4,
+		  "no times line in: %s", r.out);
+	double used = um * 60 + us + sm * 60 + ss;
+	cJSON *m = manifest_need(b);
+	double sampled = number_at(m, "capture", "cpu_samples") / 99.0;
+	cJSON_Delete(m);
+	fprintf(stderr, "launch: bash used %.2f s, %.2f s sampled\n", used, sampled);
+	cr_expect_geq(used, 0.3, "the loop took only %.2f s of CPU: too short to tell", used);
+	cr_expect(sampled >= 0.85 * used, "%.2f s sampled of the %.2f s the command used", sampled, used);
+	rm_rf(dir);
+}
+
 /* Killed by a signal: 128 + its number, as a shell says; an -o file works
  * in launch mode too. */
 Test(launch, killed_by_a_signal, .timeout = 60)
