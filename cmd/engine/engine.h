@@ -123,8 +123,9 @@ struct capture_options {
 	bool no_kernel_frames;      /* leave the kernel call chain out of CPU samples */
 	size_t perf_stack_bytes;    /* user stack per perf sample; 0: 32 KiB */
 	/* diag-attach dump (with snapshot): print the snapshot's threads
-	 * grouped by stack to dump_to, as text or JSON (dump_out.h). Then the
-	 * bundle directory may be NULL: no bundle, and no Go goroutine read. */
+	 * grouped by stack to dump_to, as text or JSON (dump_out.h), and in
+	 * text a Go program's goroutines after them. Then the bundle
+	 * directory may be NULL: no bundle. */
 	FILE *dump_to;
 	bool dump_json;
 	volatile sig_atomic_t *stop_requests; /* required */

@@ -425,6 +425,24 @@ static void describe_heap(struct go_session *g, cJSON *manifest_go)
 	}
 }
 
+long go_session_print(struct go_session *g, FILE *f)
+{
+	if (!g || !g->snap || !go_target_can_list_goroutines(g->target))
+		return 0;
+	int r = go_snapshot_unwind(g->snap);
+	if (r < 0)
+		return r == -ENOMEM ? r : 0;
+	struct go_capture_stats stats;
+	go_snapshot_stats(g->snap, &stats);
+	/* The runtime's own dump leaves its system goroutines out; so do we. */
+	fprintf(f,
+		"\nGoroutines: %zu, as the Go runtime's own dump (debug=2) prints them (%zu of "
+		"the runtime's own not shown)\n\n",
+		(size_t)stats.user_goroutines, (size_t)(stats.goroutines - stats.user_goroutines));
+	go_snapshot_write_debug2(g->snap, f);
+	return (long)stats.user_goroutines;
+}
+
 int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 		     const struct symtab *st, cJSON *manifest_go)
 {

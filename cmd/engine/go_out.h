@@ -9,6 +9,7 @@
 #define DIAG_CMD_ENGINE_GO_OUT_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -39,6 +40,11 @@ void go_session_released(struct go_session *g);
  * nothing to write; -errno on a bundle write error. */
 int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 		     const struct symtab *st, cJSON *manifest_go);
+
+/* For diag-attach dump: the goroutines copied during the last armed
+ * capture, as the runtime's own debug=2 dump prints them, to f under a
+ * heading; returns how many (0: none, or g NULL), -ENOMEM. */
+long go_session_print(struct go_session *g, FILE *f);
 
 /* Cheap counters for the timeline (-1 when unknown). */
 void go_session_counters(struct go_session *g, int64_t *goroutines, int64_t *heap_live);

@@ -116,6 +116,10 @@ static int run_snapshot(struct capture_session *s)
 			.interrupted = interrupted,
 		};
 		r = dump_write(s->opt->dump_to, s->opt->dump_json, &pc, stacks, st, &meta);
+		/* A Go program's goroutines follow its threads (text only). */
+		if (r == 0 && !s->opt->dump_json && go_session_print(s->go, s->opt->dump_to) >= 0 &&
+		    (fflush(s->opt->dump_to) != 0 || ferror(s->opt->dump_to)))
+			r = -EIO;
 		if (r == -EIO) {
 			symtab_free(st);
 			free(stacks);
@@ -224,7 +228,7 @@ int capture_session_new(const struct capture_options *opt, const char *dir,
 	/* A Go target gets its goroutines read too. Parsing its binary happens
 	 * here, before anything is stopped. */
 	capture_trace_phase("target opened");
-	s->go = dir ? go_session_open(opt->pid) : NULL;
+	s->go = go_session_open(opt->pid);
 	/* Unwinding and symbols run in a sandboxed worker, forked before we
 	 * hold anything. */
 	r = interp_new(opt->pid, &s->symopt, &s->interp);

@@ -447,6 +447,21 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 			t->loads[t->nloads++] = (struct go_load){ph.p_vaddr, ph.p_offset, ph.p_filesz};
 	}
 
+	/* Not Go: said before the symbol table is walked (milliseconds for a
+	 * large C++ binary, paid by every dump). Every Go toolchain since 1.13
+	 * writes .go.buildinfo, and its linker the pclntab and build-id note. */
+	static const char *const go_sections[] = {".go.buildinfo", ".gopclntab",
+						  ".data.rel.ro.gopclntab", ".note.go.buildid"};
+	bool go = false;
+	for (size_t i = 0; i < sizeof(go_sections) / sizeof(go_sections[0]) && !go; i++) {
+		GElf_Shdr sh;
+		go = find_section(t->elf, go_sections[i], &sh);
+	}
+	if (!go) {
+		r = -ENOTSUP;
+		goto fail;
+	}
+
 	uint64_t wr_addr = 0, wr_size = 0, bv_addr = 0, fmd = 0, gofunc_sym = 0;
 	read_symbols(t, &wr_addr, &wr_size, &bv_addr, &fmd, &gofunc_sym);
 

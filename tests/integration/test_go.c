@@ -151,6 +151,39 @@ Test(go, snapshot_matches_runtime_dump)
 	run_end(&g);
 }
 
+/* dump of a Go program: its threads, then every goroutine the runtime
+ * itself lists (its own debug=2 dump, asked for right after ours). */
+Test(go, dump_lists_the_runtimes_goroutines)
+{
+	const char *argv[] = {fixture("DIAG_GO_FIXTURE"), NULL};
+	struct target_run g;
+	run_begin(&g, argv, "pid", "b");
+	struct tool_result r;
+	const char *args[] = {"dump", "-p", g.pid, NULL};
+	tool_run_ok(&r, args);
+	char theirs[300], cmd[400];
+	snprintf(theirs, sizeof(theirs), "%s/theirs.txt", g.dir);
+	snprintf(cmd, sizeof(cmd), "dump2 %s", theirs);
+	command(&g.t, cmd);
+	cr_expect(strncmp(r.out, "Process ", 8) == 0, "the threads do not come first:\n%.300s", r.out);
+	const char *gs = strstr(r.out, "\nGoroutines: ");
+	cr_assert(gs, "no goroutines in the dump of a Go program:\n%.2000s", r.out);
+	char *their = read_file(theirs, NULL);
+	cr_assert(their);
+	static long a[4096], b[4096];
+	size_t na = goroutine_ids(gs, a, 4096), nb = goroutine_ids(their, b, 4096);
+	cr_expect_eq((size_t)atol(gs + 13), na, "the heading counts %ld, %zu listed", atol(gs + 13), na);
+	for (size_t i = 0; i < nb; i++) {
+		bool found = false;
+		for (size_t k = 0; k < na && !found; k++)
+			found = a[k] == b[i];
+		cr_expect(found, "goroutine %ld missing from the dump", b[i]);
+	}
+	free(their);
+	cr_expect(!path_exists(g.dir, "b"), "dump without -o wrote a bundle");
+	run_end(&g);
+}
+
 Test(go, stripped_thread_stacks_named)
 {
 	struct target_run g;
