@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bundle/bundle.h"
 #include "bundle/read/output_file.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/export.h"
@@ -778,6 +779,20 @@ static int run_capture(int argc, char **argv, bool dump)
 	}
 	if (output && !file_format && refuse_foreign_dir(output) != EXIT_OK)
 		return EXIT_OUTPUT_DIR;
+	if (launch_argv && output && !file_format) {
+		/* A directory that will not take the bundle (not empty, a
+		 * symlink, unwritable) refuses before the command starts:
+		 * created and given up once, as the capture will create it. */
+		struct stat pst;
+		bool had = lstat(output, &pst) == 0;
+		struct bundle *probe;
+		int e = bundle_create(output, &probe);
+		if (e < 0)
+			return capture_output_error(output, had, e);
+		bundle_abandon(probe);
+		if (!had)
+			rmdir(output);
+	}
 	/* Started only now: whatever of ours could refuse has. From here on
 	 * our failures are printed and the exit status is the command's. */
 	struct launch launched = {.status_fd = -1};

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -130,6 +131,18 @@ Test(launch, refusals_keep_our_statuses, .timeout = 60)
 	const char *bad_out[] = {"-o", "-", "--", "sh", "-c", cmd, NULL};
 	tool_run(&r, bad_out);
 	cr_expect_eq(r.exit_code, 2, "-o -: exit %d", r.exit_code);
+	cr_expect_neq(access(marker, F_OK), 0, "the command ran although -o was refused");
+	/* A directory that is not empty: exit 9, and the command never ran. */
+	char full[300], file[400];
+	snprintf(full, sizeof(full), "%s/full", dir);
+	cr_assert_eq(mkdir(full, 0700), 0);
+	snprintf(file, sizeof(file), "%s/x", full);
+	FILE *f = fopen(file, "w");
+	cr_assert(f);
+	fclose(f);
+	const char *not_empty[] = {"-o", full, "--", "sh", "-c", cmd, NULL};
+	tool_run(&r, not_empty);
+	cr_expect_eq(r.exit_code, 9, "-o a non-empty directory: exit %d: %s", r.exit_code, r.err);
 	cr_expect_neq(access(marker, F_OK), 0, "the command ran although -o was refused");
 	rm_rf(dir);
 }
