@@ -73,21 +73,36 @@ static bool inet_text(const char *hex, unsigned port, bool v6, char *out, size_t
 	return true;
 }
 
-/* /proc/PID/net/{tcp,udp}[6]: sl local rem st ... uid timeout inode. */
-static int read_inet(int netfd, const char *name, bool tcp, bool v6, struct sock_table *t)
+/* A /proc/PID/net table, its header line read: *ret is NULL (and 0 is
+ * returned) when this namespace has no such protocol. 0 or -ENOMEM. */
+static int open_table(int netfd, const char *name, FILE **ret)
 {
+	*ret = NULL;
 	int fd = openat(netfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0; /* no such protocol here: nothing of it */
+		return 0;
 	FILE *f = fdopen(fd, "r");
 	if (!f) {
 		close(fd);
 		return -ENOMEM;
 	}
+	char header[512];
+	if (!fgets(header, sizeof(header), f)) {
+		fclose(f);
+		return 0;
+	}
+	*ret = f;
+	return 0;
+}
+
+/* /proc/PID/net/{tcp,udp}[6]: sl local rem st ... uid timeout inode. */
+static int read_inet(int netfd, const char *name, bool tcp, bool v6, struct sock_table *t)
+{
+	FILE *f;
+	int r = open_table(netfd, name, &f);
+	if (r < 0 || !f)
+		return r;
 	char line[512];
-	int r = 0;
-	if (!fgets(line, sizeof(line), f)) /* the header */
-		goto out;
 	while (fgets(line, sizeof(line), f)) {
 		char lhex[40], rhex[40], local[80], remote[80];
 		unsigned lport, rport, st;
@@ -113,7 +128,6 @@ static int read_inet(int netfd, const char *name, bool tcp, bool v6, struct sock
 			snprintf(d->group, sizeof(d->group), "socket %s %s on %s", proto, state, local);
 		snprintf(d->detail, sizeof(d->detail), "%s %s -> %s %s", proto, local, remote, state);
 	}
-out:
 	fclose(f);
 	return r;
 }
@@ -121,18 +135,11 @@ out:
 /* /proc/PID/net/unix: Num RefCount Protocol Flags Type St Inode [Path]. */
 static int read_unix(int netfd, struct sock_table *t)
 {
-	int fd = openat(netfd, "unix", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	FILE *f = fdopen(fd, "r");
-	if (!f) {
-		close(fd);
-		return -ENOMEM;
-	}
+	FILE *f;
+	int r = open_table(netfd, "unix", &f);
+	if (r < 0 || !f)
+		return r;
 	char line[512];
-	int r = 0;
-	if (!fgets(line, sizeof(line), f))
-		goto out;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned type, st;
 		unsigned long inode;
@@ -153,7 +160,6 @@ static int read_unix(int netfd, struct sock_table *t)
 		snprintf(d->detail, sizeof(d->detail), "unix %s %s %s", kind, state,
 			 path[0] ? path : "(unnamed)");
 	}
-out:
 	fclose(f);
 	return r;
 }
