@@ -389,6 +389,10 @@ static int index_maps(const char *text)
  * same size without any thread's PC or SP in it yet. The index over the
  * text (map_starts/map_ends) is always the cached text's. */
 #define MAPS_MAX_AGE_NS 1000000000ull
+/* How long a live process may look empty (mid-exec: no maps, no thread to
+ * seize) before a capture gives up on it with -EAGAIN. An exec's pid swap
+ * takes well under a millisecond; a loaded machine stretches it. */
+#define MID_EXEC_PATIENCE_NS 300000000ull
 static struct {
 	pid_t pid;
 	uint64_t starttime;
@@ -1503,7 +1507,16 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 	pc->target_exited = false;
 	pc->wall_ns = now_ns(CLOCK_REALTIME);
 
-	int r = load_maps(t, pc);
+	/* A non-leader exec swaps the pid between threads: for a moment the
+	 * leader is a zombie with no maps and its task directory lists no
+	 * thread, yet the process lives on (the pidfd says so). */
+	uint64_t transient_until = now_ns(CLOCK_MONOTONIC) + MID_EXEC_PATIENCE_NS;
+	int r;
+	while ((r = load_maps(t, pc)) == -ESRCH && attach_target_alive(t) &&
+	       now_ns(CLOCK_MONOTONIC) < transient_until) {
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+	}
 	if (r < 0) {
 		pc->target_exited = (r == -ESRCH);
 		return r;
@@ -1514,23 +1527,24 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 	bool realtime = o->realtime_window && !o->no_stop && enter_realtime();
 	/* Re-scan until a pass finds no thread we have not seen: threads born
 	 * while we seize are caught (gdb and CRIU do the same). */
-	int passes = 0, eperm_retries = 0;
+	int passes = 0;
 	do {
 		r = scan_and_seize(&run);
-		if (r < 0)
+		if (r < 0 && r != -ESRCH)
 			break;
 		if (r > 0 && !unlisted_thread_possible(&run))
 			r = 0; /* no thread born since the listing: no second pass */
-		/* Every seize failed with EPERM on a live process: all its threads
-		 * were exiting (an exec in progress kills all but one, and the
-		 * exec'ing thread cannot be seized until it is done). Or
-		 * /proc/PID/task listed no thread at all: seen in the middle of a
-		 * non-leader exec, while the pid changes hands. Neither is a
-		 * permission problem nor an exit; give it a few milliseconds. */
-		if (r == 0 && run.nseized == 0 && run.nnot_stopped == 0 && !o->no_stop &&
-		    (run.first_seize_error == EPERM || pc->nthreads == 0) && eperm_retries < 5 &&
-		    attach_target_alive(t)) {
-			eperm_retries++;
+		/* Every seize failed with EPERM or ESRCH on a live process: all
+		 * its threads were exiting (an exec in progress kills all but
+		 * one, and the exec'ing thread cannot be seized until it is
+		 * done). Or /proc/PID/task listed no thread at all, or could not
+		 * be read: seen in the middle of a non-leader exec, while the pid
+		 * changes hands. Neither is a permission problem nor an exit;
+		 * give it a few milliseconds. */
+		if (r <= 0 && run.nseized == 0 && run.nnot_stopped == 0 && !o->no_stop &&
+		    (r == -ESRCH || run.first_seize_error == EPERM || run.first_seize_error == ESRCH ||
+		     pc->nthreads == 0) &&
+		    now_ns(CLOCK_MONOTONIC) < transient_until && attach_target_alive(t)) {
 			pc->nthreads = 0;
 			nlisted = 0;
 			run.first_seize_error = 0;
@@ -1568,13 +1582,9 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 			pc->target_exited = true;
 			return -ESRCH;
 		}
-		if (r == -ESRCH) {
-			pc->target_exited = true;
-			return -ESRCH;
-		}
 		/* Alive, yet nothing to seize even after retrying: a transient
 		 * state (see above), not an exit. */
-		return run.first_seize_error ? -run.first_seize_error : -EAGAIN;
+		return run.first_seize_error == EPERM ? -EPERM : -EAGAIN;
 	}
 	/* Nothing captured and the process is gone: it was exiting under us
 	 * (exit_group kills the threads we hold). Say so rather than hand back

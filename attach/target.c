@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PF_KTHREAD 0x00200000UL
@@ -50,6 +51,38 @@ int attach_thread_group(pid_t tid, pid_t *ret)
 		return -EINVAL;
 	*ret = (pid_t)tgid;
 	return 0;
+}
+
+/* A leader seen as a zombie with one thread may be caught in the middle of a
+ * non-leader exec (de_thread: the old leader is a zombie until the exec'ing
+ * thread takes its pid, and /proc's stat and status are two reads on either
+ * side of that swap). The pidfd says whether the whole thread group has
+ * exited; without one (kernel < 5.3), read stat again a few times. */
+static bool zombie_for_good(pid_t pid, uint64_t starttime)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd >= 0) {
+		struct pollfd p = {.fd = pidfd, .events = POLLIN};
+		int r = poll(&p, 1, 0);
+		close(pidfd);
+		if (r >= 0)
+			return r > 0;
+	} else if (errno == ESRCH) {
+		return true;
+	}
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 5; i++) {
+		struct timespec pause = {.tv_nsec = 10 * 1000 * 1000};
+		nanosleep(&pause, NULL);
+		struct procfs_stat st;
+		if (procfs_read_at(AT_FDCWD, path, buf, sizeof(buf)) < 0 || procfs_parse_stat(buf, &st) < 0 ||
+		    st.starttime != starttime)
+			return true;
+		if (st.state != 'Z' && st.state != 'X')
+			return false;
+	}
+	return true;
 }
 
 /* pid is us, or traces us (directly or through a chain): attaching would
@@ -267,7 +300,7 @@ int attach_target_probe(pid_t pid, struct attach_probe *ret)
 
 	if (st.flags & PF_KTHREAD)
 		pr.refusal = ATTACH_KERNEL_THREAD;
-	else if ((st.state == 'Z' || st.state == 'X') && threads <= 1)
+	else if ((st.state == 'Z' || st.state == 'X') && threads <= 1 && zombie_for_good(pid, st.starttime))
 		pr.refusal = ATTACH_ZOMBIE;
 	else if (in_own_tracer_chain(pid))
 		pr.refusal = ATTACH_SELF;

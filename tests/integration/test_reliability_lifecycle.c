@@ -96,6 +96,35 @@ Test(reliability_lifecycle, b5_exec_storm, .timeout = 600)
 	}
 }
 
+/* B5, from the outside: dumps of a process that execs itself every
+ * millisecond or so. For an instant of each exec the leader is a zombie, its
+ * maps read empty and its task directory lists no thread, while the process
+ * lives on: no dump may say "zombie" or "exited" (1-2 % of them did). */
+Test(reliability_lifecycle, b5_dumps_during_exec_storm, .timeout = 600)
+{
+	struct rel_target rt;
+	const char *args[] = {"exec", "1", NULL};
+	rel_start(&rt, args);
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)rt.t.pid);
+	const char *dump[] = {"dump", "-p", pid, "--symbols", "names", NULL};
+	struct tool_result *r = malloc(sizeof(*r));
+	cr_assert(r);
+	int runs = 60 * rel_loops(1), failed = 0;
+	uint64_t gen0 = atomic_load(&rt.sh->generation);
+	for (int i = 0; i < runs; i++) {
+		tool_run(r, dump);
+		if (r->exit_code != 0 && failed++ < 3)
+			cr_expect_eq(r->exit_code, 0, "dump %d of %d: exit %d: %s", i + 1, runs, r->exit_code,
+				     r->err);
+	}
+	cr_expect_eq(failed, 0, "%d of %d dumps failed", failed, runs);
+	cr_expect(atomic_load(&rt.sh->generation) - gen0 >= 10, "the storm did not storm");
+	free(r);
+	expect_healthy(&rt, NULL, "after the dumps");
+	rel_stop(&rt);
+}
+
 /* B6: fork and vfork storms plus a vfork parent sitting in D for 3 s: every
  * child status is right, the others are never held past the stop deadline
  * (100 ms by default), and nothing stays traced. */
