@@ -14,6 +14,7 @@
 
 #include "bundle/text.h"
 #include "cmd/engine/profile_out.h"
+#include "cmd/engine/py_out.h"
 #include "cmd/engine/snapshot_out.h"
 
 struct group {
@@ -183,7 +184,8 @@ static void json_frames(cJSON *frames, const struct unwound_stack *stack, const 
 		const struct sym_location *loc = symtab_lookup(st, lookup);
 		char addr[24], unnamed[320];
 		snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)pc);
-		const char *module = loc && loc->module ? loc->module->path : NULL;
+		bool python = py_pc_is_python(pc);
+		const char *module = loc && loc->module ? loc->module->path : python ? "python" : NULL;
 		size_t n = loc && loc->nframes ? loc->nframes : 1;
 		for (size_t i = 0; i < n; i++) {
 			const struct sym_frame *fr = loc && loc->nframes ? &loc->frames[i] : NULL;
@@ -191,7 +193,7 @@ static void json_frames(cJSON *frames, const struct unwound_stack *stack, const 
 			cJSON_AddStringToObject(o, "address", addr);
 			if (fr && fr->function) {
 				cJSON_AddStringToObject(o, "function", fr->function);
-				if (!fr->inlined)
+				if (!fr->inlined && !python)
 					cJSON_AddNumberToObject(o, "offset",
 								(double)(fr->function_offset + (pc - lookup)));
 			} else if (sym_location_unnamed(loc, unnamed, sizeof(unnamed))) {
@@ -205,7 +207,7 @@ static void json_frames(cJSON *frames, const struct unwound_stack *stack, const 
 				cJSON_AddTrueToObject(o, "inlined");
 			if (module)
 				cJSON_AddStringToObject(o, "module", module);
-			if (module && loc->module->build_id[0])
+			if (module && loc && loc->module && loc->module->build_id[0])
 				cJSON_AddStringToObject(o, "build_id", loc->module->build_id);
 			cJSON_AddItemToArray(frames, o);
 		}

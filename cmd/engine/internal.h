@@ -15,6 +15,7 @@
 #include "symbolize/symbolize.h"
 
 struct go_session;
+struct py_session;
 struct interp;
 
 /* State shared by the snapshot and sampling paths. */
@@ -26,6 +27,7 @@ struct capture_session {
 	uint64_t started_wall_ns;
 	struct symbolize_options symopt;
 	struct go_session *go;     /* NULL unless the target is a Go program */
+	struct py_session *py;     /* NULL unless the target is a CPython */
 	struct interp *interp;     /* unwinding and symbols (sandboxed worker) */
 	enum capture_stage stage;  /* where the last failure happened */
 	struct capture_summary summary;

@@ -16,6 +16,7 @@
 #include "cmd/engine/binaries.h"
 #include "cmd/engine/cpu_perf.h"
 #include "cmd/engine/go_out.h"
+#include "cmd/engine/py_out.h"
 #include "cmd/engine/moments.h"
 #include "cmd/engine/profile_out.h"
 #include "cmd/engine/snapshot_out.h"
@@ -1050,6 +1051,7 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 		pause_add(&sp->pause, sp->cur.hold_ns);
 		sp->late_samples += sp->cur.nlate;
 		interp_unwind(s->interp, &sp->cur, sp->stacks);
+		py_session_merge(s->py, &sp->cur, sp->stacks);
 		capture_trace_phase("final unwound");
 		final = &sp->cur;
 		final_stacks = sp->stacks;
@@ -1085,6 +1087,8 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 			r = cpu_perf_name_kernel(sp->perf, st);
 		if (r == 0 && s->go)
 			r = go_session_name_unnamed(s->go, st);
+		if (r == 0)
+			r = py_session_name_unnamed(s->py, st);
 		capture_trace_phase("symbolized");
 	}
 	cJSON *target = cJSON_GetObjectItem(s->manifest, "target");

@@ -12,6 +12,7 @@
 #include "cmd/engine/binaries.h"
 #include "cmd/engine/dump_out.h"
 #include "cmd/engine/go_out.h"
+#include "cmd/engine/py_out.h"
 #include "cmd/engine/snapshot_out.h"
 #include "cmd/engine/target_info.h"
 #include "symbolize/worker/interp.h"
@@ -56,6 +57,8 @@ int capture_consistent(struct capture_session *s, const struct attach_options *b
 	ao.moment_known = NULL;
 	if (s->go)
 		go_session_arm(s->go, &ao);
+	if (s->py)
+		py_session_arm(s->py, &ao);
 	int r = attach_capture(&s->target, &ao, pc);
 	if (s->go)
 		go_session_released(s->go);
@@ -86,12 +89,13 @@ static int run_snapshot(struct capture_session *s)
 		return capture_fail(s, CAPTURE_STAGE_WRITE, -ENOMEM);
 	}
 	interp_unwind(s->interp, &pc, stacks);
+	py_session_merge(s->py, &pc, stacks);
 	cJSON *target_json = cJSON_GetObjectItem(s->manifest, "target");
 	if (s->bundle)
-		r = snapshot_finish(s->bundle, "", &pc, stacks, s->interp, s->go, target_json, &st,
+		r = snapshot_finish(s->bundle, "", &pc, stacks, s->interp, s->go, s->py, target_json, &st,
 				    &truncated);
 	else
-		r = snapshot_symbolize(&pc, stacks, s->interp, s->go, &st);
+		r = snapshot_symbolize(&pc, stacks, s->interp, s->go, s->py, &st);
 	if (r == 0 && s->bundle && s->opt->with_binaries_cap)
 		r = binaries_copy(s->bundle, s->target.pid, st, s->opt->with_binaries_cap,
 				  cJSON_AddObjectToObject(s->manifest, "binaries"));
@@ -194,6 +198,8 @@ static cJSON *initial_manifest(struct capture_session *s)
 	cJSON *target = target_info_json(&s->target, s->opt->record_environ);
 	if (target && s->go)
 		go_session_describe(s->go, target);
+	if (target && s->py)
+		py_session_describe(s->py, target);
 	if (target && s->opt->not_dumpable)
 		cJSON_AddFalseToObject(target, "dumpable");
 	cJSON_AddItemToObject(m, "target", target);
@@ -233,6 +239,12 @@ int capture_session_new(const struct capture_options *opt, const char *dir,
 	 * hold anything. */
 	r = interp_new(opt->pid, &s->symopt, &s->interp);
 	capture_trace_phase("worker started");
+	/* A CPython target gets its Python frames read too (by the worker,
+	 * which finds the interpreter in its ELF symbols now). */
+	if (r == 0 && !s->go) {
+		s->py = py_session_open(&s->target, s->interp);
+		capture_trace_phase("python probed");
+	}
 	if (r == 0) {
 		s->manifest = initial_manifest(s);
 		if (!s->manifest)
@@ -325,6 +337,7 @@ void capture_session_free(struct capture_session *s)
 	interp_free(s->interp);
 	capture_trace_phase("worker gone");
 	go_session_free(s->go);
+	py_session_free(s->py);
 	attach_target_close(&s->target);
 	free(s);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cmd/engine/go_out.h"
+#include "cmd/engine/py_out.h"
 #include "cmd/engine/profile_out.h"
 #include "cmd/engine/stackagg.h"
 #include "bundle/text.h"
@@ -20,7 +21,8 @@ static const char *basename_of(const char *path)
 static void print_frame_line(FILE *f, unsigned *frame_no, uint64_t pc, uint64_t lookup,
 			     const struct sym_location *loc)
 {
-	const char *module = loc && loc->module ? basename_of(loc->module->path) : "??";
+	bool python = py_pc_is_python(pc);
+	const char *module = loc && loc->module ? basename_of(loc->module->path) : python ? "python" : "??";
 	/* Module paths, function and file names come from the target's files:
 	 * escaped, so that none of them can break or forge a line. */
 	char unnamed[320];
@@ -39,7 +41,7 @@ static void print_frame_line(FILE *f, unsigned *frame_no, uint64_t pc, uint64_t 
 		fprintf(f, "#%-3u 0x%016llx  ", (*frame_no)++, (unsigned long long)pc);
 		if (fr->function) {
 			escape_text_put(fr->function, f);
-			if (!fr->inlined)
+			if (!fr->inlined && !python)
 				fprintf(f, "+0x%llx", (unsigned long long)(fr->function_offset + (pc - lookup)));
 		} else if (sym_location_unnamed(loc, unnamed, sizeof(unnamed))) {
 			escape_text_put(unnamed, f);
@@ -239,7 +241,8 @@ out:
 }
 
 int snapshot_symbolize(const struct process_capture *pc, const struct unwound_stack *stacks,
-		       struct interp *in, struct go_session *go, struct symtab **ret_st)
+		       struct interp *in, struct go_session *go, struct py_session *py,
+		       struct symtab **ret_st)
 {
 	struct addrset *set = addrset_new();
 	struct symtab *st = NULL;
@@ -250,6 +253,8 @@ int snapshot_symbolize(const struct process_capture *pc, const struct unwound_st
 		r = interp_symbolize(in, pc->maps_text, pc->maps_len, addrs, n, &st);
 		if (r == 0)
 			r = go_session_name_unnamed(go, st);
+		if (r == 0)
+			r = py_session_name_unnamed(py, st);
 	}
 	addrset_free(set);
 	if (r < 0) {
@@ -268,7 +273,8 @@ static const char *target_string(const cJSON *target_json, const char *key)
 
 int snapshot_finish(struct bundle *b, const char *prefix, const struct process_capture *pc,
 		    const struct unwound_stack *stacks, struct interp *in, struct go_session *go,
-		    cJSON *target_json, struct symtab **ret_st, size_t *ret_truncated)
+		    struct py_session *py, cJSON *target_json, struct symtab **ret_st,
+		    size_t *ret_truncated)
 {
 	struct unwound_stack *own = NULL;
 	if (!stacks) {
@@ -276,10 +282,11 @@ int snapshot_finish(struct bundle *b, const char *prefix, const struct process_c
 		if (!own)
 			return -ENOMEM;
 		interp_unwind(in, pc, own);
+		py_session_merge(py, pc, own);
 		stacks = own;
 	}
 	struct symtab *st = NULL;
-	int r = snapshot_symbolize(pc, stacks, in, go, &st);
+	int r = snapshot_symbolize(pc, stacks, in, go, py, &st);
 	if (r == 0)
 		r = snapshot_write(b, prefix, pc, stacks, st,
 				   &(struct snapshot_meta){

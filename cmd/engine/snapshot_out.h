@@ -34,14 +34,18 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 /* Everything after a capture: unwind pc (in the worker) unless stacks is
  * given (already unwound, e.g. while the target was alive), resolve the
  * symbols, write threads.* (and goroutine.* when go is armed) under prefix.
+ * A CPython's frames (py, may be NULL) go into stacks it unwinds itself;
+ * given stacks must have been merged already (py_session_merge).
  * The main module's build-id goes into target_json when it is not NULL.
  * With ret_st, the symbol table is handed to the caller (who frees it);
  * with ret_truncated, how many threads' stacks stopped before their
  * outermost frame.
  * Returns 0 or -errno (bundle write errors passed through). */
+struct py_session;
 int snapshot_finish(struct bundle *b, const char *prefix, const struct process_capture *pc,
 		    const struct unwound_stack *stacks, struct interp *in, struct go_session *go,
-		    cJSON *target_json, struct symtab **ret_st, size_t *ret_truncated);
+		    struct py_session *py, cJSON *target_json, struct symtab **ret_st,
+		    size_t *ret_truncated);
 
 /* Why a thread of a capture has no stack (st->n == 0), for threads.txt;
  * NULL when it has one. The label is the same reason as the no_stack
@@ -51,10 +55,12 @@ const char *snapshot_no_stack_reason(const struct thread_capture *tc,
 const char *snapshot_no_stack_label(const struct thread_capture *tc);
 
 /* Resolve the symbols of every frame of stacks (in the worker), and name
- * what a Go target's own tables can (go may be NULL). 0 or -errno; the
+ * what a Go target's own tables can (go may be NULL) and a CPython's frames
+ * (py, may be NULL). 0 or -errno; the
  * caller frees *ret_st. */
 int snapshot_symbolize(const struct process_capture *pc, const struct unwound_stack *stacks,
-		       struct interp *in, struct go_session *go, struct symtab **ret_st);
+		       struct interp *in, struct go_session *go, struct py_session *py,
+		       struct symtab **ret_st);
 
 /* Print one stack as threads.txt does: a "#N 0xPC  function+0xOFF  (file:line)
  * [inlined]  module" line per frame (inline frames get their own), names

@@ -137,7 +137,7 @@ static int dump_snapshot(struct timeline_run *t, const char *prefix, struct proc
 	if (!*ret_stacks)
 		return -ENOMEM;
 	interp_unwind(t->s->interp, pc, *ret_stacks);
-	return snapshot_finish(t->s->bundle, prefix, pc, *ret_stacks, t->s->interp, t->s->go, NULL,
+	return snapshot_finish(t->s->bundle, prefix, pc, *ret_stacks, t->s->interp, t->s->go, t->s->py, NULL,
 			       ret_st, NULL);
 }
 

@@ -14,6 +14,14 @@
  *   'P' prepare:   u32 maps_len, maps  ->  empty
  *   'S' symbolize: u32 maps_len, maps, u32 n, n x u64  ->  symtab_encode()
  *   'W' warm:      as 'S'  ->  empty (the symbols stay in the worker's cache)
+ *   'Y' python:    u32 maps_len, maps, u32 want_frames  ->  i32 status,
+ *                  u32 hexversion, u64 eval_start, u64 eval_end, u32 nthreads,
+ *                  per thread {u64 tid, u32 flags (1 GIL, 2 truncated),
+ *                  u32 nframes, per frame {u32 entry, i32 line, u32 len,
+ *                  function, u32 len, file}}
+ *                  (the worker reads the interpreter's memory itself, with
+ *                  process_vm_readv: its frames are a linked list in the
+ *                  heap, parsed where nothing the target controls can hurt)
  *
  * Two workers run this same code: one is sent the unwinding ('U'), the
  * other symbolization ('P', 'S', 'W'). Loading a module's DWARF (libc's
@@ -48,6 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "symbolize/python/pyframes.h"
 #include "symbolize/unwind/unwind.h"
 #include "symbolize/worker/unwind_gate.h"
 #include "symbolize/arrays.h"
@@ -235,6 +244,12 @@ struct worker_state {
 	char *sym_maps;
 	size_t sym_maps_len;
 	struct thread_capture tc;
+	/* What the last 'Y' found, for these module lines. */
+	char *py_maps;
+	size_t py_maps_len;
+	int py_status;
+	uint32_t py_hexversion;
+	struct py_symbols py_syms;
 };
 
 static bool same_maps(const char *a, size_t alen, const uint8_t *b, size_t blen)
@@ -411,6 +426,106 @@ static void worker_symbolize(struct worker_state *w, struct cursor *c, struct by
 	symtab_free(st);
 }
 
+/* ---- Python ---- */
+
+static int worker_py_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	pid_t pid = *(const pid_t *)ctx;
+	struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+/* Find the interpreter (once per set of modules) and its version. */
+static void worker_py_locate(struct worker_state *w, const uint8_t *maps, size_t len)
+{
+	size_t mlen;
+	char *modtext = module_lines(maps, len, &mlen);
+	if (!modtext)
+		return;
+	if (same_maps(w->py_maps, w->py_maps_len, (const uint8_t *)modtext, mlen)) {
+		free(modtext);
+		return;
+	}
+	free(w->py_maps);
+	w->py_maps = modtext;
+	w->py_maps_len = mlen;
+	w->py_hexversion = 0;
+	memset(&w->py_syms, 0, sizeof(w->py_syms));
+	struct maps m;
+	char *copy = dup_bytes(maps, len);
+	if (!copy || maps_parse(copy, len, &m) < 0) {
+		free(copy);
+		w->py_status = -ENOMEM;
+		return;
+	}
+	char root[64];
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)w->pid);
+	int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	w->py_status = py_symbols_find(w->pid, rootfd, &m, &w->py_syms);
+	if (rootfd >= 0)
+		close(rootfd);
+	maps_release(&m);
+	free(copy);
+	if (w->py_status < 0)
+		return;
+	pid_t mem = attach_memory_tid(w->pid);
+	uint32_t hex = 0;
+	/* Py_Version exists from 3.11 on: an older CPython is told apart
+	 * from one whose memory cannot be read. */
+	if (!w->py_syms.version)
+		w->py_status = -ENOTSUP;
+	else if ((w->py_status = worker_py_read(&mem, w->py_syms.version, &hex, 4)) == 0) {
+		w->py_hexversion = hex;
+		if (!py_layout_for(hex))
+			w->py_status = -ENOTSUP;
+	}
+}
+
+static void put_string(struct byte_buf *out, const char *str)
+{
+	uint32_t n = (uint32_t)strlen(str);
+	msg_u32(out, n);
+	byte_buf_put(out, str, n);
+}
+
+static void worker_python(struct worker_state *w, struct cursor *c, struct byte_buf *out)
+{
+	uint32_t maps_len = take_u32(c);
+	const uint8_t *maps = take(c, maps_len);
+	uint32_t want_frames = take_u32(c);
+	if (!maps)
+		return;
+	worker_py_locate(w, maps, maps_len);
+	struct py_stacks *st = NULL;
+	int status = w->py_status;
+	if (status == 0 && want_frames) {
+		pid_t mem = attach_memory_tid(w->pid);
+		status = py_stacks_read(py_layout_for(w->py_hexversion), w->py_syms.runtime,
+					worker_py_read, &mem, NULL, &st);
+	}
+	msg_u32(out, (uint32_t)status);
+	msg_u32(out, w->py_hexversion);
+	byte_buf_put(out, &w->py_syms.eval_start, 8);
+	byte_buf_put(out, &w->py_syms.eval_end, 8);
+	msg_u32(out, st ? (uint32_t)st->nthreads : 0);
+	for (size_t i = 0; st && i < st->nthreads; i++) {
+		const struct py_thread *t = &st->threads[i];
+		byte_buf_put(out, &t->native_tid, 8);
+		msg_u32(out, (t->holds_gil ? 1u : 0u) | (t->truncated ? 2u : 0u));
+		msg_u32(out, (uint32_t)t->nframes);
+		for (size_t k = 0; k < t->nframes; k++) {
+			msg_u32(out, t->frames[k].entry);
+			msg_u32(out, (uint32_t)t->frames[k].line);
+			put_string(out, t->frames[k].function);
+			put_string(out, t->frames[k].file);
+		}
+	}
+	py_stacks_free(st);
+}
+
 static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -458,6 +573,8 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 			if (kind == 'W')
 				out.len = 0; /* only the cache was wanted */
 		}
+		else if (kind == 'Y')
+			worker_python(&w, &c, &out);
 		else if (kind == 'P') {
 			uint32_t ml = take_u32(&c);
 			const uint8_t *maps = take(&c, ml);
@@ -784,6 +901,120 @@ void interp_unwind(struct interp *in, const struct process_capture *pc,
 		stacks[i].truncated = truncated != 0;
 	}
 	free(reply);
+}
+
+/* A string of a 'Y' reply: at most 4096 bytes, copied and kept in st. */
+static const char *take_string(struct cursor *c, struct py_stacks *st, size_t *cap, bool *oom)
+{
+	uint32_t n = take_u32(c);
+	const void *p = n <= 4096 ? take(c, n) : NULL;
+	if (!p) {
+		c->bad = true;
+		return NULL;
+	}
+	char *copy = dup_bytes(p, n);
+	if (!copy || array_reserve((void **)&st->strings, cap, st->nstrings + 1, sizeof(char *), 64) < 0) {
+		free(copy);
+		*oom = true;
+		return NULL;
+	}
+	/* Embedded NULs end the name early: the text goes on to escaping
+	 * writers as a C string. */
+	st->strings[st->nstrings++] = copy;
+	return copy;
+}
+
+static int decode_python(struct cursor *c, struct py_stacks **ret)
+{
+	uint32_t nthreads = take_u32(c);
+	if (c->bad || nthreads > 65536)
+		return -EBADMSG;
+	struct py_stacks *st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	size_t strings_cap = 0;
+	bool oom = false;
+	st->threads = calloc(nthreads ? nthreads : 1, sizeof(*st->threads));
+	if (!st->threads)
+		oom = true;
+	for (uint32_t i = 0; !oom && !c->bad && i < nthreads; i++) {
+		struct py_thread *t = &st->threads[i];
+		const void *tid = take(c, 8);
+		uint32_t flags = take_u32(c), nframes = take_u32(c);
+		if (!tid || c->bad || nframes > 65536) {
+			c->bad = true;
+			break;
+		}
+		st->nthreads++;
+		memcpy(&t->native_tid, tid, 8);
+		t->holds_gil = flags & 1;
+		t->truncated = flags & 2;
+		t->frames = calloc(nframes ? nframes : 1, sizeof(*t->frames));
+		if (!t->frames) {
+			oom = true;
+			break;
+		}
+		for (uint32_t k = 0; k < nframes && !c->bad && !oom; k++) {
+			struct py_frame *f = &t->frames[k];
+			f->entry = take_u32(c) != 0;
+			f->line = (int)take_u32(c);
+			f->function = take_string(c, st, &strings_cap, &oom);
+			f->file = take_string(c, st, &strings_cap, &oom);
+			if (f->file)
+				t->nframes++;
+		}
+	}
+	if (oom || c->bad) {
+		py_stacks_free(st);
+		return oom ? -ENOMEM : -EBADMSG;
+	}
+	*ret = st;
+	return 0;
+}
+
+int interp_python(struct interp *in, const char *maps_text, size_t maps_len, bool frames,
+		  struct interp_python *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	/* Never in this process: the interpreter's memory is the target's
+	 * to forge, and only the sandboxed worker parses it. */
+	if (!in->sandboxed) {
+		ret->status = -ECHILD;
+		return 0;
+	}
+	struct byte_buf m = {0};
+	maps_body(&m, maps_text, maps_len);
+	msg_u32(&m, frames);
+	uint8_t *reply = NULL;
+	size_t rlen = 0;
+	int r = m.failed ? -ENOMEM : round_trip(in, &in->symbols, 'Y', &m, &reply, &rlen, UNWIND_TIMEOUT_MS);
+	free(m.p);
+	if (r < 0) {
+		ret->status = r == -ENOMEM ? r : -ECHILD;
+		return r == -ENOMEM ? r : 0;
+	}
+	struct cursor c = {.p = reply, .len = rlen};
+	ret->status = (int32_t)take_u32(&c);
+	ret->hexversion = take_u32(&c);
+	ret->eval_start = take_u64(&c);
+	ret->eval_end = take_u64(&c);
+	if (ret->status > 0 || ret->status < -4095 || ret->eval_end < ret->eval_start)
+		c.bad = true;
+	if (!c.bad)
+		r = decode_python(&c, &ret->stacks);
+	free(reply);
+	if (c.bad || r == -EBADMSG) {
+		/* A worker that answers nonsense is not asked again. */
+		stop_worker(&in->symbols);
+		memset(ret, 0, sizeof(*ret));
+		ret->status = -EBADMSG;
+		return 0;
+	}
+	if (r < 0) {
+		ret->status = r;
+		return r;
+	}
+	return 0;
 }
 
 void interp_prepare(struct interp *in, const char *maps_text, size_t maps_len)

@@ -25,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "attach/attach.h"
+#include "symbolize/python/pyframes.h"
 #include "symbolize/unwind/unwind.h"
 #include "symbolize/worker/symtab.h"
 
@@ -66,6 +67,23 @@ bool interp_warm(struct interp *in, const char *maps_text, size_t maps_len, cons
 		 size_t n);
 /* Is a warm-up still running? */
 bool interp_warm_busy(struct interp *in);
+
+/* A CPython target's interpreter and, with frames, every thread's Python
+ * stack, read by the symbols worker from the target's memory (never in
+ * this process: without a sandbox, status is -ECHILD).
+ * status: 0; -ENOENT not a CPython (no python module with _PyRuntime);
+ * -ENOTSUP a version without a layout (hexversion says which when known,
+ * 0 before 3.11); -ECHILD no worker; -EBADMSG a reply that made no sense;
+ * another -errno from reading its memory. stacks (status 0 with frames) is
+ * the caller's to py_stacks_free. Returns 0, or -ENOMEM. */
+struct interp_python {
+	int status;
+	uint32_t hexversion;
+	uint64_t eval_start, eval_end; /* _PyEval_EvalFrameDefault, 0 if not found */
+	struct py_stacks *stacks;
+};
+int interp_python(struct interp *in, const char *maps_text, size_t maps_len, bool frames,
+		  struct interp_python *ret);
 
 /* While a capture stops no one: both workers under SCHED_BATCH (woken by
  * a request, a worker waits for the next scheduling point instead of
