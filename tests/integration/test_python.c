@@ -1,0 +1,222 @@
+/*
+ * Python frames from outside (issue 20), against the interpreter's own
+ * account: tests/targets/python/fixture.py run by Debian's /usr/bin/python3
+ * (3.11), whose faulthandler writes every thread's traceback on SIGUSR1,
+ * sent right after our snapshot. The sleeping and blocked threads do not
+ * move between the two; the busy one only within leaf's loop.
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define PYTHON "/usr/bin/python3"
+#define MAX_FRAMES 64
+#define MAX_THREADS 16
+
+struct py_frame_seen {
+	char function[128], file[256];
+	int line;
+};
+
+struct py_stack_seen {
+	int n;
+	struct py_frame_seen f[MAX_FRAMES];
+};
+
+struct python_run {
+	struct target t;
+	char dir[256], traceback[300], pid[16];
+};
+
+static bool python_ready(void)
+{
+	return access(PYTHON, X_OK) == 0 && getenv("DIAG_PY_FIXTURE");
+}
+
+static void python_start(struct python_run *r)
+{
+	make_tmpdir(r->dir, sizeof(r->dir));
+	snprintf(r->traceback, sizeof(r->traceback), "%s/traceback.txt", r->dir);
+	const char *argv[] = {PYTHON, getenv("DIAG_PY_FIXTURE"), r->traceback, NULL};
+	r->t = target_start(argv, "ready");
+	snprintf(r->pid, sizeof(r->pid), "%d", (int)r->t.pid);
+}
+
+static void python_stop(struct python_run *r)
+{
+	target_kill(&r->t);
+	rm_rf(r->dir);
+}
+
+/* faulthandler's text: "Thread 0x... (most recent call first):" (or
+ * "Current thread ...") then '  File "F", line N in FUNC' lines. */
+static int parse_faulthandler(const char *text, struct py_stack_seen *out, int max)
+{
+	int n = -1;
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, "Thread 0x", 9) == 0 || strncmp(l, "Current thread 0x", 17) == 0) {
+			if (n + 1 == max)
+				break;
+			out[++n].n = 0;
+			continue;
+		}
+		struct py_frame_seen f = {0};
+		if (n >= 0 && out[n].n < MAX_FRAMES &&
+		    sscanf(l, "  File \"%255[^\"]\", line %d in %127s", f.file, &f.line, f.function) == 3)
+			out[n].f[out[n].n++] = f;
+	}
+	return n + 1;
+}
+
+/* The Python frames (module "python") of each thread of a dump --json. */
+static int python_stacks_of_dump(const char *json, struct py_stack_seen *out, int max)
+{
+	cJSON *d = cJSON_Parse(json);
+	cr_assert(d, "dump --json is not JSON: %.300s", json);
+	int n = 0;
+	cJSON *g;
+	cJSON_ArrayForEach(g, cJSON_GetObjectItem(d, "groups"))
+	{
+		struct py_stack_seen s = {0};
+		cJSON *fr;
+		cJSON_ArrayForEach(fr, cJSON_GetObjectItem(g, "frames"))
+		{
+			const char *module = cJSON_GetStringValue(cJSON_GetObjectItem(fr, "module"));
+			if (!module || strcmp(module, "python") != 0 || s.n == MAX_FRAMES)
+				continue;
+			struct py_frame_seen *f = &s.f[s.n++];
+			snprintf(f->function, sizeof(f->function), "%s",
+				 cJSON_GetStringValue(cJSON_GetObjectItem(fr, "function")));
+			snprintf(f->file, sizeof(f->file), "%s",
+				 cJSON_GetStringValue(cJSON_GetObjectItem(fr, "file")));
+			f->line = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(fr, "line"));
+		}
+		/* One entry per thread of the group: identical stacks. */
+		int threads = cJSON_GetArraySize(cJSON_GetObjectItem(g, "threads"));
+		for (int i = 0; i < threads && n < max; i++)
+			out[n++] = s;
+	}
+	cJSON_Delete(d);
+	return n;
+}
+
+/* "Thread.run" (ours, co_qualname) against faulthandler's "run" (co_name). */
+static bool same_function(const char *qualname, const char *name)
+{
+	const char *dot = strrchr(qualname, '.');
+	return strcmp(qualname, name) == 0 || (dot && strcmp(dot + 1, name) == 0);
+}
+
+static char *describe(const struct py_stack_seen *s, char *buf, size_t size)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < s->n && o < size; i++)
+		o += (size_t)snprintf(buf + o, size - o, "%s%s:%d", i ? " <- " : "", s->f[i].function,
+				      s->f[i].line);
+	return buf;
+}
+
+/* Does our stack match faulthandler's (function, file and line of every
+ * frame, innermost first; the busy thread's innermost line anywhere in
+ * leaf's loop)? */
+static bool stacks_match(const struct py_stack_seen *ours, const struct py_stack_seen *theirs)
+{
+	if (ours->n != theirs->n)
+		return false;
+	for (int i = 0; i < ours->n; i++) {
+		const struct py_frame_seen *a = &ours->f[i], *b = &theirs->f[i];
+		if (!same_function(a->function, b->function) || strcmp(a->file, b->file) != 0)
+			return false;
+		bool moving = i == 0 && strcmp(b->function, "leaf") == 0;
+		if (moving ? (a->line < 19 || a->line > 23) : a->line != b->line)
+			return false;
+	}
+	return true;
+}
+
+Test(python, dump_matches_the_interpreters_own_traceback, .timeout = 120)
+{
+	if (!python_ready())
+		cr_skip_test("no %s or DIAG_PY_FIXTURE", PYTHON);
+	struct python_run r;
+	python_start(&r);
+	struct tool_result *res = malloc(sizeof(*res));
+	cr_assert(res);
+	const char *dump[] = {"dump", "-p", r.pid, "--json", NULL};
+	tool_run_ok(res, dump);
+	/* The interpreter's own account, right after ours. */
+	kill(r.t.pid, SIGUSR1);
+	char *fh = NULL;
+	for (int i = 0; i < 200; i++) {
+		free(fh);
+		fh = read_file(r.traceback, NULL);
+		if (fh && strstr(fh, "in <module>"))
+			break;
+		sleep_ms(10);
+	}
+	cr_assert(fh && strstr(fh, "in <module>"), "faulthandler wrote no traceback: %s", fh ? fh : "");
+
+	struct py_stack_seen theirs[MAX_THREADS], ours[MAX_THREADS];
+	int ntheirs = parse_faulthandler(fh, theirs, MAX_THREADS);
+	int nours = python_stacks_of_dump(res->out, ours, MAX_THREADS);
+	cr_expect_eq(ntheirs, 4, "faulthandler listed %d threads: %s", ntheirs, fh);
+	char a[2048];
+	for (int i = 0; i < ntheirs; i++) {
+		bool found = false;
+		for (int k = 0; k < nours && !found; k++)
+			found = stacks_match(&ours[k], &theirs[i]);
+		cr_expect(found, "the interpreter's thread %s is in no thread of the dump; ours:\n%s",
+			  describe(&theirs[i], a, sizeof(a)), res->out);
+	}
+	/* Merged with the native frames: the busy thread's Python frames sit
+	 * on the native ones that run them, down to start_thread. */
+	cr_expect(strstr(res->out, "\"leaf\""), "no leaf frame");
+	cr_expect(strstr(res->out, "start_thread"), "no native frame below the Python ones");
+	cr_expect(strstr(res->out, "_PyEval_EvalFrameDefault") == NULL,
+		  "an evaluation-loop frame was left in place of its Python frames");
+	free(fh);
+	free(res);
+	python_stop(&r);
+}
+
+Test(python, snapshot_bundle_has_python_frames_and_pprof_reads_them, .timeout = 120)
+{
+	if (!python_ready())
+		cr_skip_test("no %s or DIAG_PY_FIXTURE", PYTHON);
+	struct python_run r;
+	python_start(&r);
+	char out[400];
+	snprintf(out, sizeof(out), "%s/b", r.dir);
+	struct tool_result *res = malloc(sizeof(*res));
+	cr_assert(res);
+	const char *snap[] = {"-p", r.pid, "--snapshot", "-o", out, NULL};
+	tool_run_ok(res, snap);
+	expect_verified(out, "python snapshot");
+	expect_member_has(out, "threads.txt", "leaf  (" , "no leaf frame in threads.txt");
+	expect_member_has(out, "threads.txt", "fixture.py:", "no fixture file:line in threads.txt");
+	expect_member_has(out, "threads.txt", "sleeper  (", "the sleeping thread has no Python frame");
+	cJSON *m = manifest_load(out);
+	cJSON *py = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "python");
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(py, "frames_readable")), "manifest target.python: %s",
+		  py ? cJSON_PrintUnformatted(py) : "absent");
+	cr_expect(strncmp(cJSON_GetStringValue(cJSON_GetObjectItem(py, "version")) ?: "", "3.11.", 5) == 0);
+	cJSON_Delete(m);
+	if (have_go()) {
+		char file[500], text[65536], err[4096];
+		snprintf(file, sizeof(file), "%s/threads.pprof", out);
+		int rc = go_pprof("-traces", file, text, sizeof(text), err, sizeof(err));
+		cr_expect_eq(rc, 0, "go tool pprof: %s", err);
+		cr_expect(strstr(text, "leaf") && strstr(text, "middle") && strstr(text, "outer"),
+			  "pprof -traces lacks the busy chain: %.2000s", text);
+		cr_expect(strstr(err, "warning") == NULL, "go tool pprof warned: %s", err);
+	}
+	free(res);
+	python_stop(&r);
+}
