@@ -289,8 +289,10 @@ static int read_frames(struct reader *r, uint64_t tstate, struct py_thread *t)
 	}
 	size_t cap = 0;
 	bool oom = false;
-	while (frame) {
-		if (t->nframes == r->lim.max_frames) {
+	/* Frames skipped (not yet started) count against the cap too: a
+	 * loop of them would never end otherwise. */
+	for (size_t visited = 0; frame; visited++) {
+		if (t->nframes == r->lim.max_frames || visited == 2 * r->lim.max_frames) {
 			t->truncated = true;
 			break;
 		}
