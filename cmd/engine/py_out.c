@@ -40,6 +40,8 @@ struct py_session *py_session_open(const struct attach_target *t, struct interp 
 	struct interp_python ip;
 	int r = interp_python(in, pc.maps_text, pc.maps_len, false, &ip);
 	process_capture_release(&pc);
+	if (r == 0)
+		py_stacks_free(ip.stacks); /* none asked for: an empty list */
 	if (r < 0 || ip.status == -ENOENT)
 		return NULL;
 	struct py_session *p = calloc(1, sizeof(*p));
