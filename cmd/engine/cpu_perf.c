@@ -49,6 +49,7 @@ struct cpu_perf {
 	struct interp *in;
 	struct stackagg *cpu;
 	cpu_perf_label_fn label;
+	cpu_perf_amend_fn amend;
 	void *label_arg;
 	long added;
 	uint64_t switch_same_place; /* switch-outs where the thread slept before */
@@ -175,6 +176,10 @@ static void flush(struct cpu_perf *cp)
 		}
 		if (cp->switch_out[i])
 			continue;
+		/* After the moment kept its native stack: a tick amends what it
+		 * takes from the moments itself, with its own read. */
+		if (cp->amend && cp->user[i])
+			cp->amend(cp->label_arg, b->threads[i].tid, &cp->stacks[i]);
 		uint64_t pcs[PERF_KERNEL_FRAMES_MAX + UNWIND_MAX_FRAMES_DEFAULT];
 		size_t n = 0;
 		for (size_t k = 0; k < cp->nkpcs[i]; k++)
@@ -287,11 +292,12 @@ static int on_sample(void *arg, const struct perf_sample *s)
 }
 
 long cpu_perf_collect(struct cpu_perf *cp, struct interp *in, struct stackagg *cpu,
-		      cpu_perf_label_fn label, void *arg)
+		      cpu_perf_label_fn label, cpu_perf_amend_fn amend, void *arg)
 {
 	cp->in = in;
 	cp->cpu = cpu;
 	cp->label = label;
+	cp->amend = amend;
 	cp->label_arg = arg;
 	cp->added = 0;
 	perf_sampler_drain(cp->ps, on_sample, cp);

@@ -51,11 +51,15 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *o
  * event and leave the cpu-clock ones). */
 bool cpu_perf_switch_samples(const struct cpu_perf *cp);
 
-/* Drain the rings into cpu (values {1, period}), unwinding in `in`.
- * Returns the
- * samples added, or -ENOMEM. */
+/* Amends the unwound user stack of a CPU sample of tid before it is added
+ * (a CPython's frames: py_session_amend). */
+typedef void (*cpu_perf_amend_fn)(void *arg, pid_t tid, struct unwound_stack *stack);
+
+/* Drain the rings into cpu (values {1, period}), unwinding in `in`, each
+ * sample labelled by label and amended by amend (either may be NULL; both
+ * get arg). Returns the samples added, or -ENOMEM. */
 long cpu_perf_collect(struct cpu_perf *cp, struct interp *in, struct stackagg *cpu,
-		      cpu_perf_label_fn label, void *arg);
+		      cpu_perf_label_fn label, cpu_perf_amend_fn amend, void *arg);
 
 /* Unwind the held switch-outs of these threads (those that have one)
  * into the moments, in one round trip. 0 or -ENOMEM. */

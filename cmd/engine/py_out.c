@@ -19,12 +19,15 @@ struct py_session {
 	int status;
 	uint32_t hexversion;
 	uint64_t eval_start, eval_end;
-	struct py_stacks *last; /* the last armed capture's frames */
+	struct py_stacks *last; /* the last read's frames */
 	int last_status;
+	/* Sampling (py_session_refresh, py_session_amend). */
+	uint64_t reads, reads_failed, samples_merged, samples_inconsistent;
 	/* One synthetic PC per distinct (function, file, line); the strings
 	 * are copies, kept for the session. */
 	struct py_pc {
-		char *function, *file;
+		char *function, *file; /* as profiles show them (display_name) */
+		char *qualname;        /* as the interpreter has it */
 		int line;
 	} *pcs;
 	size_t npcs, pcs_cap;
@@ -64,6 +67,7 @@ void py_session_free(struct py_session *p)
 	for (size_t i = 0; i < p->npcs; i++) {
 		free(p->pcs[i].function);
 		free(p->pcs[i].file);
+		free(p->pcs[i].qualname);
 	}
 	free(p->pcs);
 	free(p);
@@ -112,21 +116,42 @@ void py_session_arm(struct py_session *p, struct attach_options *opts)
 	opts->while_held_ctx = p;
 }
 
+/* A code object's qualified name as a profile shows it. Module-level code
+ * ("<module>", "<lambda>", "<genexpr>") gets its module's name in front,
+ * as Python itself dots names ("fixture.<module>"): pprof takes a bare
+ * "<...>" for C++ template parameters and shows it as nothing at all. */
+static char *display_name(const struct py_frame *f)
+{
+	if (f->function[0] != '<')
+		return strdup(f->function);
+	const char *base = strrchr(f->file, '/');
+	base = base ? base + 1 : f->file;
+	size_t len = strlen(base);
+	if (len > 3 && strcmp(base + len - 3, ".py") == 0)
+		len -= 3;
+	char *out = NULL;
+	if (asprintf(&out, "%.*s.%s", (int)len, base, f->function) < 0)
+		return NULL;
+	return out;
+}
+
 /* The synthetic PC of a frame: one per distinct (function, file, line). */
 static uint64_t frame_pc(struct py_session *p, const struct py_frame *f, bool *oom)
 {
 	for (size_t i = p->npcs; i-- > 0;)
-		if (p->pcs[i].line == f->line && strcmp(p->pcs[i].function, f->function) == 0 &&
+		if (p->pcs[i].line == f->line && strcmp(p->pcs[i].qualname, f->function) == 0 &&
 		    strcmp(p->pcs[i].file, f->file) == 0)
 			return PY_PC_BASE + i * PY_PC_STRIDE + PY_PC_STRIDE / 2;
 	if (array_reserve(&p->pcs, &p->pcs_cap, p->npcs + 1, sizeof(*p->pcs), 64) < 0) {
 		*oom = true;
 		return 0;
 	}
-	struct py_pc e = {.function = strdup(f->function), .file = strdup(f->file), .line = f->line};
-	if (!e.function || !e.file) {
+	struct py_pc e = {.function = display_name(f), .file = strdup(f->file),
+			  .qualname = strdup(f->function), .line = f->line};
+	if (!e.function || !e.file || !e.qualname) {
 		free(e.function);
 		free(e.file);
+		free(e.qualname);
 		*oom = true;
 		return 0;
 	}
@@ -167,6 +192,64 @@ static void emit_group(struct py_session *p, const struct py_thread *t, size_t *
 	}
 }
 
+static bool has_python(const struct unwound_stack *s)
+{
+	for (size_t j = 0; j < s->n; j++)
+		if (py_pc_is_python(s->pcs[j]))
+			return true;
+	return false;
+}
+
+/* How many of s's frames are the evaluation loop's. */
+static size_t eval_frames(const struct py_session *p, const struct unwound_stack *s)
+{
+	size_t n = 0;
+	for (size_t j = 0; j < s->n; j++) {
+		uint64_t a = j ? s->pcs[j] - 1 : s->pcs[j];
+		n += a >= p->eval_start && a < p->eval_end;
+	}
+	return n;
+}
+
+static size_t python_groups(const struct py_thread *t)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < t->nframes; k++)
+		n += t->frames[k].entry || k + 1 == t->nframes;
+	return n;
+}
+
+/* Merge t's frames into s (out: scratch of UNWIND_MAX_FRAMES_DEFAULT).
+ * false on ENOMEM. */
+static bool merge_one(struct py_session *p, const struct py_thread *t, struct unwound_stack *s,
+		      uint64_t *out)
+{
+	size_t n = 0, next = 0;
+	bool cut = false, oom = false;
+	for (size_t j = 0; j < s->n && !oom; j++) {
+		uint64_t a = j ? s->pcs[j] - 1 : s->pcs[j];
+		if (a >= p->eval_start && a < p->eval_end && next < t->nframes) {
+			emit_group(p, t, &next, out, &n, &cut, &oom);
+			continue;
+		}
+		if (n < UNWIND_MAX_FRAMES_DEFAULT)
+			out[n++] = s->pcs[j];
+		else
+			cut = true;
+	}
+	/* Frames the native stack showed no loop for (its unwinding
+	 * stopped short): they are still where the thread is, below
+	 * whatever was unwound. */
+	while (next < t->nframes && !oom)
+		emit_group(p, t, &next, out, &n, &cut, &oom);
+	if (oom)
+		return false;
+	memcpy(s->pcs, out, n * sizeof(*out));
+	s->n = n;
+	s->truncated = s->truncated || cut || t->truncated;
+	return true;
+}
+
 size_t py_session_merge(struct py_session *p, const struct process_capture *pc,
 			struct unwound_stack *stacks)
 {
@@ -176,39 +259,66 @@ size_t py_session_merge(struct py_session *p, const struct process_capture *pc,
 	uint64_t *out = malloc(UNWIND_MAX_FRAMES_DEFAULT * sizeof(*out));
 	if (!out)
 		return 0;
-	bool oom = false;
-	for (size_t i = 0; i < pc->nthreads && !oom; i++) {
+	for (size_t i = 0; i < pc->nthreads; i++) {
 		const struct py_thread *t = thread_of(p, pc->threads[i].tid);
 		struct unwound_stack *s = &stacks[i];
-		if (!t || !t->nframes || !s->n)
+		if (!t || !t->nframes || !s->n || has_python(s))
 			continue;
-		size_t n = 0, next = 0;
-		bool cut = false;
-		for (size_t j = 0; j < s->n && !oom; j++) {
-			uint64_t a = j ? s->pcs[j] - 1 : s->pcs[j];
-			if (a >= p->eval_start && a < p->eval_end && next < t->nframes) {
-				emit_group(p, t, &next, out, &n, &cut, &oom);
-				continue;
-			}
-			if (n < UNWIND_MAX_FRAMES_DEFAULT)
-				out[n++] = s->pcs[j];
-			else
-				cut = true;
-		}
-		/* Frames the native stack showed no loop for (its unwinding
-		 * stopped short): they are still where the thread is, below
-		 * whatever was unwound. */
-		while (next < t->nframes && !oom)
-			emit_group(p, t, &next, out, &n, &cut, &oom);
-		if (oom)
+		if (!merge_one(p, t, s, out))
 			break;
-		memcpy(s->pcs, out, n * sizeof(*out));
-		s->n = n;
-		s->truncated = s->truncated || cut || t->truncated;
 		merged++;
 	}
 	free(out);
 	return merged;
+}
+
+int py_session_refresh(struct py_session *p, const char *maps_text, size_t maps_len)
+{
+	if (!p || p->status < 0)
+		return 0;
+	py_stacks_free(p->last);
+	p->last = NULL;
+	struct interp_python ip;
+	int r = interp_python(p->in, maps_text, maps_len, true, &ip);
+	if (r < 0)
+		return r;
+	p->reads++;
+	p->last_status = ip.status;
+	p->last = ip.stacks;
+	if (ip.status < 0) {
+		p->reads_failed++;
+		py_stacks_free(p->last);
+		p->last = NULL;
+	}
+	return 0;
+}
+
+void py_session_amend(struct py_session *p, pid_t tid, struct unwound_stack *stack)
+{
+	if (!p || !p->last || !p->eval_start || !stack->n || has_python(stack))
+		return;
+	size_t loops = eval_frames(p, stack);
+	if (!loops)
+		return; /* not in Python at that moment (or a native-only thread) */
+	const struct py_thread *t = thread_of(p, tid);
+	if (!t || t->moved || !t->nframes || python_groups(t) != loops) {
+		p->samples_inconsistent++;
+		return;
+	}
+	uint64_t out[UNWIND_MAX_FRAMES_DEFAULT];
+	if (merge_one(p, t, stack, out))
+		p->samples_merged++;
+}
+
+void py_session_sampling_json(const struct py_session *p, cJSON *capture)
+{
+	if (!p || p->status < 0)
+		return;
+	cJSON *o = cJSON_AddObjectToObject(capture, "python");
+	cJSON_AddNumberToObject(o, "reads", (double)p->reads);
+	cJSON_AddNumberToObject(o, "reads_failed", (double)p->reads_failed);
+	cJSON_AddNumberToObject(o, "samples_with_python_frames", (double)p->samples_merged);
+	cJSON_AddNumberToObject(o, "samples_inconsistent", (double)p->samples_inconsistent);
 }
 
 bool py_pc_is_python(uint64_t pc)

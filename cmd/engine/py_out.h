@@ -1,6 +1,6 @@
 /*
  * py_out: the Python part of a capture. For a CPython target, read every
- * thread's Python frames (in the symbols worker, from the interpreter's
+ * thread's Python frames (in the unwinding worker, from the interpreter's
  * memory) while the threads are held, and put them where each thread's
  * native stack shows the evaluation loop, as py-spy dump --native does:
  * each _PyEval_EvalFrameDefault frame is replaced by the Python frames it
@@ -42,6 +42,25 @@ void py_session_arm(struct py_session *p, struct attach_options *opts);
  * alone. Returns how many threads got Python frames. */
 size_t py_session_merge(struct py_session *p, const struct process_capture *pc,
 			struct unwound_stack *stacks);
+
+/* Sampling, where nothing is held: read every thread's Python frames now
+ * (as py-spy --nonblocking does), for py_session_amend to put into the
+ * samples taken since the last read. 0, or -ENOMEM; a failed read is
+ * counted, not returned. */
+int py_session_refresh(struct py_session *p, const char *maps_text, size_t maps_len);
+
+/* Put the frames of the last read into one sample's unwound stack of tid,
+ * only when they fit it: the thread's current frame did not change during
+ * the read, and the sample's evaluation-loop frames are as many as the
+ * runs of Python frames read. Otherwise the sample keeps its native
+ * frames and is counted as inconsistent. A stack that already has Python
+ * frames (reused from an earlier tick) is left alone. p may be NULL. */
+void py_session_amend(struct py_session *p, pid_t tid, struct unwound_stack *stack);
+
+/* The sampling counters as "python" in the manifest's capture object:
+ * reads, failed reads, samples given Python frames, samples whose frames
+ * could not be read consistently. Nothing when p is NULL. */
+void py_session_sampling_json(const struct py_session *p, cJSON *capture);
 
 /* Name the synthetic program counters of Python frames in st. 0 or
  * -ENOMEM. p may be NULL. */

@@ -678,6 +678,7 @@ static int fill_from_moments(struct sampler *sp)
 }
 
 static int perf_drain(struct sampler *sp);
+static int python_refresh(struct sampler *sp);
 
 static int sample_tick(struct sampler *sp)
 {
@@ -733,6 +734,12 @@ static int sample_tick(struct sampler *sp)
 		moments_prune(sp->moments, &sp->cur);
 	}
 	sp->unchanged += sp->cur.nunchanged;
+	/* A CPython's frames at this tick: the read perf_drain just made, or
+	 * one now (the ptrace engines drain nothing at the tick). */
+	if (!sp->wall_perf && python_refresh(sp) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; sp->s->py && i < sp->cur.nthreads; i++)
+		py_session_amend(sp->s->py, sp->cur.threads[i].tid, &sp->stacks[i]);
 
 	int64_t period = (int64_t)sp->period_ns;
 	for (size_t i = 0; i < sp->cur.nthreads; i++) {
@@ -841,10 +848,29 @@ static void note_target_cpu(struct sampler *sp)
 		sp->cpu_ns_last = cpu;
 }
 
+static void perf_amend(void *arg, pid_t tid, struct unwound_stack *stack)
+{
+	struct sampler *sp = arg;
+	py_session_amend(sp->s->py, tid, stack);
+}
+
+/* The maps a Python read needs: the latest capture's. */
+static int python_refresh(struct sampler *sp)
+{
+	const struct process_capture *m = sp->have_last ? &sp->last : &sp->cur;
+	if (!sp->s->py || !m->maps_text)
+		return 0;
+	return py_session_refresh(sp->s->py, m->maps_text, m->maps_len);
+}
+
 /* Drain the perf rings into the CPU profile. 0 or -ENOMEM. */
 static int perf_drain(struct sampler *sp)
 {
-	long n = cpu_perf_collect(sp->perf, sp->s->interp, sp->cpu, perf_labels, sp);
+	/* The CPython frames of the samples drained now: read as close to
+	 * them as a read without a stop can be (perf_amend). */
+	if (python_refresh(sp) < 0)
+		return -ENOMEM;
+	long n = cpu_perf_collect(sp->perf, sp->s->interp, sp->cpu, perf_labels, perf_amend, sp);
 	if (n < 0)
 		return (int)n;
 	sp->cpu_samples += (uint64_t)n;
@@ -1405,6 +1431,7 @@ int sampler_run(struct capture_session *s)
 		cJSON_AddNumberToObject(cap, "thread_samples", (double)sp.samples);
 		cJSON_AddNumberToObject(cap, "cpu_samples", (double)sp.cpu_samples);
 		describe_cpu(&sp, cap, sp.pause.seen);
+		py_session_sampling_json(s->py, cap);
 		cJSON_AddNumberToObject(cap, "failed_ticks", (double)sp.errors);
 		/* Threads that could not be stopped by the deadline (in D, or not
 		 * scheduled), counted once per tick that found them so. */

@@ -287,6 +287,7 @@ static int read_frames(struct reader *r, uint64_t tstate, struct py_thread *t)
 		t->truncated = true;
 		return 0;
 	}
+	uint64_t first = frame;
 	size_t cap = 0;
 	bool oom = false;
 	/* Frames skipped (not yet started) count against the cap too: a
@@ -340,6 +341,13 @@ static int read_frames(struct reader *r, uint64_t tstate, struct py_thread *t)
 		}
 		frame = previous;
 	}
+	/* Read without a stop, the thread ran on meanwhile: if its current
+	 * frame is another one now, the walk may have followed a frame that
+	 * was being popped. (The same frame at both ends can still have moved
+	 * its line: that is what a sample's moment is.) */
+	uint64_t now;
+	if (rd_ptr(r, cframe + L->cframe_current_frame, &now) < 0 || now != first)
+		t->moved = true;
 	return 0;
 }
 

@@ -79,6 +79,8 @@ struct py_thread {
 	uint64_t native_tid; /* the kernel's thread id (PyThreadState.native_thread_id) */
 	bool holds_gil;
 	bool truncated;      /* a frame could not be read, or max_frames was reached */
+	bool moved;          /* its current frame changed while it was read (a
+				read without a stop): the frames may mix two moments */
 	size_t nframes;
 	struct py_frame *frames; /* innermost first */
 };

@@ -16,7 +16,7 @@
  *   'W' warm:      as 'S'  ->  empty (the symbols stay in the worker's cache)
  *   'Y' python:    u32 maps_len, maps, u32 want_frames  ->  i32 status,
  *                  u32 hexversion, u64 eval_start, u64 eval_end, u32 nthreads,
- *                  per thread {u64 tid, u32 flags (1 GIL, 2 truncated),
+ *                  per thread {u64 tid, u32 flags (1 GIL, 2 truncated, 4 moved),
  *                  u32 nframes, per frame {u32 entry, i32 line, u32 len,
  *                  function, u32 len, file}}
  *                  (the worker reads the interpreter's memory itself, with
@@ -514,7 +514,7 @@ static void worker_python(struct worker_state *w, struct cursor *c, struct byte_
 	for (size_t i = 0; st && i < st->nthreads; i++) {
 		const struct py_thread *t = &st->threads[i];
 		byte_buf_put(out, &t->native_tid, 8);
-		msg_u32(out, (t->holds_gil ? 1u : 0u) | (t->truncated ? 2u : 0u));
+		msg_u32(out, (t->holds_gil ? 1u : 0u) | (t->truncated ? 2u : 0u) | (t->moved ? 4u : 0u));
 		msg_u32(out, (uint32_t)t->nframes);
 		for (size_t k = 0; k < t->nframes; k++) {
 			msg_u32(out, t->frames[k].entry);
@@ -949,6 +949,7 @@ static int decode_python(struct cursor *c, struct py_stacks **ret)
 		memcpy(&t->native_tid, tid, 8);
 		t->holds_gil = flags & 1;
 		t->truncated = flags & 2;
+		t->moved = flags & 4;
 		t->frames = calloc(nframes ? nframes : 1, sizeof(*t->frames));
 		if (!t->frames) {
 			oom = true;
@@ -987,7 +988,9 @@ int interp_python(struct interp *in, const char *maps_text, size_t maps_len, boo
 	msg_u32(&m, frames);
 	uint8_t *reply = NULL;
 	size_t rlen = 0;
-	int r = m.failed ? -ENOMEM : round_trip(in, &in->symbols, 'Y', &m, &reply, &rlen, UNWIND_TIMEOUT_MS);
+	/* The unwinding worker: never left busy with a warm-up (the symbols
+	 * one may be, for seconds), so a sampling tick's read is not held up. */
+	int r = m.failed ? -ENOMEM : round_trip(in, &in->unwinding, 'Y', &m, &reply, &rlen, UNWIND_TIMEOUT_MS);
 	free(m.p);
 	if (r < 0) {
 		ret->status = r == -ENOMEM ? r : -ECHILD;
@@ -1004,8 +1007,9 @@ int interp_python(struct interp *in, const char *maps_text, size_t maps_len, boo
 		r = decode_python(&c, &ret->stacks);
 	free(reply);
 	if (c.bad || r == -EBADMSG) {
-		/* A worker that answers nonsense is not asked again. */
-		stop_worker(&in->symbols);
+		/* A worker that answers nonsense is restarted. */
+		stop_worker(&in->unwinding);
+		remember_maps_sent(in, NULL, 0);
 		memset(ret, 0, sizeof(*ret));
 		ret->status = -EBADMSG;
 		return 0;

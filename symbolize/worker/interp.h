@@ -69,7 +69,7 @@ bool interp_warm(struct interp *in, const char *maps_text, size_t maps_len, cons
 bool interp_warm_busy(struct interp *in);
 
 /* A CPython target's interpreter and, with frames, every thread's Python
- * stack, read by the symbols worker from the target's memory (never in
+ * stack, read by the unwinding worker from the target's memory (never in
  * this process: without a sandbox, status is -ECHILD).
  * status: 0; -ENOENT not a CPython (no python module with _PyRuntime);
  * -ENOTSUP a version without a layout (hexversion says which when known,

@@ -220,3 +220,53 @@ Test(python, snapshot_bundle_has_python_frames_and_pprof_reads_them, .timeout = 
 	free(res);
 	python_stop(&r);
 }
+
+/* Sampling (no stop at the ticks): the CPU profile's hottest function is
+ * the Python one that burns it, and the wall-clock profile shows the
+ * sleeping and blocked threads at their Python lines. */
+Test(python, sampled_profiles_name_python_functions, .timeout = 180)
+{
+	if (!python_ready())
+		cr_skip_test("no %s or DIAG_PY_FIXTURE", PYTHON);
+	if (!have_go())
+		cr_skip_test("no go tool pprof to read the profiles");
+	struct python_run r;
+	python_start(&r);
+	char out[400];
+	snprintf(out, sizeof(out), "%s/b", r.dir);
+	struct tool_result *res = malloc(sizeof(*res));
+	cr_assert(res);
+	const char *capture[] = {"-p", r.pid, "-d", "3s", "-o", out, NULL};
+	tool_run_ok(res, capture);
+	expect_verified(out, "python capture");
+
+	static char text[1 << 16];
+	char file[500], err[4096];
+	snprintf(file, sizeof(file), "%s/cpu.pprof", out);
+	cr_assert_eq(go_pprof("-top", file, text, sizeof(text), err, sizeof(err)), 0, "%s", err);
+	/* The first row under the header "flat flat% sum% cum cum%". */
+	const char *row = strstr(text, "cum%\n");
+	cr_assert(row, "no table: %s", text);
+	row += 5;
+	char first[4096];
+	snprintf(first, sizeof(first), "%.*s", (int)strcspn(row, "\n"), row);
+	cr_expect(strstr(first, " leaf"), "the hottest function is not leaf: %s\n%s", first, text);
+
+	snprintf(file, sizeof(file), "%s/wall.pprof", out);
+	cr_assert_eq(go_pprof("-top -lines -nodecount=200", file, text, sizeof(text), err, sizeof(err)), 0,
+		     "%s", err);
+	cr_expect(strstr(text, "sleeper ") && strstr(text, "fixture.py:35"),
+		  "the sleeping thread is not at its Python line: %s", text);
+	cr_expect(strstr(text, "blocked ") && strstr(text, "fixture.py:39"),
+		  "the blocked thread is not at its Python line: %s", text);
+
+	cJSON *m = manifest_load(out);
+	cJSON *py = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "python");
+	double merged = cJSON_GetNumberValue(cJSON_GetObjectItem(py, "samples_with_python_frames"));
+	double odd = cJSON_GetNumberValue(cJSON_GetObjectItem(py, "samples_inconsistent"));
+	cr_expect(merged > 100, "capture.python: %s", py ? cJSON_PrintUnformatted(py) : "absent");
+	cr_expect(odd <= merged * 0.2, "%.0f inconsistent samples against %.0f merged", odd, merged);
+	cJSON_Delete(m);
+	free(res);
+	python_stop(&r);
+}
