@@ -97,7 +97,7 @@ static const char *syscall_of(const struct thread_capture *tc, char buf[24])
 
 /* ---- text ---- */
 
-static void text_thread(FILE *f, const struct thread_capture *tc)
+static void text_thread(FILE *f, const struct thread_capture *tc, pid_t gil_holder)
 {
 	char comm[4 * sizeof(tc->comm) + 1], nr[24];
 	fprintf(f, "    %d \"%s\"  %c", (int)tc->tid, escape_text(tc->comm, comm, sizeof(comm)),
@@ -113,6 +113,8 @@ static void text_thread(FILE *f, const struct thread_capture *tc)
 		fputs("  [stopped by job control]", f);
 	if (tc->not_stopped)
 		fputs("  [read from /proc, not stopped]", f);
+	if (gil_holder && tc->tid == gil_holder)
+		fputs("  [holds the GIL]", f);
 	fputc('\n', f);
 }
 
@@ -146,7 +148,7 @@ static void write_text(FILE *f, const struct grouping *g, const struct symtab *s
 		const struct unwound_stack *stack = &g->stacks[g->order[gr->start]];
 		fprintf(f, "\n%zu thread%s:\n", gr->count, gr->count == 1 ? "" : "s");
 		for (size_t i = 0; i < gr->count; i++)
-			text_thread(f, &pc->threads[g->order[gr->start + i]]);
+			text_thread(f, &pc->threads[g->order[gr->start + i]], meta->gil_holder);
 		const char *why = snapshot_no_stack_reason(&pc->threads[g->order[gr->start]], stack);
 		if (why)
 			fprintf(f, "    (no stack: %s)\n", why);
@@ -156,7 +158,7 @@ static void write_text(FILE *f, const struct grouping *g, const struct symtab *s
 
 /* ---- JSON ---- */
 
-static cJSON *json_thread(const struct thread_capture *tc)
+static cJSON *json_thread(const struct thread_capture *tc, pid_t gil_holder)
 {
 	cJSON *t = cJSON_CreateObject();
 	char state[2] = {tc->state ? tc->state : '?', 0}, nr[24];
@@ -172,6 +174,8 @@ static cJSON *json_thread(const struct thread_capture *tc)
 		cJSON_AddTrueToObject(t, "stopped_by_job_control");
 	if (tc->not_stopped)
 		cJSON_AddTrueToObject(t, "read_without_stop");
+	if (gil_holder && tc->tid == gil_holder)
+		cJSON_AddTrueToObject(t, "holds_gil");
 	return t;
 }
 
@@ -240,7 +244,7 @@ static cJSON *json_doc(const struct grouping *g, const struct symtab *st,
 		cJSON_AddNumberToObject(o, "count", (double)gr->count);
 		cJSON *threads = cJSON_AddArrayToObject(o, "threads");
 		for (size_t i = 0; i < gr->count; i++)
-			cJSON_AddItemToArray(threads, json_thread(&pc->threads[g->order[gr->start + i]]));
+			cJSON_AddItemToArray(threads, json_thread(&pc->threads[g->order[gr->start + i]], meta->gil_holder));
 		const char *why = snapshot_no_stack_reason(&pc->threads[first], stack);
 		if (why)
 			cJSON_AddStringToObject(o, "no_stack", why);

@@ -167,10 +167,12 @@ static const struct py_thread *thread_of(const struct py_session *p, pid_t tid)
 	return NULL;
 }
 
-bool py_session_holds_gil(const struct py_session *p, pid_t tid)
+pid_t py_session_gil_holder(const struct py_session *p)
 {
-	const struct py_thread *t = p ? thread_of(p, tid) : NULL;
-	return t && t->holds_gil;
+	for (size_t i = 0; p && p->last && i < p->last->nthreads; i++)
+		if (p->last->threads[i].holds_gil)
+			return (pid_t)p->last->threads[i].native_tid;
+	return 0;
 }
 
 /* Emit the Python frames of the group starting at *next (up to and

@@ -70,7 +70,9 @@ int py_session_name_unnamed(struct py_session *p, struct symtab *st);
  * without an offset, in module "python"). */
 bool py_pc_is_python(uint64_t pc);
 
-/* Whether thread tid held the GIL at the last armed capture. */
-bool py_session_holds_gil(const struct py_session *p, pid_t tid);
+/* The thread that held the GIL at the last read, 0 if none did (it was
+ * released: every thread waiting or in C code that lets go of it) or p
+ * is NULL. */
+pid_t py_session_gil_holder(const struct py_session *p);
 
 #endif

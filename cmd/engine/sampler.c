@@ -1125,6 +1125,7 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 				   &(struct snapshot_meta){
 					   .main_named_by_go = s->go != NULL,
 					   .last_tick = final == &sp->last,
+					   .gil_holder = final == &sp->cur ? py_session_gil_holder(s->py) : 0,
 					   .exe_path = exe_path,
 					   .invoked_as = invoked_as,
 				   });

@@ -72,7 +72,7 @@ void snapshot_print_stack(FILE *f, const struct unwound_stack *stack, const stru
 		fputs("    ... (stack truncated: unwinding stopped early)\n", f);
 }
 
-static void print_thread_header(FILE *f, const struct thread_capture *tc)
+static void print_thread_header(FILE *f, const struct thread_capture *tc, pid_t gil_holder)
 {
 	/* The name is the thread's own choice (prctl, /proc/.../comm): escaped,
 	 * one thread stays one line ("a\nThread 1 ..." would forge another). */
@@ -85,6 +85,8 @@ static void print_thread_header(FILE *f, const struct thread_capture *tc)
 		fputs(" [blocked: sampled from /proc without stopping it]", f);
 	if (tc->delivered_signal)
 		fprintf(f, " [signal %d delivered during capture]", tc->delivered_signal);
+	if (gil_holder && tc->tid == gil_holder)
+		fputs(" [holds the GIL]", f);
 	fputc('\n', f);
 	if (tc->outcome == THREAD_CAPTURED && tc->syscall_nr >= 0 && tc->state != 'R') {
 		const char *name = attach_syscall_name(tc->syscall_nr);
@@ -175,7 +177,7 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 
 	for (size_t i = 0; i < pc->nthreads; i++) {
 		const struct thread_capture *tc = &pc->threads[i];
-		print_thread_header(f, tc);
+		print_thread_header(f, tc, meta->gil_holder);
 		const uint64_t *pcs = stacks[i].pcs;
 		size_t n = stacks[i].n;
 		const char *why = snapshot_no_stack_reason(tc, &stacks[i]);
@@ -190,9 +192,10 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 		 * of the process's threads, for report and diff alike. */
 		char labels[200], comm[4 * sizeof(tc->comm) + 1];
 		snprintf(labels, sizeof(labels),
-			 "tid=%d" LABEL_SEP "thread_comm=%s" LABEL_SEP "state=%c%s%s", (int)tc->tid,
+			 "tid=%d" LABEL_SEP "thread_comm=%s" LABEL_SEP "state=%c%s%s%s", (int)tc->tid,
 			 escape_text(tc->comm, comm, sizeof(comm)), tc->state ? tc->state : '?',
-			 why ? LABEL_SEP "no_stack=" : "", why ? snapshot_no_stack_label(tc) : "");
+			 why ? LABEL_SEP "no_stack=" : "", why ? snapshot_no_stack_label(tc) : "",
+			 meta->gil_holder && tc->tid == meta->gil_holder ? LABEL_SEP "gil=held" : "");
 		int64_t one = 1;
 		if (stackagg_add(agg, pcs, n, labels, &one) < 0) {
 			r = -ENOMEM;
@@ -291,6 +294,7 @@ int snapshot_finish(struct bundle *b, const char *prefix, const struct process_c
 		r = snapshot_write(b, prefix, pc, stacks, st,
 				   &(struct snapshot_meta){
 					   .main_named_by_go = go != NULL,
+					   .gil_holder = py_session_gil_holder(py),
 					   .exe_path = target_string(target_json, "exe"),
 					   .invoked_as = target_string(target_json, "invoked_as"),
 				   });

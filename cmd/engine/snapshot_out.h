@@ -26,6 +26,7 @@ struct snapshot_meta {
 	bool main_named_by_go;
 	bool last_tick;
 	const char *exe_path, *invoked_as; /* as in struct profile_spec */
+	pid_t gil_holder; /* a CPython thread that held the GIL, 0: none */
 };
 int snapshot_write(struct bundle *b, const char *prefix, const struct process_capture *pc,
 		   const struct unwound_stack *stacks, const struct symtab *st,

@@ -179,6 +179,12 @@ Test(python, dump_matches_the_interpreters_own_traceback, .timeout = 120)
 	 * on the native ones that run them, down to start_thread. */
 	cr_expect(strstr(res->out, "\"leaf\""), "no leaf frame");
 	cr_expect(strstr(res->out, "start_thread"), "no native frame below the Python ones");
+	/* The GIL: the busy thread has it (no other thread asks for it: they
+	 * sleep or wait with it released), and only one thread can. */
+	int holders = 0;
+	for (const char *h = res->out; (h = strstr(h, "\"holds_gil\"")); h++)
+		holders++;
+	cr_expect_eq(holders, 1, "%d threads hold the GIL: %s", holders, res->out);
 	cr_expect(strstr(res->out, "_PyEval_EvalFrameDefault") == NULL,
 		  "an evaluation-loop frame was left in place of its Python frames");
 	free(fh);
@@ -202,6 +208,7 @@ Test(python, snapshot_bundle_has_python_frames_and_pprof_reads_them, .timeout = 
 	expect_member_has(out, "threads.txt", "leaf  (" , "no leaf frame in threads.txt");
 	expect_member_has(out, "threads.txt", "fixture.py:", "no fixture file:line in threads.txt");
 	expect_member_has(out, "threads.txt", "sleeper  (", "the sleeping thread has no Python frame");
+	expect_member_has(out, "threads.txt", "[holds the GIL]", "no thread labelled as the GIL's holder");
 	cJSON *m = manifest_load(out);
 	cJSON *py = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "python");
 	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(py, "frames_readable")), "manifest target.python: %s",
