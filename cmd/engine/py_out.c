@@ -11,7 +11,7 @@
 /* Synthetic PCs: in the non-canonical hole of x86-64 addresses, where no
  * process maps anything and no kernel address lies, 16 apart so that a
  * caller's pc - 1 names the same frame. */
-#define PY_PC_BASE 0x5059000000000000ull
+#define PY_PC_BASE   0x5059000000000000ull
 #define PY_PC_STRIDE 16
 
 struct py_session {
@@ -27,9 +27,9 @@ struct py_session {
 	 * are copies, kept for the session. */
 	struct py_pc {
 		char *function, *file; /* as profiles show them (display_name) */
-		char *qualname;        /* as the interpreter has it */
+		char *qualname;	       /* as the interpreter has it */
 		int line;
-	} *pcs;
+	} * pcs;
 	size_t npcs, pcs_cap;
 };
 
@@ -80,16 +80,19 @@ void py_session_describe(const struct py_session *p, cJSON *target)
 	cJSON *o = cJSON_AddObjectToObject(target, "python");
 	if (p->hexversion) {
 		char v[32];
-		snprintf(v, sizeof(v), "%u.%u.%u", p->hexversion >> 24, (p->hexversion >> 16) & 0xff,
-			 (p->hexversion >> 8) & 0xff);
+		snprintf(v, sizeof(v), "%u.%u.%u", p->hexversion >> 24,
+			 (p->hexversion >> 16) & 0xff, (p->hexversion >> 8) & 0xff);
 		cJSON_AddStringToObject(o, "version", v);
 	}
 	cJSON_AddBoolToObject(o, "frames_readable", p->status == 0);
 	if (p->status == -ENOTSUP)
-		cJSON_AddStringToObject(o, "why", p->hexversion ? "no layout for this CPython version (3.11 is read)"
-								: "a CPython older than 3.11 (no Py_Version)");
+		cJSON_AddStringToObject(
+			o, "why",
+			p->hexversion ? "no layout for this CPython version (3.11 is read)"
+				      : "a CPython older than 3.11 (no Py_Version)");
 	else if (p->status == -ECHILD)
-		cJSON_AddStringToObject(o, "why", "no sandboxed worker to read the interpreter's memory");
+		cJSON_AddStringToObject(o, "why",
+					"no sandboxed worker to read the interpreter's memory");
 	else if (p->status < 0)
 		cJSON_AddStringToObject(o, "why", strerror(-p->status));
 }
@@ -146,8 +149,10 @@ static uint64_t frame_pc(struct py_session *p, const struct py_frame *f, bool *o
 		*oom = true;
 		return 0;
 	}
-	struct py_pc e = {.function = display_name(f), .file = strdup(f->file),
-			  .qualname = strdup(f->function), .line = f->line};
+	struct py_pc e = {.function = display_name(f),
+			  .file = strdup(f->file),
+			  .qualname = strdup(f->function),
+			  .line = f->line};
 	if (!e.function || !e.file || !e.qualname) {
 		free(e.function);
 		free(e.file);

@@ -40,7 +40,8 @@ static void scan_symbols(Elf *elf, Elf64_Word type, struct found *f)
 		size_t n = sh.sh_size / sh.sh_entsize;
 		for (size_t i = 0; i < n; i++) {
 			GElf_Sym sym;
-			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+			    !sym.st_value)
 				continue;
 			const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!name || (name[0] != '_' && name[0] != 'P'))
@@ -84,8 +85,8 @@ static uint64_t runtime_address(const struct maps *m, const struct maps_entry *e
 {
 	for (size_t i = 0; i < m->count; i++) {
 		const struct maps_entry *x = &m->entries[i];
-		if (x->inode != e->inode || x->dev_major != e->dev_major || x->dev_minor != e->dev_minor ||
-		    strcmp(x->path, e->path) != 0)
+		if (x->inode != e->inode || x->dev_major != e->dev_major ||
+		    x->dev_minor != e->dev_minor || strcmp(x->path, e->path) != 0)
 			continue;
 		if (off >= x->offset && off - x->offset < x->limit - x->start)
 			return x->start + (off - x->offset);
@@ -123,7 +124,8 @@ int py_symbols_find(pid_t pid, int rootfd, const struct maps *m, struct py_symbo
 			s.version = runtime_address(m, e, off);
 		if (f.have_eval && vaddr_to_offset(elf, f.eval, &off)) {
 			s.eval_start = runtime_address(m, e, off);
-			s.eval_end = s.eval_start ? s.eval_start + (f.eval_size ? f.eval_size : 1) : 0;
+			s.eval_end =
+				s.eval_start ? s.eval_start + (f.eval_size ? f.eval_size : 1) : 0;
 		}
 		if (elf)
 			elf_end(elf);

@@ -250,6 +250,7 @@ struct worker_state {
 	int py_status;
 	uint32_t py_hexversion;
 	struct py_symbols py_syms;
+	struct py_layout py_layout;
 };
 
 static bool same_maps(const char *a, size_t alen, const uint8_t *b, size_t blen)
@@ -479,8 +480,21 @@ static void worker_py_locate(struct worker_state *w, const uint8_t *maps, size_t
 		w->py_status = -ENOTSUP;
 	else if ((w->py_status = worker_py_read(&mem, w->py_syms.version, &hex, 4)) == 0) {
 		w->py_hexversion = hex;
-		if (!py_layout_for(hex))
+		const struct py_layout *known = py_layout_for(hex);
+		if (!known) {
 			w->py_status = -ENOTSUP;
+			return;
+		}
+		w->py_layout = *known;
+		/* 3.13 on: the offsets the interpreter publishes win over ours
+		 * (a distribution's build may differ). A block that is there
+		 * but makes no sense is refused rather than half trusted. */
+		uint8_t block[1024];
+		if (worker_py_read(&mem, w->py_syms.runtime, block, sizeof(block)) == 0) {
+			int d = py_layout_from_debug_offsets(block, sizeof(block), hex, &w->py_layout);
+			if (d == -EBADMSG)
+				w->py_status = -EBADMSG;
+		}
 	}
 }
 
@@ -503,7 +517,7 @@ static void worker_python(struct worker_state *w, struct cursor *c, struct byte_
 	int status = w->py_status;
 	if (status == 0 && want_frames) {
 		pid_t mem = attach_memory_tid(w->pid);
-		status = py_stacks_read(py_layout_for(w->py_hexversion), w->py_syms.runtime,
+		status = py_stacks_read(&w->py_layout, w->py_syms.runtime,
 					worker_py_read, &mem, NULL, &st);
 	}
 	msg_u32(out, (uint32_t)status);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pyimage.h"
 #include "symbolize/python/pyframes.h"
 
 #ifdef HAVE_PY311_HEADERS
@@ -109,8 +110,10 @@ Test(pyframes, line_table_decoding_matches_co_lines, .timeout = 120)
 			for (int a = s; a < e; a += 2, units++) {
 				int ours = py_line_at(table, len, first, a);
 				if (ours != l && wrong++ < 5)
-					cr_expect_eq(ours, l, "code at line %d, offset %d: ours %d, co_lines %d",
-						     first, a, ours, l);
+					cr_expect_eq(
+						ours, l,
+						"code at line %d, offset %d: ours %d, co_lines %d",
+						first, a, ours, l);
 			}
 		}
 	}
@@ -131,7 +134,8 @@ struct image {
 static int image_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct image *im = ctx;
-	if (addr < im->base || addr - im->base > sizeof(im->mem) || len > sizeof(im->mem) - (addr - im->base))
+	if (addr < im->base || addr - im->base > sizeof(im->mem) ||
+	    len > sizeof(im->mem) - (addr - im->base))
 		return -EFAULT;
 	memcpy(buf, im->mem + (addr - im->base), len);
 	return 0;
@@ -147,8 +151,8 @@ Test(pyframes, a_looping_frame_list_ends_at_the_cap)
 	const struct py_layout *L = py_layout_for(0x030b02f0);
 	cr_assert(L);
 	struct image im = {.base = 0x10000};
-	uint64_t runtime = 0, interp = 1024, tstate = 1536, cframe = 2048, frame = 2304, code = 2560,
-		 name = 3072, file = 3328;
+	uint64_t runtime = 0, interp = 1024, tstate = 1536, cframe = 2048, frame = 2304,
+		 code = 2560, name = 3072, file = 3328;
 	put64(&im, runtime + L->runtime_interpreters_head, im.base + interp);
 	put64(&im, interp + L->interp_threads_head, im.base + tstate);
 	put64(&im, tstate + L->tstate_native_thread_id, 4242);
@@ -188,4 +192,66 @@ Test(pyframes, a_looping_frame_list_ends_at_the_cap)
 	s = NULL;
 	cr_expect_lt(py_stacks_read(L, im.base + runtime, image_read, &im, NULL, &s), 0);
 	cr_expect_null(s);
+}
+
+/* Memory images captured from live interpreters (images/, made by
+ * py_capture_image from tests/targets/python/fixture.py; each .expected
+ * was checked against that interpreter's faulthandler traceback): the
+ * walker reads the same stacks from them, here, with no such interpreter. */
+static void replay(const char *name, bool expect_debug_offsets)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s.img", PY_IMAGES_DIR, name);
+	struct pyimage im;
+	cr_assert_eq(pyimage_load(&im, path), 0, "cannot load %s", path);
+	const struct py_layout *known = py_layout_for(im.hexversion);
+	cr_assert(known, "no layout for %x", im.hexversion);
+	struct py_layout L = *known;
+	uint8_t block[1024];
+	cr_assert_eq(pyimage_replay_read(&im, im.runtime, block, sizeof(block)), 0);
+	int d = py_layout_from_debug_offsets(block, sizeof(block), im.hexversion, &L);
+	if (expect_debug_offsets) {
+		cr_expect_eq(d, 0, "%s: no usable _Py_DebugOffsets (%d)", name, d);
+		/* What the interpreter publishes agrees with its headers. */
+		cr_expect_eq(memcmp(&L, known, sizeof(L)), 0,
+			     "%s: debug offsets differ from the headers' layout", name);
+	} else {
+		cr_expect_eq(d, -ENOENT, "%s: a debug-offsets cookie before 3.13", name);
+	}
+	struct py_stacks *s = NULL;
+	cr_assert_eq(py_stacks_read(&L, im.runtime, pyimage_replay_read, &im, NULL, &s), 0);
+	char *got = NULL;
+	size_t got_len = 0;
+	FILE *f = open_memstream(&got, &got_len);
+	for (size_t i = 0; i < s->nthreads; i++)
+		for (size_t k = 0; k < s->threads[i].nframes; k++) {
+			const struct py_frame *fr = &s->threads[i].frames[k];
+			fprintf(f, "%zu|%s|%s|%d|%d\n", i, fr->function, fr->file, fr->line,
+				fr->entry);
+		}
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/%s.expected", PY_IMAGES_DIR, name);
+	FILE *e = fopen(path, "r");
+	cr_assert(e, "no %s", path);
+	static char want[1 << 16];
+	size_t want_len = fread(want, 1, sizeof(want) - 1, e);
+	want[want_len] = '\0';
+	fclose(e);
+	cr_expect_str_eq(got, want, "%s: stacks read from the image differ", name);
+	free(got);
+	py_stacks_free(s);
+	pyimage_release(&im);
+}
+
+Test(pyframes, image_of_cpython_311)
+{
+	replay("fixture-3.11", false);
+}
+Test(pyframes, image_of_cpython_312)
+{
+	replay("fixture-3.12", false);
+}
+Test(pyframes, image_of_cpython_313_read_through_its_debug_offsets)
+{
+	replay("fixture-3.13", true);
 }
