@@ -90,6 +90,9 @@ void py_session_describe(const struct py_session *p, cJSON *target)
 			o, "why",
 			p->hexversion ? "no layout for this CPython version (3.11 is read)"
 				      : "a CPython older than 3.11 (no Py_Version)");
+	else if (p->status == -ENODATA)
+		cJSON_AddStringToObject(o, "why", "no _PyRuntime among the symbols of its python executable "
+						  "or libpython (a static build, stripped)");
 	else if (p->status == -ECHILD)
 		cJSON_AddStringToObject(o, "why",
 					"no sandboxed worker to read the interpreter's memory");

@@ -142,8 +142,9 @@ struct py_symbols {
 
 /* Look for them among the mapped files of maps whose name says python
  * (python3.*, libpython3.*), opened with symbolize_open_mapped (rootfd:
- * O_PATH of /proc/PID/root, or -1). 0, or -ENOENT (no such module: not a
- * CPython, or a static one without symbols), or -errno. */
+ * O_PATH of /proc/PID/root, or -1). 0; -ENOENT: no such module (not a
+ * CPython); -ENODATA: such modules, none with _PyRuntime among its symbols
+ * (a static build whose symbols were stripped); or -errno. */
 int py_symbols_find(pid_t pid, int rootfd, const struct maps *maps, struct py_symbols *ret);
 
 #endif

@@ -106,6 +106,8 @@ int py_symbols_find(pid_t pid, int rootfd, const struct maps *m, struct py_symbo
 		if (tried && strcmp(tried, e->path) == 0)
 			continue;
 		tried = e->path;
+		if (result == -ENOENT)
+			result = -ENODATA; /* a python module, so far without _PyRuntime */
 		int fd = symbolize_open_mapped(rootfd, pid, e);
 		if (fd < 0)
 			continue;

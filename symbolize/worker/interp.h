@@ -71,7 +71,8 @@ bool interp_warm_busy(struct interp *in);
 /* A CPython target's interpreter and, with frames, every thread's Python
  * stack, read by the unwinding worker from the target's memory (never in
  * this process: without a sandbox, status is -ECHILD).
- * status: 0; -ENOENT not a CPython (no python module with _PyRuntime);
+ * status: 0; -ENOENT not a CPython (no python module); -ENODATA a python
+ * module without _PyRuntime in its symbols (a stripped static build);
  * -ENOTSUP a version without a layout (hexversion says which when known,
  * 0 before 3.11); -ECHILD no worker; -EBADMSG a reply that made no sense;
  * another -errno from reading its memory. stacks (status 0 with frames) is

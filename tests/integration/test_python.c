@@ -289,3 +289,36 @@ Test(python, sampled_profiles_name_python_functions, .timeout = 180)
 	free(res);
 	python_stop(&r);
 }
+
+/* A program called python3 without the interpreter's symbols (as a static,
+ * stripped build would be): the manifest says why there are no Python
+ * frames, and the capture goes on. */
+Test(python, a_python_without_its_symbols_says_why, .timeout = 60)
+{
+	char dir[256], exe[300], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(exe, sizeof(exe), "%s/python3", dir);
+	snprintf(out, sizeof(out), "%s/b", dir);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "cp /bin/sleep '%s'", exe);
+	cr_assert_eq(sh(cmd), 0);
+	/* The shell says ready, then becomes the program (same pid). */
+	const char *argv[] = {"/bin/sh", "-c", "echo ready; exec \"$0\" 60", exe, NULL};
+	struct target t = target_start(argv, "ready");
+	sleep_ms(100);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result *res = malloc(sizeof(*res));
+	cr_assert(res);
+	const char *snap[] = {"-p", pid, "--snapshot", "-o", out, NULL};
+	tool_run_ok(res, snap);
+	cJSON *m = manifest_load(out);
+	cJSON *py = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "python");
+	cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(py, "frames_readable")), "target.python: %s",
+		  py ? cJSON_PrintUnformatted(py) : "absent");
+	const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(py, "why"));
+	cr_expect(why && strstr(why, "_PyRuntime"), "why: %s", why ? why : "(none)");
+	cJSON_Delete(m);
+	free(res);
+	target_kill(&t);
+	rm_rf(dir);
+}
