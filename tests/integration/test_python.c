@@ -110,6 +110,58 @@ static int python_stacks_of_dump(const char *json, struct py_stack_seen *out, in
 	return n;
 }
 
+/* The interpreter's own account (faulthandler, on SIGUSR1), taken now. */
+static char *interpreters_traceback(struct python_run *r)
+{
+	kill(r->t.pid, SIGUSR1);
+	char *fh = NULL;
+	for (int i = 0; i < 200; i++) {
+		free(fh);
+		fh = read_file(r->traceback, NULL);
+		if (fh && strstr(fh, "in <module>"))
+			break;
+		sleep_ms(10);
+	}
+	cr_assert(fh && strstr(fh, "in <module>"), "faulthandler wrote no traceback: %s",
+		  fh ? fh : "");
+	return fh;
+}
+
+/* The Python frames of each thread of a threads.txt: under each "Thread "
+ * header, the frame lines of module python,
+ * "#N 0xPC  FUNCTION  (FILE:LINE)  python". */
+static int python_stacks_of_threads_txt(const char *text, struct py_stack_seen *out, int max)
+{
+	int n = -1;
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		size_t len = strcspn(l, "\n");
+		if (strncmp(l, "Thread ", 7) == 0) {
+			if (n + 1 == max)
+				break;
+			out[++n].n = 0;
+			continue;
+		}
+		if (n < 0 || l[0] != '#' || len < 9 || memcmp(l + len - 8, "  python", 8) != 0 ||
+		    out[n].n == MAX_FRAMES)
+			continue;
+		char line[1024];
+		snprintf(line, sizeof(line), "%.*s", (int)(len - 8), l);
+		char *fn = strstr(line, " 0x");
+		fn = fn ? strstr(fn + 1, "  ") : NULL;
+		char *paren = fn ? strstr(fn + 2, "  (") : NULL;
+		char *colon = paren ? strrchr(paren, ':') : NULL;
+		if (!colon)
+			continue;
+		struct py_frame_seen *f = &out[n].f[out[n].n++];
+		*paren = '\0';
+		*colon = '\0';
+		snprintf(f->function, sizeof(f->function), "%s", fn + 2);
+		snprintf(f->file, sizeof(f->file), "%s", paren + 3);
+		f->line = atoi(colon + 1);
+	}
+	return n + 1;
+}
+
 /* "Thread.run" (ours, co_qualname) against faulthandler's "run" (co_name). */
 static bool same_function(const char *qualname, const char *name)
 {
@@ -156,17 +208,7 @@ Test(python, dump_matches_the_interpreters_own_traceback, .timeout = 120)
 	const char *dump[] = {"dump", "-p", r.pid, "--json", NULL};
 	tool_run_ok(res, dump);
 	/* The interpreter's own account, right after ours. */
-	kill(r.t.pid, SIGUSR1);
-	char *fh = NULL;
-	for (int i = 0; i < 200; i++) {
-		free(fh);
-		fh = read_file(r.traceback, NULL);
-		if (fh && strstr(fh, "in <module>"))
-			break;
-		sleep_ms(10);
-	}
-	cr_assert(fh && strstr(fh, "in <module>"), "faulthandler wrote no traceback: %s",
-		  fh ? fh : "");
+	char *fh = interpreters_traceback(&r);
 
 	struct py_stack_seen theirs[MAX_THREADS], ours[MAX_THREADS];
 	int ntheirs = parse_faulthandler(fh, theirs, MAX_THREADS);
@@ -217,6 +259,25 @@ Test(python, snapshot_bundle_has_python_frames_and_pprof_reads_them, .timeout = 
 			  "the sleeping thread has no Python frame");
 	expect_member_has(out, "threads.txt", "[holds the GIL]",
 			  "no thread labelled as the GIL's holder");
+	/* threads.txt against the interpreter's own traceback, thread by
+	 * thread, as the dump is. */
+	char *fh = interpreters_traceback(&r);
+	char *txt = read_in(out, "threads.txt");
+	cr_assert(txt);
+	struct py_stack_seen theirs[MAX_THREADS], ours[MAX_THREADS];
+	int ntheirs = parse_faulthandler(fh, theirs, MAX_THREADS);
+	int nours = python_stacks_of_threads_txt(txt, ours, MAX_THREADS);
+	cr_expect_eq(ntheirs, 4, "faulthandler listed %d threads: %s", ntheirs, fh);
+	char a[2048];
+	for (int i = 0; i < ntheirs; i++) {
+		bool found = false;
+		for (int k = 0; k < nours && !found; k++)
+			found = stacks_match(&ours[k], &theirs[i]);
+		cr_expect(found, "the interpreter's thread %s is in no thread of threads.txt:\n%s",
+			  describe(&theirs[i], a, sizeof(a)), txt);
+	}
+	free(txt);
+	free(fh);
 	cJSON *m = manifest_load(out);
 	cJSON *py = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "python");
 	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(py, "frames_readable")),
@@ -268,11 +329,13 @@ Test(python, sampled_profiles_name_python_functions, .timeout = 180)
 	char first[4096];
 	snprintf(first, sizeof(first), "%.*s", (int)strcspn(row, "\n"), row);
 	cr_expect(strstr(first, " leaf"), "the hottest function is not leaf: %s\n%s", first, text);
+	cr_expect(strstr(err, "warning") == NULL, "go tool pprof warned on cpu.pprof: %s", err);
 
 	snprintf(file, sizeof(file), "%s/wall.pprof", out);
 	cr_assert_eq(
 		go_pprof("-top -lines -nodecount=200", file, text, sizeof(text), err, sizeof(err)),
 		0, "%s", err);
+	cr_expect(strstr(err, "warning") == NULL, "go tool pprof warned on wall.pprof: %s", err);
 	cr_expect(strstr(text, "sleeper ") && strstr(text, "fixture.py:35"),
 		  "the sleeping thread is not at its Python line: %s", text);
 	cr_expect(strstr(text, "blocked ") && strstr(text, "fixture.py:39"),
