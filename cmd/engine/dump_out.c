@@ -14,6 +14,7 @@
 
 #include "bundle/text.h"
 #include "cmd/engine/profile_out.h"
+#include "cmd/engine/go_out.h"
 #include "cmd/engine/py_out.h"
 #include "cmd/engine/snapshot_out.h"
 
@@ -264,6 +265,10 @@ int dump_write(FILE *f, bool json, const struct process_capture *pc,
 		/* cJSON reports no allocation failure along the way: a
 		 * document that does not print is the one sign of it. */
 		cJSON *d = json_doc(&g, st, meta);
+		if (d && go_session_json(meta->go, d) < 0) {
+			cJSON_Delete(d);
+			d = NULL;
+		}
 		char *s = d ? json_print(d, true) : NULL;
 		if (s)
 			fprintf(f, "%s\n", s);

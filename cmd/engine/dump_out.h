@@ -14,11 +14,13 @@
 #include "symbolize/worker/interp.h"
 #include "symbolize/worker/symtab.h"
 
+struct go_session;
 struct dump_meta {
 	const char *exe;       /* the target's executable path, or NULL */
 	const char *comm;      /* the process's name, or NULL */
 	size_t interrupted;    /* threads stopped while blocked in a syscall */
 	pid_t gil_holder;      /* a CPython thread that held the GIL, 0: none */
+	struct go_session *go; /* a Go target's goroutines, for --json; may be NULL */
 };
 
 /* Print pc's threads grouped by stack: text (names escaped, as in

@@ -443,6 +443,70 @@ long go_session_print(struct go_session *g, FILE *f)
 	return (long)stats.user_goroutines;
 }
 
+struct json_collect {
+	struct go_session *g;
+	cJSON *list;
+	cJSON *frames; /* of the sample being added */
+};
+
+static int json_frame(void *ctx, const struct go_frame *f)
+{
+	struct json_collect *c = ctx;
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return -ENOMEM;
+	cJSON_AddItemToArray(c->frames, o);
+	cJSON_AddStringToObject(o, "function", f->function ? f->function : "?");
+	if (f->file) {
+		cJSON_AddStringToObject(o, "file", f->file);
+		cJSON_AddNumberToObject(o, "line", f->line);
+	}
+	if (f->inlined)
+		cJSON_AddTrueToObject(o, "inlined");
+	return 0;
+}
+
+static int json_sample(void *ctx, const struct go_sample *s)
+{
+	struct json_collect *c = ctx;
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return -ENOMEM;
+	cJSON_AddItemToArray(c->list, o);
+	cJSON_AddNumberToObject(o, "count", (double)s->count);
+	if (s->has_labels) {
+		cJSON *labels = cJSON_AddObjectToObject(o, "labels");
+		for (size_t i = 0; labels && i < s->nlabels; i++)
+			cJSON_AddStringToObject(labels, s->labels[i].key, s->labels[i].value);
+	}
+	c->frames = cJSON_AddArrayToObject(o, "frames");
+	if (!c->frames)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nlocs; i++) {
+		int r = go_target_symbolize_pc(c->g->target, s->locs[i], json_frame, c);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int go_session_json(struct go_session *g, cJSON *doc)
+{
+	if (!g || !g->snap || !go_target_can_list_goroutines(g->target))
+		return 0;
+	int r = go_snapshot_unwind(g->snap);
+	if (r < 0)
+		return r == -ENOMEM ? r : 0;
+	struct go_capture_stats stats;
+	go_snapshot_stats(g->snap, &stats);
+	cJSON_AddNumberToObject(doc, "goroutines_total", (double)stats.user_goroutines);
+	struct json_collect c = {.g = g, .list = cJSON_AddArrayToObject(doc, "goroutines")};
+	if (!c.list)
+		return -ENOMEM;
+	r = go_snapshot_foreach_sample(g->snap, json_sample, &c);
+	return r < 0 ? r : 0;
+}
+
 int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 		     const struct symtab *st, cJSON *manifest_go)
 {

@@ -46,6 +46,13 @@ int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
  * heading; returns how many (0: none, or g NULL), -ENOMEM. */
 long go_session_print(struct go_session *g, FILE *f);
 
+/* For diag-attach dump --json: the same goroutines as "goroutines" in
+ * doc, one entry per distinct (stack, labels) in the runtime's order:
+ * {count, labels {k: v}, frames [{function, file, line, inlined}]}, and
+ * "goroutines_total" (the runtime's own left out, as in the text). Nothing
+ * when g is NULL or listed none. 0 or -ENOMEM. */
+int go_session_json(struct go_session *g, cJSON *doc);
+
 /* Cheap counters for the timeline (-1 when unknown). */
 void go_session_counters(struct go_session *g, int64_t *goroutines, int64_t *heap_live);
 

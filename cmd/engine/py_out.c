@@ -40,6 +40,11 @@ struct py_session *py_session_open(const struct attach_target *t, struct interp 
 		process_capture_release(&pc);
 		return NULL;
 	}
+	/* Most targets map nothing called python: no round trip for them. */
+	if (!memmem(pc.maps_text, pc.maps_len, "python3", 7)) {
+		process_capture_release(&pc);
+		return NULL;
+	}
 	struct interp_python ip;
 	int r = interp_python(in, pc.maps_text, pc.maps_len, false, &ip);
 	process_capture_release(&pc);

@@ -119,6 +119,7 @@ static int run_snapshot(struct capture_session *s)
 			.comm = s->target.comm[0] ? s->target.comm : NULL,
 			.interrupted = interrupted,
 			.gil_holder = py_session_gil_holder(s->py),
+			.go = s->go,
 		};
 		r = dump_write(s->opt->dump_to, s->opt->dump_json, &pc, stacks, st, &meta);
 		/* A Go program's goroutines follow its threads (text only). */

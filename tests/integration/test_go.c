@@ -184,6 +184,43 @@ Test(go, dump_lists_the_runtimes_goroutines)
 	run_end(&g);
 }
 
+/* dump --json carries the goroutines too: as many as the text dump lists,
+ * grouped by stack, each group's frames named. */
+Test(go, dump_json_has_the_goroutines)
+{
+	const char *argv[] = {fixture("DIAG_GO_FIXTURE"), NULL};
+	struct target_run g;
+	run_begin(&g, argv, "pid", "b");
+	struct tool_result *r = malloc(sizeof(*r));
+	cr_assert(r);
+	const char *args[] = {"dump", "-p", g.pid, "--json", NULL};
+	tool_run_ok(r, args);
+	cJSON *d = cJSON_Parse(r->out);
+	cr_assert(d, "not JSON: %.300s", r->out);
+	double total = cJSON_GetNumberValue(cJSON_GetObjectItem(d, "goroutines_total"));
+	cJSON *list = cJSON_GetObjectItem(d, "goroutines");
+	cr_assert(cJSON_IsArray(list), "no goroutines array");
+	double sum = 0;
+	bool main_seen = false;
+	cJSON *e;
+	cJSON_ArrayForEach(e, list)
+	{
+		sum += cJSON_GetNumberValue(cJSON_GetObjectItem(e, "count"));
+		cJSON *f;
+		cJSON_ArrayForEach(f, cJSON_GetObjectItem(e, "frames"))
+		{
+			const char *fn = cJSON_GetStringValue(cJSON_GetObjectItem(f, "function"));
+			main_seen = main_seen || (fn && strncmp(fn, "main.", 5) == 0);
+		}
+	}
+	cr_expect_gt(total, 10, "goroutines_total %.0f", total);
+	cr_expect_eq(sum, total, "the groups count %.0f goroutines, the total says %.0f", sum, total);
+	cr_expect(main_seen, "no frame of package main in any goroutine");
+	cJSON_Delete(d);
+	free(r);
+	run_end(&g);
+}
+
 Test(go, stripped_thread_stacks_named)
 {
 	struct target_run g;
