@@ -71,6 +71,7 @@ static uint64_t monotonic_ns(void)
 
 #define MAX_MESSAGE (1u << 30)
 #define UNWIND_TIMEOUT_MS 10000
+#define PYTHON_READ_TIMEOUT_MS 500
 #define SYMBOLIZE_TIMEOUT_MS 300000
 #define MAX_RESTARTS 8
 #define MAPS_UNCHANGED UINT32_MAX
@@ -1004,7 +1005,12 @@ int interp_python(struct interp *in, const char *maps_text, size_t maps_len, boo
 	size_t rlen = 0;
 	/* The unwinding worker: never left busy with a warm-up (the symbols
 	 * one may be, for seconds), so a sampling tick's read is not held up. */
-	int r = m.failed ? -ENOMEM : round_trip(in, &in->unwinding, 'Y', &m, &reply, &rlen, UNWIND_TIMEOUT_MS);
+	/* A read of the frames may run while every thread is held: a walk that
+	 * takes longer than this (a hostile interpreter's lists are bounded,
+	 * but long) loses the worker and its frames, not the target's time.
+	 * Finding the interpreter parses ELF files: the usual patience. */
+	unsigned timeout = frames ? PYTHON_READ_TIMEOUT_MS : UNWIND_TIMEOUT_MS;
+	int r = m.failed ? -ENOMEM : round_trip(in, &in->unwinding, 'Y', &m, &reply, &rlen, timeout);
 	free(m.p);
 	if (r < 0) {
 		ret->status = r == -ENOMEM ? r : -ECHILD;
