@@ -23,6 +23,8 @@ struct py_session {
 	int last_status;
 	/* Sampling (py_session_refresh, py_session_amend). */
 	uint64_t reads, reads_failed, samples_merged, samples_inconsistent;
+	/* Why reading stopped during the capture (NULL: it did not). */
+	const char *gave_up;
 	/* One synthetic PC per distinct (function, file, line); the strings
 	 * are copies, kept for the session. */
 	struct py_pc {
@@ -96,8 +98,9 @@ void py_session_describe(const struct py_session *p, cJSON *target)
 			p->hexversion ? "no layout for this CPython version (3.11 is read)"
 				      : "a CPython older than 3.11 (no Py_Version)");
 	else if (p->status == -ENODATA)
-		cJSON_AddStringToObject(o, "why", "no _PyRuntime among the symbols of its python executable "
-						  "or libpython (a static build, stripped)");
+		cJSON_AddStringToObject(o, "why",
+					"no _PyRuntime among the symbols of its python executable "
+					"or libpython (a static build, stripped)");
 	else if (p->status == -ECHILD)
 		cJSON_AddStringToObject(o, "why",
 					"no sandboxed worker to read the interpreter's memory");
@@ -105,17 +108,33 @@ void py_session_describe(const struct py_session *p, cJSON *target)
 		cJSON_AddStringToObject(o, "why", strerror(-p->status));
 }
 
+/* A read that cost the worker (it timed out, died, or answered nonsense:
+ * the interpreter's memory made it so) is not tried again: the worker's
+ * restarts are few, and the capture's unwinding needs them. */
+static void note_read(struct py_session *p, const struct interp_python *ip)
+{
+	p->last_status = ip->status;
+	if (ip->status == -ECHILD || ip->status == -EBADMSG) {
+		p->status = ip->status;
+		p->gave_up = ip->status == -ECHILD
+				     ? "a read of the frames lost the worker (too slow, or it died)"
+				     : "the worker's answer made no sense";
+	}
+}
+
 static void while_held(void *ctx, const struct process_capture *pc)
 {
 	struct py_session *p = ctx;
 	py_stacks_free(p->last);
 	p->last = NULL;
+	if (p->status < 0)
+		return;
 	struct interp_python ip;
 	if (interp_python(p->in, pc->maps_text, pc->maps_len, true, &ip) < 0) {
 		p->last_status = -ENOMEM;
 		return;
 	}
-	p->last_status = ip.status;
+	note_read(p, &ip);
 	p->last = ip.stacks;
 }
 
@@ -298,7 +317,7 @@ int py_session_refresh(struct py_session *p, const char *maps_text, size_t maps_
 	if (r < 0)
 		return r;
 	p->reads++;
-	p->last_status = ip.status;
+	note_read(p, &ip);
 	p->last = ip.stacks;
 	if (ip.status < 0) {
 		p->reads_failed++;
@@ -327,9 +346,11 @@ void py_session_amend(struct py_session *p, pid_t tid, struct unwound_stack *sta
 
 void py_session_sampling_json(const struct py_session *p, cJSON *capture)
 {
-	if (!p || p->status < 0)
+	if (!p || (p->status < 0 && !p->gave_up))
 		return;
 	cJSON *o = cJSON_AddObjectToObject(capture, "python");
+	if (p->gave_up)
+		cJSON_AddStringToObject(o, "gave_up", p->gave_up);
 	cJSON_AddNumberToObject(o, "reads", (double)p->reads);
 	cJSON_AddNumberToObject(o, "reads_failed", (double)p->reads_failed);
 	cJSON_AddNumberToObject(o, "samples_with_python_frames", (double)p->samples_merged);

@@ -59,7 +59,9 @@ void py_session_amend(struct py_session *p, pid_t tid, struct unwound_stack *sta
 
 /* The sampling counters as "python" in the manifest's capture object:
  * reads, failed reads, samples given Python frames, samples whose frames
- * could not be read consistently. Nothing when p is NULL. */
+ * could not be read consistently, and gave_up when a read lost the worker
+ * (reading then stops for the session: the worker's restarts are few and
+ * the capture's unwinding needs them). Nothing when p is NULL. */
 void py_session_sampling_json(const struct py_session *p, cJSON *capture);
 
 /* Name the synthetic program counters of Python frames in st. 0 or

@@ -513,6 +513,11 @@ static void worker_python(struct worker_state *w, struct cursor *c, struct byte_
 	uint32_t want_frames = take_u32(c);
 	if (!maps)
 		return;
+	/* Test-only: a read of the frames kills the worker (an interpreter
+	 * whose memory crashes or stalls the walker), to prove the capture
+	 * goes on without Python frames and says so. */
+	if (want_frames && getenv("DIAG_ATTACH_TEST_PYTHON_READ_CRASH"))
+		raise(SIGSEGV);
 	worker_py_locate(w, maps, maps_len);
 	struct py_stacks *st = NULL;
 	int status = w->py_status;

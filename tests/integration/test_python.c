@@ -385,3 +385,37 @@ Test(python, a_python_without_its_symbols_says_why, .timeout = 60)
 	target_kill(&t);
 	rm_rf(dir);
 }
+
+/* A read of the frames that kills the worker (as a hostile interpreter's
+ * memory might): the capture goes on, its native stacks unwound by a new
+ * worker, and the manifest says Python frames were given up. */
+Test(python, a_read_that_kills_the_worker_is_not_retried, .timeout = 120)
+{
+	if (!python_ready())
+		cr_skip_test("no %s or DIAG_PY_FIXTURE", PYTHON);
+	struct python_run r;
+	python_start(&r);
+	char out[400];
+	snprintf(out, sizeof(out), "%s/b", r.dir);
+	struct tool_result *res = malloc(sizeof(*res));
+	cr_assert(res);
+	setenv("DIAG_ATTACH_TEST_PYTHON_READ_CRASH", "1", 1);
+	const char *capture[] = {"-p", r.pid, "-d", "2s", "-o", out, NULL};
+	tool_run_ok(res, capture);
+	unsetenv("DIAG_ATTACH_TEST_PYTHON_READ_CRASH");
+	expect_verified(out, "python capture without its frames");
+	cJSON *m = manifest_load(out);
+	cJSON *py = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "python");
+	const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(py, "gave_up"));
+	cr_expect(why, "capture.python: %s", py ? cJSON_PrintUnformatted(py) : "absent");
+	cr_expect_leq(cJSON_GetNumberValue(cJSON_GetObjectItem(py, "reads")), 1,
+		      "reads went on after the worker was lost");
+	/* Native stacks still unwound down to the thread's start. */
+	expect_member_has(out, "threads.txt", "start_thread",
+			  "no native stack after the worker was lost");
+	cr_expect_gt(number_at(m, "capture", "cpu_samples"), 50,
+		     "CPU samples lost with the worker");
+	cJSON_Delete(m);
+	free(res);
+	python_stop(&r);
+}
