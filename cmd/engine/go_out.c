@@ -425,15 +425,27 @@ static void describe_heap(struct go_session *g, cJSON *manifest_go)
 	}
 }
 
-long go_session_print(struct go_session *g, FILE *f)
+/* The last armed capture's goroutines, unwound, and their counts: 1, or 0
+ * when there are none to show (g NULL, not listable, or unwinding failed
+ * for another reason than memory), or -ENOMEM. Shared by the text and JSON
+ * dumps. */
+static int listed_goroutines(struct go_session *g, struct go_capture_stats *stats)
 {
 	if (!g || !g->snap || !go_target_can_list_goroutines(g->target))
 		return 0;
 	int r = go_snapshot_unwind(g->snap);
 	if (r < 0)
 		return r == -ENOMEM ? r : 0;
+	go_snapshot_stats(g->snap, stats);
+	return 1;
+}
+
+long go_session_print(struct go_session *g, FILE *f)
+{
 	struct go_capture_stats stats;
-	go_snapshot_stats(g->snap, &stats);
+	int r = listed_goroutines(g, &stats);
+	if (r <= 0)
+		return r;
 	/* The runtime's own dump leaves its system goroutines out; so do we. */
 	fprintf(f,
 		"\nGoroutines: %zu, as the Go runtime's own dump (debug=2) prints them (%zu of "
@@ -492,13 +504,10 @@ static int json_sample(void *ctx, const struct go_sample *s)
 
 int go_session_json(struct go_session *g, cJSON *doc)
 {
-	if (!g || !g->snap || !go_target_can_list_goroutines(g->target))
-		return 0;
-	int r = go_snapshot_unwind(g->snap);
-	if (r < 0)
-		return r == -ENOMEM ? r : 0;
 	struct go_capture_stats stats;
-	go_snapshot_stats(g->snap, &stats);
+	int r = listed_goroutines(g, &stats);
+	if (r <= 0)
+		return r;
 	cJSON_AddNumberToObject(doc, "goroutines_total", (double)stats.user_goroutines);
 	struct json_collect c = {.g = g, .list = cJSON_AddArrayToObject(doc, "goroutines")};
 	if (!c.list)

@@ -1,6 +1,8 @@
 /* Reading CPython's thread states and frames from outside (pyframes.h). */
 #include "symbolize/python/pyframes.h"
 
+#include "symbolize/arrays.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,25 +333,10 @@ static int rd_ptr(struct reader *r, uint64_t addr, uint64_t *ret)
 	return rd(r, addr, ret, sizeof(*ret));
 }
 
-static int grow(void **p, size_t *cap, size_t want, size_t elem)
-{
-	if (want <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 16;
-	while (n < want)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 static char *keep_string(struct reader *r, char *s)
 {
 	if (!s ||
-	    grow((void **)&r->strings, &r->strings_cap, r->nstrings + 1, sizeof(char *)) < 0) {
+	    array_reserve(&r->strings, &r->strings_cap, r->nstrings + 1, sizeof(char *), 16) < 0) {
 		free(s);
 		return NULL;
 	}
@@ -467,7 +454,7 @@ static const struct code_entry *read_code(struct reader *r, uint64_t code, bool 
 			e.linetable_len = n;
 		}
 	}
-	if (*oom || grow((void **)&r->codes, &r->codes_cap, r->ncodes + 1, sizeof(*r->codes)) < 0) {
+	if (*oom || array_reserve(&r->codes, &r->codes_cap, r->ncodes + 1, sizeof(*r->codes), 16) < 0) {
 		free(e.linetable);
 		*oom = true;
 		return NULL;
@@ -542,7 +529,7 @@ static int read_frames(struct reader *r, uint64_t tstate, struct py_thread *t)
 			 (prev_instr - code_start) / 2 <
 				 (uint64_t)(c->firsttraceable > 0 ? c->firsttraceable : 0));
 		if (!incomplete || entry) {
-			if (grow((void **)&t->frames, &cap, t->nframes + 1, sizeof(*t->frames)) < 0)
+			if (array_reserve(&t->frames, &cap, t->nframes + 1, sizeof(*t->frames), 16) < 0)
 				return -ENOMEM;
 			int addr = !incomplete && prev_instr - code_start < (1u << 30)
 					   ? (int)(prev_instr - code_start)
@@ -629,7 +616,7 @@ int py_stacks_read(const struct py_layout *L, uint64_t runtime, py_read_fn read,
 				s->threads_truncated = true;
 				break;
 			}
-			if (grow((void **)&s->threads, &cap, s->nthreads + 1, sizeof(*s->threads)) <
+			if (array_reserve(&s->threads, &cap, s->nthreads + 1, sizeof(*s->threads), 16) <
 			    0) {
 				result = -ENOMEM;
 				break;
