@@ -454,7 +454,8 @@ static const struct code_entry *read_code(struct reader *r, uint64_t code, bool 
 			e.linetable_len = n;
 		}
 	}
-	if (*oom || array_reserve(&r->codes, &r->codes_cap, r->ncodes + 1, sizeof(*r->codes), 16) < 0) {
+	if (*oom ||
+	    array_reserve(&r->codes, &r->codes_cap, r->ncodes + 1, sizeof(*r->codes), 16) < 0) {
 		free(e.linetable);
 		*oom = true;
 		return NULL;
@@ -529,7 +530,8 @@ static int read_frames(struct reader *r, uint64_t tstate, struct py_thread *t)
 			 (prev_instr - code_start) / 2 <
 				 (uint64_t)(c->firsttraceable > 0 ? c->firsttraceable : 0));
 		if (!incomplete || entry) {
-			if (array_reserve(&t->frames, &cap, t->nframes + 1, sizeof(*t->frames), 16) < 0)
+			if (array_reserve(&t->frames, &cap, t->nframes + 1, sizeof(*t->frames),
+					  16) < 0)
 				return -ENOMEM;
 			int addr = !incomplete && prev_instr - code_start < (1u << 30)
 					   ? (int)(prev_instr - code_start)
@@ -616,8 +618,8 @@ int py_stacks_read(const struct py_layout *L, uint64_t runtime, py_read_fn read,
 				s->threads_truncated = true;
 				break;
 			}
-			if (array_reserve(&s->threads, &cap, s->nthreads + 1, sizeof(*s->threads), 16) <
-			    0) {
+			if (array_reserve(&s->threads, &cap, s->nthreads + 1, sizeof(*s->threads),
+					  16) < 0) {
 				result = -ENOMEM;
 				break;
 			}
