@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cmd/engine/internal.h"
+#include "attach/tool_priority.h"
 #include "bundle/text.h"
 #include "cmd/engine/binaries.h"
 #include "cmd/engine/cpu_perf.h"
@@ -167,6 +168,12 @@ struct sampler {
 	struct timeline_run *timeline;
 	uint64_t period_ns;
 	uint64_t ticks, missed, samples, cpu_samples, errors, unchanged;
+	/* While nothing is stopped we yield to the target gently, and keep
+	 * pace when our ticks start late (a saturated box): the ticks late
+	 * and on time in a row, and how many times we had to keep pace. */
+	bool keeping_pace;
+	unsigned ticks_on_time;
+	uint64_t pace_raised;
 	/* Per-sample budget: the tick's own cost, smoothed. When it takes more
 	 * than half the period the rate halves (and recovers when cheap again),
 	 * so many threads cannot turn sampling into a standing stop. */
@@ -495,8 +502,6 @@ static void seed_cpu_seen(struct sampler *sp)
 	free(v);
 }
 
-/* The final capture's share of the ptrace engine's CPU profile: what each
- * thread used since its last tick. */
 /* The labels of a CPU sample of tid named raw_comm (escaped as in
  * threads.txt): "tid=N<SEP>thread_comm=NAME", without the tid past the
  * label cap. Returns whether the tid label is there. */
@@ -507,10 +512,47 @@ static bool cpu_labels(struct sampler *sp, pid_t tid, const char *raw_comm, char
 	bool labelled = tid_labelled(sp, tid);
 	if (labelled)
 		snprintf(tidl, sizeof(tidl), "tid=%d" LABEL_SEP, (int)tid);
-	snprintf(buf, size, "%sthread_comm=%s", tidl, comm);
+	/* A comm too long for buf is cut, which a label may be. */
+	if (snprintf(buf, size, "%sthread_comm=%s", tidl, comm) >= (int)size)
+		buf[size - 1] = '\0';
 	return labelled;
 }
 
+/* We start keeping pace (the first ticks load the target's debug info,
+ * our own work), yield gently once PACE_SETTLE_TICKS in a row start within
+ * their period, and keep pace again the moment a tick is missed (our
+ * gentle share of a saturated CPU no longer keeps up), until
+ * PACE_ON_TIME_TICKS in a row are on time again (about 2 s at 99 Hz, then
+ * 4, 8, 16 and 32 s after each further time). A
+ * tick merely late is still taken, and a box as busy as two burners on
+ * two cores makes some late at any weight. */
+#define PACE_SETTLE_TICKS 20
+#define PACE_ON_TIME_TICKS 200
+static void keep_pace(struct sampler *sp, uint64_t lateness_ns)
+{
+	if (lateness_ns >= sp->period_ns) {
+		sp->ticks_on_time = 0;
+		if (sp->keeping_pace)
+			return;
+		sp->keeping_pace = true;
+		sp->pace_raised++;
+	} else {
+		/* Each time we had to keep pace again, twice as long before
+		 * trying gently once more: a box that stays saturated
+		 * settles on keeping pace. */
+		unsigned doublings = sp->pace_raised > 5 ? 4 : (unsigned)sp->pace_raised - 1;
+		unsigned need = sp->pace_raised ? PACE_ON_TIME_TICKS << doublings : PACE_SETTLE_TICKS;
+		if (!sp->keeping_pace || ++sp->ticks_on_time < need)
+			return;
+		sp->keeping_pace = false;
+		sp->ticks_on_time = 0;
+	}
+	tool_priority_yield(0, sp->keeping_pace);
+	interp_yield_to_target(sp->s->interp, sp->keeping_pace);
+}
+
+/* The final capture's share of the ptrace engine's CPU profile: what each
+ * thread used since its last tick. */
 static int ptrace_cpu_final(struct sampler *sp, const struct process_capture *pc,
 			    const struct unwound_stack *stacks)
 {
@@ -934,14 +976,11 @@ static int start_cpu_engine(struct sampler *sp)
 			sp->ao.want_registers_ctx = sp;
 		}
 		/* Nothing of ours holds the target now, so nothing of ours needs
-		 * to run the moment it wakes: under SCHED_BATCH our 99 wakeups a
-		 * second wait for the next scheduling point rather than preempt
-		 * a target thread (a 1 ms ticker in the target was late at its
-		 * p99 1.3x more often under -F 99 on a loaded box before). The
-		 * final capture's hold runs SCHED_FIFO as ever. */
-		struct sched_param p0 = {.sched_priority = 0};
-		sched_setscheduler(0, SCHED_BATCH, &p0);
-		interp_yield_to_target(sp->s->interp);
+		 * to run before a target thread (tool_priority.h). The final
+		 * capture's hold runs SCHED_FIFO as ever. */
+		sp->keeping_pace = true;
+		tool_priority_yield(0, true);
+		interp_yield_to_target(sp->s->interp, true);
 	}
 	if (r < 0) {
 		sp->perf_refused = r;
@@ -1265,6 +1304,8 @@ int sampler_run(struct capture_session *s)
 		if (now >= end)
 			break;
 		if (sp.period_ns && now >= next_tick) {
+			if (sp.wall_perf)
+				keep_pace(&sp, now - next_tick);
 			/* A tick that could not start within its own period is
 			 * counted as missed, not merged into this one. */
 			if (now - next_tick >= sp.period_ns) {
@@ -1406,8 +1447,7 @@ int sampler_run(struct capture_session *s)
 	/* The target is released: from here on only our own work remains,
 	 * at normal priority (the final snapshot holds it SCHED_FIFO). */
 	if (sp.wall_perf) {
-		struct sched_param p0 = {.sched_priority = 0};
-		sched_setscheduler(0, SCHED_OTHER, &p0);
+		tool_priority_normal(0);
 		interp_normal_priority(s->interp);
 	}
 	if (o->frequency_hz)
@@ -1427,6 +1467,8 @@ int sampler_run(struct capture_session *s)
 		cJSON_AddNumberToObject(cap, "interval_s", (double)o->interval_ns / 1e9);
 		cJSON_AddNumberToObject(cap, "ticks", (double)sp.ticks);
 		cJSON_AddNumberToObject(cap, "missed_ticks", (double)sp.missed);
+		if (sp.wall_perf)
+			cJSON_AddNumberToObject(cap, "times_kept_pace", (double)sp.pace_raised);
 		cJSON_AddNumberToObject(cap, "achieved_hz",
 					duration ? (double)sp.ticks / ((double)duration / 1e9) : 0);
 		cJSON_AddNumberToObject(cap, "thread_samples", (double)sp.samples);

@@ -56,6 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach/tool_priority.h"
 #include "symbolize/python/pyframes.h"
 #include "symbolize/unwind/unwind.h"
 #include "symbolize/worker/unwind_gate.h"
@@ -1161,25 +1162,22 @@ static uint64_t worker_cpu_ns(const struct channel *ch)
 	return attach_read_small_file_at(AT_FDCWD, path, buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : 0;
 }
 
-static void set_policy(const struct channel *ch, int policy)
-{
-	struct sched_param p = {.sched_priority = 0};
-	if (ch->worker > 0)
-		sched_setscheduler(ch->worker, policy, &p);
-}
-
-void interp_yield_to_target(struct interp *in)
+void interp_yield_to_target(struct interp *in, bool keep_pace)
 {
 	/* Not SCHED_IDLE for the symbols worker: a leak dump during the
 	 * capture symbolizes through it and must not starve on a busy box. */
-	set_policy(&in->unwinding, SCHED_BATCH);
-	set_policy(&in->symbols, SCHED_BATCH);
+	if (in->unwinding.worker > 0)
+		tool_priority_yield(in->unwinding.worker, keep_pace);
+	if (in->symbols.worker > 0)
+		tool_priority_yield(in->symbols.worker, keep_pace);
 }
 
 void interp_normal_priority(struct interp *in)
 {
-	set_policy(&in->unwinding, SCHED_OTHER);
-	set_policy(&in->symbols, SCHED_OTHER);
+	if (in->unwinding.worker > 0)
+		tool_priority_normal(in->unwinding.worker);
+	if (in->symbols.worker > 0)
+		tool_priority_normal(in->symbols.worker);
 }
 
 uint64_t interp_unwinder_cpu_ns(struct interp *in)

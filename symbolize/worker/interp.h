@@ -86,11 +86,12 @@ struct interp_python {
 int interp_python(struct interp *in, const char *maps_text, size_t maps_len, bool frames,
 		  struct interp_python *ret);
 
-/* While a capture stops no one: both workers under SCHED_BATCH (woken by
- * a request, a worker waits for the next scheduling point instead of
- * preempting whatever runs, the target's threads included).
- * interp_normal_priority puts both back before the final symbolization. */
-void interp_yield_to_target(struct interp *in);
+/* While a capture stops no one: both workers yield to the target
+ * (attach/tool_priority.h: a worker woken by a request runs after, not
+ * before, a target thread that woke with it; keep_pace when the sampler
+ * falls behind). interp_normal_priority puts both back before the final
+ * symbolization. */
+void interp_yield_to_target(struct interp *in, bool keep_pace);
 void interp_normal_priority(struct interp *in);
 
 /* The unwinding workers' CPU time so far, as of their last reply (each
