@@ -26,6 +26,19 @@ install_packages() {
 	fi
 }
 
+# The browser tests drive Debian's chromium with playwright-core from the
+# npm registry (Debian 12's nodejs comes without npm; NodeSource's has it).
+install_browser_driver() {
+	if [ -d tests/browser/node_modules/playwright-core ]; then
+		return
+	fi
+	if ! command -v npm >/dev/null; then
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
+	fi
+	(cd tests/browser && npm install --no-audit --no-fund --no-save --silent >/dev/null)
+}
+
 build() {
 	dir=$1; shift
 	if [ ! -f "$dir/build.ninja" ]; then
@@ -72,6 +85,7 @@ demo)
 	;;
 test)
 	install_packages
+	install_browser_driver
 	build build
 	run_tests build env
 	# The tool (not the targets) under AddressSanitizer + UBSan.

@@ -610,6 +610,63 @@ Test(report, svg_flame_graph_in_headless_chromium, .timeout = 300)
 	rm_rf(dir);
 }
 
+/* The same flame graph as a person uses it: playwright-core (npm, installed
+ * by setup.sh) drives Chromium, clicks a spin_units frame with the mouse and
+ * then "Reset Zoom": the frame fills the width with the boxes beside it
+ * hidden, and the reset brings every box back at its own width. */
+Test(report, svg_flame_graph_zooms_on_a_mouse_click, .timeout = 300)
+{
+	const char *chromium = find_chromium();
+	if (!chromium)
+		cr_skip_test("chromium not installed (Debian package 'chromium')");
+	const char *browser_dir = getenv("DIAG_BROWSER_DIR");
+	cr_assert(browser_dir, "DIAG_BROWSER_DIR is not set (meson test sets it)");
+	char driver[600];
+	snprintf(driver, sizeof(driver), "%s/node_modules/playwright-core", browser_dir);
+	cr_assert(access(driver, R_OK) == 0, "%s is missing: ./setup.sh test installs it", driver);
+	char dir[256], b[300], svg[300];
+	bundle_tmpdir(dir, b);
+	snprintf(svg, sizeof(svg), "%s/cpu.svg", dir);
+	capture("burner", "2", "2s", b, NULL);
+	struct tool_result r;
+	const char *ex[] = {"export", "--format", "svg", "--value", "samples", "-o", svg, b, NULL};
+	tool_run_ok(&r, ex);
+	char *file = read_file(svg, NULL);
+	cr_assert(file);
+	size_t boxes = count_of(file, "<g class=\"f\"");
+	const char *spin = strstr(file, "<title>spin_units\n");
+	cr_assert(spin, "no spin_units box");
+	const char *g = spin;
+	while (g > file && strncmp(g, "id=\"f", 5) != 0)
+		g--;
+	char id[32];
+	snprintf(id, sizeof(id), "%.*s", (int)strcspn(g + 4, "\""), g + 4);
+	free(file);
+
+	char cmd[1600], out[4096];
+	snprintf(cmd, sizeof(cmd), "HOME='%s' node '%s/svg_click.mjs' '%s' '%s' '%s' 2>&1", dir, browser_dir,
+		 chromium, svg, id);
+	int st = shell_output(cmd, out, sizeof(out));
+	cr_assert_eq(st, 0, "the browser driver failed (%d): %s", st, out);
+	cJSON *res = cJSON_Parse(out);
+	cr_assert(res, "not JSON: %s", out);
+	double shown = cJSON_GetNumberValue(cJSON_GetObjectItem(res, "boxes"));
+	double before = cJSON_GetNumberValue(cJSON_GetObjectItem(res, "before"));
+	double after = cJSON_GetNumberValue(cJSON_GetObjectItem(res, "after"));
+	double hidden = cJSON_GetNumberValue(cJSON_GetObjectItem(res, "hidden"));
+	double reset = cJSON_GetNumberValue(cJSON_GetObjectItem(res, "reset"));
+	double hidden_after = cJSON_GetNumberValue(cJSON_GetObjectItem(res, "hiddenAfterReset"));
+	cr_expect_eq(shown, (double)boxes, "Chromium shows %.0f boxes, the file has %zu", shown, boxes);
+	cr_expect(before > 0 && before < 1180, "%s is %.2f wide before the click", id, before);
+	cr_expect_eq(after, 1180, "%s is %.2f wide after the click, not 1180", id, after);
+	cr_expect_geq(hidden, 1, "nothing beside %s was hidden by the click", id);
+	cr_expect_eq(reset, before, "after Reset Zoom %s is %.2f wide, was %.2f", id, reset, before);
+	cr_expect_eq(hidden_after, 0, "%.0f boxes still hidden after Reset Zoom", hidden_after);
+	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(res, "errors")), 0, "script errors: %s", out);
+	cJSON_Delete(res);
+	rm_rf(dir);
+}
+
 /* A capture's -o ending in .svg or .speedscope.json writes that file and
  * no bundle: no directory of that name, nothing left in TMPDIR (where the
  * bundle it is made from lives); "-o -" is refused before anything is
