@@ -27,16 +27,24 @@ install_packages() {
 }
 
 # The browser tests drive Debian's chromium with playwright-core from the
-# npm registry (Debian 12's nodejs comes without npm; NodeSource's has it).
+# npm registry, at the version tests/browser/package.json pins (the last
+# that runs on Debian 12's nodejs 18; Debian's nodejs comes without npm,
+# NodeSource's has it).
 install_browser_driver() {
-	if [ -d tests/browser/node_modules/playwright-core ]; then
+	want=$(sed -n 's/.*"playwright-core": *"\([^"]*\)".*/\1/p' tests/browser/package.json)
+	have=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' \
+		tests/browser/node_modules/playwright-core/package.json 2>/dev/null | head -n 1)
+	if [ -n "$want" ] && [ "$have" = "$want" ]; then
 		return
 	fi
 	if ! command -v npm >/dev/null; then
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
 	fi
-	(cd tests/browser && npm install --no-audit --no-fund --no-save --silent >/dev/null)
+	if ! (cd tests/browser && npm install --no-audit --no-fund --no-save >/dev/null); then
+		echo "setup: npm install in tests/browser failed (playwright-core $want)" >&2
+		exit 1
+	fi
 }
 
 build() {

@@ -9,15 +9,16 @@
 #include <sys/types.h>
 
 /* SCHED_BATCH: a wakeup of ours preempts no one. Gently (keep_pace
- * false), at nice 10 as well: EEVDF picks the eligible task with the
- * earliest virtual deadline, and a low weight puts ours late (its slice
+ * false), 10 nice levels lower as well: EEVDF picks the eligible task with
+ * the earliest virtual deadline, and a low weight puts ours late (its slice
  * counts about 9x in virtual time), so a target thread that woke in the
  * same timer interrupt as our tick runs first. The same weight is a small
  * share of a saturated CPU, so a sampler that falls behind asks to keep
- * pace (nice 0, SCHED_BATCH alone) until it is on time again. A process
- * that could not come back from nice 10 (no CAP_SYS_NICE, RLIMIT_NICE
- * below 20) is never put there: gently is then the same as keep_pace. */
+ * pace (the nice level the tool started with) until it is on time again.
+ * A process that could not come back from the lower level (no
+ * CAP_SYS_NICE, RLIMIT_NICE too low) is never put there: gently is then
+ * the same as keep_pace. */
 int tool_priority_yield(pid_t who, bool keep_pace);
 
-/* Back to SCHED_OTHER at nice 0. */
+/* Back to SCHED_OTHER at the nice level the tool started with. */
 int tool_priority_normal(pid_t who);

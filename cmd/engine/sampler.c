@@ -523,7 +523,7 @@ static bool cpu_labels(struct sampler *sp, pid_t tid, const char *raw_comm, char
  * their period, and keep pace again the moment a tick is missed (our
  * gentle share of a saturated CPU no longer keeps up), until
  * PACE_ON_TIME_TICKS in a row are on time again (about 2 s at 99 Hz, then
- * 4, 8, 16 and 32 s after each further time). A
+ * 4, 8, 16 and at most 32 s after each further time). A
  * tick merely late is still taken, and a box as busy as two burners on
  * two cores makes some late at any weight. */
 #define PACE_SETTLE_TICKS 20
@@ -538,10 +538,12 @@ static void keep_pace(struct sampler *sp, uint64_t lateness_ns)
 		sp->pace_raised++;
 	} else {
 		/* Each time we had to keep pace again, twice as long before
-		 * trying gently once more: a box that stays saturated
-		 * settles on keeping pace. */
-		unsigned doublings = sp->pace_raised > 5 ? 4 : (unsigned)sp->pace_raised - 1;
-		unsigned need = sp->pace_raised ? PACE_ON_TIME_TICKS << doublings : PACE_SETTLE_TICKS;
+		 * trying gently once more (up to 16 times as long). */
+		unsigned need = PACE_SETTLE_TICKS;
+		if (sp->pace_raised) {
+			unsigned doublings = sp->pace_raised > 5 ? 4 : (unsigned)sp->pace_raised - 1;
+			need = PACE_ON_TIME_TICKS << doublings;
+		}
 		if (!sp->keeping_pace || ++sp->ticks_on_time < need)
 			return;
 		sp->keeping_pace = false;
@@ -1415,6 +1417,13 @@ int sampler_run(struct capture_session *s)
 	/* A stop signal pending now is handled here (counted, so a second
 	 * Ctrl-C during the writing still abandons it). */
 	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	/* Sampling is over, whatever ended it: what remains is our own work
+	 * (the last drain, the final snapshot's hold runs SCHED_FIFO, the
+	 * symbolization), at the priority we started with. */
+	if (sp.wall_perf) {
+		tool_priority_normal(0);
+		interp_normal_priority(s->interp);
+	}
 	uint64_t duration = monotonic_ns() - start;
 	capture_trace_phase(*s->opt->stop_requests ? "sampling ended: stop requested" : "sampling ended");
 	progress(&sp, duration, true);
@@ -1443,12 +1452,6 @@ int sampler_run(struct capture_session *s)
 	if (r < 0) {
 		sampler_release(&sp);
 		return capture_fail(s, CAPTURE_STAGE_ATTACH, r);
-	}
-	/* The target is released: from here on only our own work remains,
-	 * at normal priority (the final snapshot holds it SCHED_FIFO). */
-	if (sp.wall_perf) {
-		tool_priority_normal(0);
-		interp_normal_priority(s->interp);
 	}
 	if (o->frequency_hz)
 		r = write_outputs(&sp, start_wall, duration);

@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -658,9 +659,9 @@ Test(report, svg_flame_graph_zooms_on_a_mouse_click, .timeout = 300)
 	double hidden_after = cJSON_GetNumberValue(cJSON_GetObjectItem(res, "hiddenAfterReset"));
 	cr_expect_eq(shown, (double)boxes, "Chromium shows %.0f boxes, the file has %zu", shown, boxes);
 	cr_expect(before > 0 && before < 1180, "%s is %.2f wide before the click", id, before);
-	cr_expect_eq(after, 1180, "%s is %.2f wide after the click, not 1180", id, after);
+	cr_expect(fabs(after - 1180) < 0.5, "%s is %.2f wide after the click, not 1180", id, after);
 	cr_expect_geq(hidden, 1, "nothing beside %s was hidden by the click", id);
-	cr_expect_eq(reset, before, "after Reset Zoom %s is %.2f wide, was %.2f", id, reset, before);
+	cr_expect(fabs(reset - before) < 0.5, "after Reset Zoom %s is %.2f wide, was %.2f", id, reset, before);
 	cr_expect_eq(hidden_after, 0, "%.0f boxes still hidden after Reset Zoom", hidden_after);
 	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(res, "errors")), 0, "script errors: %s", out);
 	cJSON_Delete(res);

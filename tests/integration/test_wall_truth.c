@@ -327,35 +327,26 @@ Test(wall_truth, stackless_threads_counted_and_never_gone, .timeout = 120)
 	rm_rf(dir);
 }
 
-/* The scheduling policy (sched_getscheduler) and nice of a process. */
+/* The scheduling policy (sched_getscheduler) and nice of a process, or
+ * -1 for both when it is gone. */
 static void sched_of(pid_t pid, int *policy, int *nice)
 {
 	*policy = sched_getscheduler(pid);
 	errno = 0;
 	*nice = getpriority(PRIO_PROCESS, (id_t)pid);
-	cr_assert(errno == 0, "getpriority %d: %s", (int)pid, strerror(errno));
+	if (*policy < 0 || errno)
+		*policy = *nice = -1;
 }
 
-/* While a capture stops no one, the tool and its workers yield to the
- * target (attach/tool_priority.h): SCHED_BATCH at nice 10 (we run as root,
- * so can come back), so a target thread that wakes with them runs first;
- * at nice 0 only after missing a tick, which the manifest counts. What
- * that is worth is a timing, measured by bench/run (figure 1+2: the 1 ms
- * ticker's p99); this checks the kernel holds what we asked for. */
-Test(wall_truth, tool_and_workers_yield_to_the_target_while_sampling, .timeout = 60)
+/* The tool's diag-interp children, after the tool itself in ours[0]. */
+static size_t tool_and_workers(pid_t tool, pid_t *ours, size_t max)
 {
-	const char *argv[] = {target_path("eintr_counter"), NULL};
-	struct target t = target_start(argv, "ready");
-	struct capture c;
-	capture_start(&c, t.pid, "4", "99");
-	sleep_ms(1500);
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)c.tool, (int)c.tool);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)tool, (int)tool);
 	char *kids = read_file(path, NULL);
-	cr_assert(kids, "cannot read %s", path);
-	pid_t ours[8] = {c.tool};
-	size_t n = 1;
-	for (char *k = strtok(kids, " \n"); k && n < 8; k = strtok(NULL, " \n")) {
+	size_t n = 0;
+	ours[n++] = tool;
+	for (char *k = kids ? strtok(kids, " \n") : NULL; k && n < max; k = strtok(NULL, " \n")) {
 		char cpath[64], comm[32] = "";
 		snprintf(cpath, sizeof(cpath), "/proc/%s/comm", k);
 		FILE *f = fopen(cpath, "r");
@@ -365,22 +356,56 @@ Test(wall_truth, tool_and_workers_yield_to_the_target_while_sampling, .timeout =
 			fclose(f);
 	}
 	free(kids);
-	cr_expect_eq(n, 3, "the tool and its 2 workers: found %zu", n);
-	int nices[8];
-	for (size_t i = 0; i < n; i++) {
-		int policy;
-		sched_of(ours[i], &policy, &nices[i]);
-		cr_expect_eq(policy, SCHED_BATCH, "pid %d: policy %d, not SCHED_BATCH", (int)ours[i], policy);
+	return n;
+}
+
+/* While a capture stops no one, the tool and its workers yield to the
+ * target (attach/tool_priority.h): SCHED_BATCH, and 10 nice levels down
+ * once 20 ticks in a row were on time (we run as root at nice 0, so can
+ * come back), so a target thread that wakes with them runs first. What
+ * that is worth is a timing, measured by bench/run (figure 1+2: the 1 ms
+ * ticker's p99); this checks the kernel holds what we asked for, polled
+ * through a 5 s capture. A tool that never missed a tick must have been
+ * seen gentle; one kept busy by other tests may not have been. */
+Test(wall_truth, tool_and_workers_yield_to_the_target_while_sampling, .timeout = 60)
+{
+	const char *argv[] = {target_path("eintr_counter"), NULL};
+	struct target t = target_start(argv, "ready");
+	struct capture c;
+	capture_start(&c, t.pid, "5", "99");
+	bool batch_seen = false, gentle_seen = false, bad = false;
+	char why[200] = "";
+	uint64_t until = now_ms() + 4000;
+	while (now_ms() < until && !(batch_seen && gentle_seen)) {
+		sleep_ms(50);
+		pid_t ours[8];
+		size_t n = tool_and_workers(c.tool, ours, 8);
+		if (n != 3)
+			continue; /* starting, or a worker restarting */
+		int policy[3], nice[3];
+		for (size_t i = 0; i < n; i++)
+			sched_of(ours[i], &policy[i], &nice[i]);
+		bool all_batch = true, all_gentle = true;
+		for (size_t i = 0; i < n; i++) {
+			all_batch &= policy[i] == SCHED_BATCH;
+			all_gentle &= policy[i] == SCHED_BATCH && nice[i] == 10;
+			if (policy[i] == SCHED_BATCH && nice[i] != 0 && nice[i] != 10 && !bad) {
+				bad = true;
+				snprintf(why, sizeof(why), "pid %d at nice %d", (int)ours[i], nice[i]);
+			}
+		}
+		batch_seen |= all_batch;
+		gentle_seen |= all_gentle;
 	}
-	free(capture_finish(&c, 4000 + END_SLACK_MS));
+	free(capture_finish(&c, 5000 + END_SLACK_MS));
 	cJSON *m = manifest_need(c.out);
+	double missed = number_at(m, "capture", "missed_ticks");
 	double kept = number_at(m, "capture", "times_kept_pace");
-	cr_expect(kept >= 0, "capture.times_kept_pace is missing");
-	/* A box kept busy by other tests may make us miss a tick. */
-	for (size_t i = 0; i < n; i++)
-		cr_expect(nices[i] == 10 || (kept > 0 && nices[i] == 0), "pid %d: nice %d, kept pace %.0f times",
-			  (int)ours[i], nices[i], kept);
 	cJSON_Delete(m);
+	cr_expect(!bad, "%s: neither the level we started at nor 10 below", why);
+	cr_expect(batch_seen, "the tool and its workers were never all SCHED_BATCH");
+	cr_expect(kept >= 0, "capture.times_kept_pace is missing");
+	cr_expect(gentle_seen || missed > 0, "never seen at nice 10, yet no tick was missed");
 	rm_rf(c.dir);
 	target_kill(&t);
 }
