@@ -239,6 +239,9 @@ static const char script[] =
 	"function rect(g) { return g.getElementsByTagName('rect')[0]; }\n"
 	"function name_of(g) { return g.getElementsByTagName('title')[0].textContent.split('\\n')[0]; }\n"
 	"function num(g, a) { return parseFloat(g.getAttribute(a)); }\n"
+	/* To the hundredth, as the file's own boxes: w * (W / w) is not
+	 * always W in doubles, and 1180.0000000000002 is no way to say 1180. */
+	"function px(v) { return Math.round(v * 100) / 100; }\n"
 	"function boxes() { return frames.getElementsByTagName('g'); }\n"
 	"function fit(g) {\n"
 	"  var r = rect(g), t = g.getElementsByTagName('text')[0];\n"
@@ -257,7 +260,7 @@ static const char script[] =
 	"    if (y > oy && x <= ox + e && x + w >= ox + ow - e) {\n"
 	"      r.setAttribute('x', XPAD); r.setAttribute('width', W - 2 * XPAD); g.setAttribute('class', 'f parent');\n"
 	"    } else if (y <= oy && inside) {\n"
-	"      r.setAttribute('x', XPAD + (x - ox) * ratio); r.setAttribute('width', w * ratio);\n"
+	"      r.setAttribute('x', px(XPAD + (x - ox) * ratio)); r.setAttribute('width', px(w * ratio));\n"
 	"      g.setAttribute('class', 'f');\n"
 	"    } else {\n"
 	"      g.setAttribute('class', 'f hide');\n"
