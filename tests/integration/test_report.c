@@ -519,6 +519,31 @@ Test(report, html_in_headless_chromium, .timeout = 300)
 	rm_rf(dir);
 }
 
+/* A 2 s CPU capture of the burner in a fresh dir's bundle b, exported
+ * as the flame graph dir/cpu.svg (samples). */
+static void burner_svg(char dir[static 256], char b[static 300], char svg[static 300])
+{
+	bundle_tmpdir(dir, b);
+	snprintf(svg, 300, "%s/cpu.svg", dir);
+	capture("burner", "2", "2s", b, NULL);
+	struct tool_result r;
+	const char *ex[] = {"export", "--format", "svg", "--value", "samples", "-o", svg, b, NULL};
+	tool_run_ok(&r, ex);
+}
+
+/* The id ("fN") of the first box of the flame graph text file that
+ * names function. */
+static void first_box_of(const char *file, const char *function, char *id, size_t size)
+{
+	char title[128];
+	snprintf(title, sizeof(title), "<title>%s\n", function);
+	const char *g = strstr(file, title);
+	cr_assert(g, "no %s box", function);
+	while (g > file && strncmp(g, "id=\"f", 5) != 0)
+		g--;
+	snprintf(id, size, "%.*s", (int)strcspn(g + 4, "\""), g + 4);
+}
+
 /* export --format svg, opened in headless Chromium: the script runs; one
  * box per call path of the collapsed export, plus the root; a box opened
  * as #zoom=ID fills the width with the boxes beside it hidden; #search=
@@ -530,12 +555,8 @@ Test(report, svg_flame_graph_in_headless_chromium, .timeout = 300)
 	if (!chromium)
 		cr_skip_test("chromium not installed (Debian package 'chromium')");
 	char dir[256], b[300], svg[300];
-	bundle_tmpdir(dir, b);
-	snprintf(svg, sizeof(svg), "%s/cpu.svg", dir);
-	capture("burner", "2", "2s", b, NULL);
+	burner_svg(dir, b, svg);
 	struct tool_result r;
-	const char *ex[] = {"export", "--format", "svg", "--value", "samples", "-o", svg, b, NULL};
-	tool_run_ok(&r, ex);
 	const char *col[] = {"export", "--format", "collapsed", "--value", "samples", b, NULL};
 	tool_run_ok(&r, col);
 	/* Distinct call paths: every prefix of every collapsed line. */
@@ -566,13 +587,8 @@ Test(report, svg_flame_graph_in_headless_chromium, .timeout = 300)
 	size_t boxes = count_of(file, "<g class=\"f\"");
 	cr_expect_eq(boxes, paths + 1, "%zu boxes for %zu call paths (and the root)", boxes, paths);
 	/* The first spin_units box. */
-	const char *spin = strstr(file, "<title>spin_units\n");
-	cr_assert(spin, "no spin_units box");
-	const char *g = spin;
-	while (g > file && strncmp(g, "id=\"f", 5) != 0)
-		g--;
 	char id[32];
-	snprintf(id, sizeof(id), "%.*s", (int)strcspn(g + 4, "\""), g + 4);
+	first_box_of(file, "spin_units", id, sizeof(id));
 
 	char url[700];
 	snprintf(url, sizeof(url), "file://%s", svg);
@@ -626,22 +642,12 @@ Test(report, svg_flame_graph_zooms_on_a_mouse_click, .timeout = 300)
 	snprintf(driver, sizeof(driver), "%s/node_modules/playwright-core", browser_dir);
 	cr_assert(access(driver, R_OK) == 0, "%s is missing: ./setup.sh test installs it", driver);
 	char dir[256], b[300], svg[300];
-	bundle_tmpdir(dir, b);
-	snprintf(svg, sizeof(svg), "%s/cpu.svg", dir);
-	capture("burner", "2", "2s", b, NULL);
-	struct tool_result r;
-	const char *ex[] = {"export", "--format", "svg", "--value", "samples", "-o", svg, b, NULL};
-	tool_run_ok(&r, ex);
+	burner_svg(dir, b, svg);
 	char *file = read_file(svg, NULL);
 	cr_assert(file);
 	size_t boxes = count_of(file, "<g class=\"f\"");
-	const char *spin = strstr(file, "<title>spin_units\n");
-	cr_assert(spin, "no spin_units box");
-	const char *g = spin;
-	while (g > file && strncmp(g, "id=\"f", 5) != 0)
-		g--;
 	char id[32];
-	snprintf(id, sizeof(id), "%.*s", (int)strcspn(g + 4, "\""), g + 4);
+	first_box_of(file, "spin_units", id, sizeof(id));
 	free(file);
 
 	char cmd[1600], out[4096];
