@@ -22,6 +22,11 @@
 
 struct bundle;
 
+/* The manifest's "format_version" (absent: 1). 2: "target" may be a list,
+ * one entry per process, in a bundle of several (merge.h); a bundle of one
+ * process is laid out as in 1. */
+#define BUNDLE_FORMAT_VERSION 2
+
 /* Open dir for writing a bundle. dir must not exist (it is created 0700)
  * or be an empty directory that is not a symlink. -EEXIST if it is not empty,
  * -ENOTDIR if it is a file, -ELOOP if a symlink, BUNDLE_UNSAFE_DIR if it is

@@ -1006,3 +1006,58 @@ int bundle_reader_timeline(struct bundle_reader *r, const struct bundle_timeline
 	*ret = &r->tl;
 	return 0;
 }
+
+bool bundle_counter_cumulative(const char *name)
+{
+	static const char *const totals[] = {
+		"cpu_user_ns",
+		"cpu_sys_ns",
+		"minor_faults",
+		"major_faults",
+		"voluntary_ctxt_switches",
+		"nonvoluntary_ctxt_switches",
+		"io_read_bytes",
+		"io_write_bytes",
+	};
+	for (size_t i = 0; i < sizeof(totals) / sizeof(totals[0]); i++)
+		if (strcmp(name, totals[i]) == 0)
+			return true;
+	return false;
+}
+
+static void describe_one(const cJSON *t, char *out, size_t size)
+{
+	const cJSON *comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
+	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(t, "pid");
+	snprintf(out, size, "%s (pid %.0f)", cJSON_IsString(comm) ? comm->valuestring : "?",
+		 cJSON_IsNumber(pid) ? pid->valuedouble : 0);
+}
+
+char *bundle_target_describe(const cJSON *manifest, char *out, size_t size)
+{
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(manifest, "target");
+	if (!size)
+		return out;
+	if (!cJSON_IsArray(t)) {
+		describe_one(t, out, size);
+		return out;
+	}
+	int n = cJSON_GetArraySize(t);
+	size_t used = (size_t)snprintf(out, size, "%d process%s", n, n == 1 ? "" : "es");
+	const cJSON *e;
+	int i = 0;
+	cJSON_ArrayForEach(e, t)
+	{
+		char one[160];
+		describe_one(e, one, sizeof(one));
+		if (used >= size)
+			break;
+		/* Room for ", ..." after this one, or stop here. */
+		if (used + strlen(one) + 8 >= size) {
+			snprintf(out + used, size - used, ", ...");
+			break;
+		}
+		used += (size_t)snprintf(out + used, size - used, "%s%s", i++ ? ", " : ": ", one);
+	}
+	return out;
+}

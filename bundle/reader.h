@@ -201,6 +201,18 @@ struct bundle_timeline {
  * counters, points, values or the length of one line. */
 int bundle_reader_timeline(struct bundle_reader *r, const struct bundle_timeline **ret);
 
+/* The target of a manifest (or of report's JSON, which copies it) as a
+ * person names it: "demo (pid 42)", or for a bundle of several processes
+ * (manifest format 2: "target" is a list) "3 processes: nginx (pid 1),
+ * nginx (pid 7), ..." cut to fit. Raw names from the target: escape
+ * before printing. Returns out. */
+char *bundle_target_describe(const cJSON *manifest, char *out, size_t size);
+
+/* Is the timeline counter called name a running total since the process
+ * started (CPU time, faults, context switches, I/O bytes), read as a rate,
+ * rather than a level? */
+bool bundle_counter_cumulative(const char *name);
+
 /* "2026-11-30T06:12:01.123Z" (UTC, fraction optional) to seconds since the
  * epoch. -EINVAL if it does not parse. */
 int bundle_parse_time(const char *s, double *ret);

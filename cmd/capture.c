@@ -23,6 +23,7 @@
 #include "cmd/cli/launch.h"
 #include "cmd/cli/util.h"
 #include "cmd/engine/engine.h"
+#include "cmd/group_capture.h"
 #include "timeline/leakwatch.h"
 #include "timeline/proc_sampler.h"
 #include "version.h"
@@ -219,6 +220,7 @@ enum {
 	OPT_NO_KERNEL_FRAMES,
 	OPT_WALL_ENGINE,
 	OPT_JSON,
+	OPT_SUBPROCESSES,
 };
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
@@ -269,8 +271,39 @@ static bool sampling_only(int c)
 	return false;
 }
 
+/* -p PID, -p PID,PID..., repeated: into g (duplicates dropped). */
+static int take_pids(const char *arg, pid_t *pids, size_t *n)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", arg);
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		unsigned long v;
+		if (parse_uint(tok, 0x7fffffff, &v) < 0 || v == 0) {
+			die_message("invalid pid '%s'", tok);
+			return -1;
+		}
+		bool dup = false;
+		for (size_t i = 0; i < *n; i++)
+			dup = dup || pids[i] == (pid_t)v;
+		if (dup)
+			continue;
+		if (*n == GROUP_MAX_PROCESSES) {
+			die_message("too many processes (at most %d)", GROUP_MAX_PROCESSES);
+			return -1;
+		}
+		pids[(*n)++] = (pid_t)v;
+	}
+	if (!*n) {
+		die_message("invalid pid '%s'", arg);
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_options(int argc, char **argv, bool dump, struct capture_options *o,
-			 const char **ret_output, bool *ret_quiet, char ***ret_launch)
+			 const char **ret_output, bool *ret_quiet, char ***ret_launch,
+			 pid_t *pids, size_t *npids, bool *follow)
 {
 	static const struct option longopts[] = {
 		{"pid", required_argument, NULL, 'p'},
@@ -298,6 +331,7 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 		{"no-kernel-frames", no_argument, NULL, OPT_NO_KERNEL_FRAMES},
 		{"wall-engine", required_argument, NULL, OPT_WALL_ENGINE},
 		{"json", no_argument, NULL, OPT_JSON},
+		{"subprocesses", no_argument, NULL, OPT_SUBPROCESSES},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -336,18 +370,21 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 			o->dump_json = true;
 			break;
 		case 'p':
-			if (parse_uint(optarg, 0x7fffffff, &v) < 0 || v == 0) {
-				die_message("invalid pid '%s'", optarg);
-				if (strchr(optarg, ','))
-					hint_message("one process per capture for now: -p PID");
+			if (take_pids(optarg, pids, npids) < 0)
+				return -1;
+			if (dump && *npids > 1) {
+				die_message("dump is of one process (%d and %d given)", (int)pids[0],
+					    (int)pids[1]);
 				return -1;
 			}
-			if (o->pid > 0 && o->pid != (pid_t)v) {
-				die_message("two processes given (-p %d, -p %lu): one per capture for now",
-					    (int)o->pid, v);
+			o->pid = pids[0];
+			break;
+		case OPT_SUBPROCESSES:
+			if (dump) {
+				die_message("dump is of one process: --subprocesses is an option of a capture");
 				return -1;
 			}
-			o->pid = (pid_t)v;
+			*follow = true;
 			break;
 		case 'o':
 			*ret_output = optarg;
@@ -519,6 +556,10 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 		die_message("-p %d and a command to start: one or the other", (int)o->pid);
 		return -1;
 	}
+	if ((*npids > 1 || *follow) && o->snapshot) {
+		die_message("--snapshot is of one process: a capture of several samples them");
+		return -1;
+	}
 	if (o->pid < 0 && !*ret_launch) {
 		die_message("no process given");
 		hint_message(dump ? "diag-attach dump -p PID [--json] [-o DIR]"
@@ -547,20 +588,6 @@ static const char *file_format_of(const char *output)
 	return NULL;
 }
 
-/* An existing directory of another user (pre-created in /tmp, say) would
- * receive argv, stacks and maybe secrets that its owner could then read
- * or swap under us: only a new directory or one of our own. */
-static int refuse_foreign_dir(const char *dir)
-{
-	struct stat st;
-	if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid != geteuid()) {
-		die_message("output directory '%s' belongs to uid %d, not to us (uid %d)", dir,
-			    (int)st.st_uid, (int)geteuid());
-		hint_message("give a new directory, or an empty one you own, with -o");
-		return EXIT_OUTPUT_DIR;
-	}
-	return EXIT_OK;
-}
 
 /* The launched command in the manifest: its argv, and how it ended if it
  * has (the capture ends when it exits, so normally it has). */
@@ -581,49 +608,8 @@ static void note_launch(struct capture_session *s, struct launch *l, char **argv
 	capture_session_note(s, "launched", o);
 }
 
-/* After a capture of a command we started: wait for it to end (Ctrl-C
- * stops the wait) and exit as it did, as strace does; our own failure,
- * code, has been printed already. If the wait is given up, code. */
-static int finish_launch(struct launch *l, int code, bool quiet)
-{
-	launch_continue(l); /* never left stopped, whatever failed */
-	if (!l->done && !quiet)
-		fprintf(stderr, "diag-attach: waiting for pid %d to exit (Ctrl-C: stop waiting)\n",
-			(int)l->pid);
-	int r = launch_wait(l, -1, true);
-	if (r == 0)
-		code = launch_exit_code(l->status);
-	else if (!quiet)
-		fprintf(stderr, "diag-attach: pid %d is still running\n", (int)l->pid);
-	launch_release(l);
-	return code;
-}
 
-static void default_output(pid_t pid, char *buf, size_t size)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-	localtime_r(&now, &tm);
-	char stamp[32];
-	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-	snprintf(buf, size, "diag-%d-%s", (int)pid, stamp);
-}
 
-/* The finished bundle's path is the one thing on stdout (for scripts:
- * dir=$(diag-attach ...)). If it cannot be written (/dev/full, a closed
- * pipe: SIGPIPE is ignored) the caller never learns where the bundle is,
- * so say so and fail like any other failed write, but make clear that the
- * bundle itself is complete. Checked here, not left to exit(), which would
- * drop the error silently. */
-static int print_bundle_path(const char *dir)
-{
-	if (printf("%s\n", dir) >= 0 && fflush(stdout) == 0)
-		return EXIT_OK;
-	int e = errno;
-	die_message("bundle '%s' is complete, but writing its path to standard output failed: %s",
-		    dir, strerror(e));
-	return EXIT_WRITE_FAILED;
-}
 
 /* The progress line, on a terminal only: \r-rewritten in place. */
 static void show_progress(const struct capture_progress *p, void *arg)
@@ -726,7 +712,11 @@ static int run_capture(int argc, char **argv, bool dump)
 	bool quiet = false;
 	const char *output = NULL; /* NULL: ./diag-PID-YYYYmmdd-HHMMSS */
 	char **launch_argv;
-	if (parse_options(argc, argv, dump, &opt, &output, &quiet, &launch_argv) < 0)
+	static pid_t pids[GROUP_MAX_PROCESSES];
+	size_t npids = 0;
+	bool follow = false;
+	if (parse_options(argc, argv, dump, &opt, &output, &quiet, &launch_argv, pids, &npids,
+			  &follow) < 0)
 		return EXIT_USAGE;
 	opt.stop_requests = &capture_stop_requests;
 	if (dump)
@@ -751,6 +741,18 @@ static int run_capture(int argc, char **argv, bool dump)
 		hint_message("-o out.svg or -o out.speedscope.json for one file; diag-attach export DIR "
 			     "-o - for a profile on standard output");
 		return EXIT_USAGE;
+	}
+	if (npids > 1 || follow) {
+		if (file_format) {
+			die_message("-o %s writes one file: a capture of several processes writes a "
+				    "bundle directory", output);
+			hint_message("capture into a directory, then diag-attach export DIR -o %s", output);
+			return EXIT_USAGE;
+		}
+		opt.stop_requests = NULL;
+		struct group_request g = {.pids = pids, .npids = npids, .follow = follow,
+					  .launch_argv = launch_argv, .output = output, .quiet = quiet};
+		return group_capture_run(&opt, &g);
 	}
 	if (file_format && (opt.leak_watch || opt.with_binaries_cap)) {
 		die_message("-o %s writes one file: --leak-watch and --with-binaries need a bundle "
@@ -777,7 +779,7 @@ static int run_capture(int argc, char **argv, bool dump)
 		}
 		dir = tmp_dir;
 	}
-	if (output && !file_format && refuse_foreign_dir(output) != EXIT_OK)
+	if (output && !file_format && capture_refuse_foreign_dir(output) != EXIT_OK)
 		return EXIT_OUTPUT_DIR;
 	if (launch_argv && output && !file_format) {
 		/* A directory that will not take the bundle (not empty, a
@@ -813,18 +815,18 @@ static int run_capture(int argc, char **argv, bool dump)
 		if (refused != EXIT_OK) {
 			if (file_format)
 				rmdir(dir);
-			return finish_launch(&launched, refused, quiet);
+			return launch_finish(&launched, refused, quiet);
 		}
 		opt.not_dumpable = !pr.dumpable;
 	}
 	if (!dir && !dump) {
-		default_output(opt.pid, default_dir, sizeof(default_dir));
+		capture_default_output(opt.pid, default_dir, sizeof(default_dir));
 		dir = default_dir;
 	}
 	struct stat st;
 	bool existed = dir && !file_format && lstat(dir, &st) == 0;
-	if (dir && !file_format && refuse_foreign_dir(dir) != EXIT_OK)
-		return launch_argv ? finish_launch(&launched, EXIT_OUTPUT_DIR, quiet) : EXIT_OUTPUT_DIR;
+	if (dir && !file_format && capture_refuse_foreign_dir(dir) != EXIT_OK)
+		return launch_argv ? launch_finish(&launched, EXIT_OUTPUT_DIR, quiet) : EXIT_OUTPUT_DIR;
 
 	struct capture_session *s = NULL;
 	enum capture_stage stage;
@@ -834,7 +836,7 @@ static int run_capture(int argc, char **argv, bool dump)
 			rmdir(dir);
 		int code = stage == CAPTURE_STAGE_OUTPUT ? capture_output_error(dir, existed, r)
 							 : capture_error_exit(opt.pid, dir, stage, r);
-		return launch_argv ? finish_launch(&launched, code, quiet) : code;
+		return launch_argv ? launch_finish(&launched, code, quiet) : code;
 	}
 	/* If we are ever stopped or hung while holding the target, a separate
 	 * process kills us, which releases it (the kernel detaches a dead
@@ -875,17 +877,17 @@ static int run_capture(int argc, char **argv, bool dump)
 			s = NULL;
 			exit_code = export_run(dir, file_format, NULL, NULL, false, output);
 			if (exit_code == EXIT_OK)
-				exit_code = print_bundle_path(output);
+				exit_code = capture_print_bundle_path(output);
 			cli_remove_tree(dir);
 		} else if (!dump)
-			exit_code = print_bundle_path(dir);
+			exit_code = capture_print_bundle_path(dir);
 		else if (dir && !quiet)
 			fprintf(stderr, "diag-attach: bundle written to %s\n", dir);
 	}
 	attach_watchdog_stop();
 	capture_session_free(s);
 	capture_trace_phase("done");
-	return launch_argv ? finish_launch(&launched, exit_code, quiet) : exit_code;
+	return launch_argv ? launch_finish(&launched, exit_code, quiet) : exit_code;
 }
 
 int cmd_capture(int argc, char **argv)

@@ -178,14 +178,9 @@ int export_run(const char *dir, const char *format, const char *profile, const c
 	}
 	FILE *out = of.fp;
 	if (speedscope || svg) {
-		const cJSON *t =
-			cJSON_GetObjectItemCaseSensitive(bundle_reader_manifest(r), "target");
-		const cJSON *comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
-		const cJSON *pid = cJSON_GetObjectItemCaseSensitive(t, "pid");
-		char name[256];
-		snprintf(name, sizeof(name), "%s (pid %.0f) %s",
-			 cJSON_IsString(comm) ? comm->valuestring : "?",
-			 cJSON_IsNumber(pid) ? pid->valuedouble : 0, profile);
+		char who[200], name[256];
+		snprintf(name, sizeof(name), "%s %s",
+			 bundle_target_describe(bundle_reader_manifest(r), who, sizeof(who)), profile);
 		e = svg ? export_svg(p, vi, per_thread, name, out) : export_speedscope(p, vi, name, out);
 	} else {
 		e = export_collapsed(p, vi, per_thread, out);

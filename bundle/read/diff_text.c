@@ -7,10 +7,14 @@
 #include "bundle/read/report_model.h"
 #include "bundle/text.h"
 
+/* A key of the side's target; of a bundle of several processes (target
+ * a list), the first process's, which is the one given or launched. */
 static const char *tstr(const cJSON *side_obj, const char *k)
 {
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(side_obj, "target"), k);
+	const cJSON *target = cJSON_GetObjectItemCaseSensitive(side_obj, "target");
+	if (cJSON_IsArray(target))
+		target = cJSON_GetArrayItem(target, 0);
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(target, k);
 	return cJSON_IsString(t) ? t->valuestring : NULL;
 }
 

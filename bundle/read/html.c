@@ -8,6 +8,7 @@
 
 #include "bundle/read/html_assets.h"
 #include "bundle/read/output_file.h"
+#include "bundle/reader.h"
 #include "bundle/text.h"
 
 static void put_escaped(const char *s, FILE *out)
@@ -50,15 +51,11 @@ int html_write(const cJSON *doc, FILE *out)
 	char *json = json_print(doc, false);
 	if (!json)
 		return -ENOMEM;
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(doc, "target");
-	const cJSON *comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
-	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(t, "pid");
 	/* The title is page text, not JSON: the name as the terminal shows
 	 * it, so the page is UTF-8 whatever the bundle holds. */
-	char title[256], shown[128];
-	escape_text(cJSON_IsString(comm) ? comm->valuestring : "?", shown, sizeof(shown));
-	snprintf(title, sizeof(title), "diag-attach report: %s (pid %.0f)", shown,
-		 cJSON_IsNumber(pid) ? pid->valuedouble : 0);
+	char title[512], raw[400], shown[400];
+	escape_text(bundle_target_describe(doc, raw, sizeof(raw)), shown, sizeof(shown));
+	snprintf(title, sizeof(title), "diag-attach report: %s", shown);
 
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      /* Inline style and script only; nothing may be fetched. */

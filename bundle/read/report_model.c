@@ -507,24 +507,6 @@ void goroutine_groups_free(struct goroutine_group *g, size_t n)
 
 /* ---- counters ---- */
 
-static bool is_cumulative(const char *name)
-{
-	static const char *const totals[] = {
-		"cpu_user_ns",
-		"cpu_sys_ns",
-		"minor_faults",
-		"major_faults",
-		"voluntary_ctxt_switches",
-		"nonvoluntary_ctxt_switches",
-		"io_read_bytes",
-		"io_write_bytes",
-	};
-	for (size_t i = 0; i < sizeof(totals) / sizeof(totals[0]); i++)
-		if (strcmp(name, totals[i]) == 0)
-			return true;
-	return false;
-}
-
 void counter_stat_compute(const struct bundle_timeline *tl, const struct bundle_counter *c,
 			  struct counter_stat *ret)
 {
@@ -559,7 +541,7 @@ void counter_stat_compute(const struct bundle_timeline *tl, const struct bundle_
 	s.span_s = n ? tl_last - t0 : 0;
 	if (!n)
 		s.min = s.max = NAN;
-	s.cumulative = is_cumulative(c->name);
+	s.cumulative = bundle_counter_cumulative(c->name);
 	*ret = s;
 }
 

@@ -81,7 +81,24 @@ static void print_header(const cJSON *doc, FILE *out, const struct style *st)
 {
 	const cJSON *t = get(doc, "target");
 	fprintf(out, "%sdiag-attach report%s %s\n", st->bold, st->off, str(doc, "bundle", ""));
-	if (t) {
+	if (cJSON_IsArray(t)) {
+		/* A bundle of several processes: one line each, the name
+		 * the user knows, its pid and how its capture went. */
+		fprintf(out, "target    %s%d processes%s\n", st->bold, cJSON_GetArraySize(t), st->off);
+		const cJSON *e;
+		cJSON_ArrayForEach(e, t)
+		{
+			const cJSON *pc = get(e, "capture");
+			const cJSON *cpu = pc ? get(pc, "cpu") : NULL;
+			fprintf(out, "          %s%s%s (pid %.0f) %s", st->bold, str(e, "comm", "?"), st->off,
+				num(e, "pid", 0), str(e, "exe", ""));
+			if (cpu)
+				fprintf(out, ", %.2f s CPU", num(cpu, "target_cpu_s", 0));
+			if (cJSON_IsTrue(get(e, "target_exited")))
+				fprintf(out, ", exited");
+			fputc('\n', out);
+		}
+	} else if (t) {
 		/* The name the user knows (comm, and argv[0] when it says
 		 * more: Debian's redis-server is a link to redis-check-rdb),
 		 * then the executable it resolved to. */

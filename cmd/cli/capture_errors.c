@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bundle/bundle.h"
@@ -208,3 +210,44 @@ int capture_error_exit(pid_t pid, const char *dir, enum capture_stage stage, int
 	}
 }
 
+
+/* An existing directory of another user (pre-created in /tmp, say) would
+ * receive argv, stacks and maybe secrets that its owner could then read
+ * or swap under us: only a new directory or one of our own. */
+int capture_refuse_foreign_dir(const char *dir)
+{
+	struct stat st;
+	if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid != geteuid()) {
+		die_message("output directory '%s' belongs to uid %d, not to us (uid %d)", dir,
+			    (int)st.st_uid, (int)geteuid());
+		hint_message("give a new directory, or an empty one you own, with -o");
+		return EXIT_OUTPUT_DIR;
+	}
+	return EXIT_OK;
+}
+
+/* The finished bundle's path is the one thing on stdout (for scripts:
+ * dir=$(diag-attach ...)). If it cannot be written (/dev/full, a closed
+ * pipe: SIGPIPE is ignored) the caller never learns where the bundle is,
+ * so say so and fail like any other failed write, but make clear that the
+ * bundle itself is complete. Checked here, not left to exit(), which would
+ * drop the error silently. */
+int capture_print_bundle_path(const char *dir)
+{
+	if (printf("%s\n", dir) >= 0 && fflush(stdout) == 0)
+		return EXIT_OK;
+	int e = errno;
+	die_message("bundle '%s' is complete, but writing its path to standard output failed: %s",
+		    dir, strerror(e));
+	return EXIT_WRITE_FAILED;
+}
+
+void capture_default_output(pid_t pid, char *buf, size_t size)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	char stamp[32];
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+	snprintf(buf, size, "diag-%d-%s", (int)pid, stamp);
+}

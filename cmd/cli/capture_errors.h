@@ -31,4 +31,15 @@ int capture_write_error(const char *dir, int err);
 /* The engine failed with r at stage while capturing pid into dir. */
 int capture_error_exit(pid_t pid, const char *dir, enum capture_stage stage, int r);
 
+/* An existing output directory of another user: refused (printed),
+ * EXIT_OUTPUT_DIR; otherwise EXIT_OK. */
+int capture_refuse_foreign_dir(const char *dir);
+
+/* The finished bundle's path on stdout, the one thing there; EXIT_OK or,
+ * if it cannot be written, EXIT_WRITE_FAILED (printed). */
+int capture_print_bundle_path(const char *dir);
+
+/* "diag-PID-YYYYmmdd-HHMMSS": where a capture goes without -o. */
+void capture_default_output(pid_t pid, char *buf, size_t size);
+
 #endif

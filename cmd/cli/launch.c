@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -213,4 +214,22 @@ void launch_release(struct launch *l)
 		while (waitpid(l->shim, NULL, l->done ? 0 : WNOHANG) < 0 && errno == EINTR)
 			;
 	l->shim = 0;
+}
+
+/* After a capture of a command we started: wait for it to end (Ctrl-C
+ * stops the wait) and exit as it did, as strace does; our own failure,
+ * code, has been printed already. If the wait is given up, code. */
+int launch_finish(struct launch *l, int code, bool quiet)
+{
+	launch_continue(l); /* never left stopped, whatever failed */
+	if (!l->done && !quiet)
+		fprintf(stderr, "diag-attach: waiting for pid %d to exit (Ctrl-C: stop waiting)\n",
+			(int)l->pid);
+	int r = launch_wait(l, -1, true);
+	if (r == 0)
+		code = launch_exit_code(l->status);
+	else if (!quiet)
+		fprintf(stderr, "diag-attach: pid %d is still running\n", (int)l->pid);
+	launch_release(l);
+	return code;
 }

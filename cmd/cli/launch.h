@@ -44,4 +44,10 @@ int launch_exit_code(int status);
 
 void launch_release(struct launch *l);
 
+/* After a capture of the command: let it run, wait for its end (Ctrl-C
+ * stops the wait; said on stderr unless quiet), release l and return its
+ * exit status as a shell gives it, or code (our own failure, printed
+ * already) if the wait is given up. */
+int launch_finish(struct launch *l, int code, bool quiet);
+
 #endif

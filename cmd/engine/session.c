@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bundle/bundle.h"
 #include "bundle/text.h"
 #include "cmd/engine/binaries.h"
 #include "cmd/engine/dump_out.h"
@@ -194,6 +195,7 @@ static cJSON *initial_manifest(struct capture_session *s)
 	char id[37];
 	make_uuid(id);
 	cJSON_AddStringToObject(m, "bundle_id", id);
+	cJSON_AddNumberToObject(m, "format_version", BUNDLE_FORMAT_VERSION);
 	cJSON *tool = cJSON_AddObjectToObject(m, "tool");
 	cJSON_AddStringToObject(tool, "name", "diag-attach");
 	cJSON_AddStringToObject(tool, "version", DIAG_ATTACH_VERSION);

@@ -1,0 +1,459 @@
+/* Several processes into one bundle (group_capture.h). */
+#include "cmd/group_capture.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bundle/bundle.h"
+#include "bundle/merge.h"
+#include "cmd/cli/capture_errors.h"
+#include "cmd/cli/exit_codes.h"
+#include "cmd/cli/launch.h"
+#include "cmd/cli/util.h"
+#include "timeline/newcomers.h"
+
+static volatile sig_atomic_t stop_requests;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_requests++;
+}
+
+struct part {
+	pid_t target;
+	pid_t capturer;  /* our child that captures it; 0 once reaped */
+	int exit_code;   /* the capturer's, once reaped */
+	bool followed;   /* found as a child, not given */
+	char dir[PATH_MAX];
+};
+
+struct group {
+	struct capture_options *opt;
+	const struct group_request *req;
+	const char *dir;
+	struct part parts[GROUP_MAX_PROCESSES];
+	size_t nparts;
+	size_t not_followed; /* children seen past GROUP_MAX_PROCESSES */
+	uint64_t started_ns, deadline_ns; /* CLOCK_MONOTONIC; deadline 0: none */
+	struct launch *launched;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- one capturer (in the child) ---- */
+
+static const struct launch *part_launch;
+
+static void part_let_launched_run(void *arg)
+{
+	(void)arg;
+	if (part_launch)
+		launch_continue(part_launch);
+}
+
+struct part_leak_ctx {
+	const char *group_dir;
+	pid_t pid;
+};
+
+static void part_show_leak(const struct capture_leak *l, void *arg)
+{
+	const struct part_leak_ctx *c = arg;
+	fprintf(stderr,
+		"diag-attach: warning: pid %d: %s is leaking: +%.3g/s, %.0f -> %.0f over %zu samples; "
+		"evidence will be in %s/processes/%d/%s\n",
+		(int)c->pid, l->counter, l->slope_per_s, l->first, l->last, l->n_samples, c->group_dir,
+		(int)c->pid, l->evidence);
+}
+
+/* The capture of one process, as a capture of one process runs; the
+ * child's exit status. */
+static int part_main(struct group *g, struct part *p, uint64_t duration_ns)
+{
+	/* Terminal signals reach the group, which passes each request on
+	 * once; reaching us too would make one Ctrl-C count twice. */
+	setpgid(0, 0);
+	stop_requests = 0;
+	struct capture_options opt = *g->opt;
+	opt.pid = p->target;
+	opt.duration_ns = duration_ns;
+	opt.stop_requests = &stop_requests;
+	opt.progress = NULL;
+	struct part_leak_ctx lc = {g->dir, p->target};
+	opt.leak_found = part_show_leak;
+	opt.callback_arg = &lc;
+	opt.ready = NULL;
+	if (g->launched && g->launched->pid == p->target) {
+		part_launch = g->launched;
+		opt.ready = part_let_launched_run;
+	}
+	struct capture_session *s = NULL;
+	enum capture_stage stage;
+	int r = capture_session_new(&opt, p->dir, &s, &stage);
+	if (r < 0)
+		return stage == CAPTURE_STAGE_OUTPUT ? capture_output_error(p->dir, false, r)
+						     : capture_error_exit(p->target, p->dir, stage, r);
+	if (opt.watchdog_ms)
+		attach_watchdog_start(opt.watchdog_ms);
+	int code = EXIT_OK;
+	r = capture_session_run(s);
+	if (r == 0)
+		r = capture_session_finish(s);
+	if (r < 0)
+		code = capture_error_exit(p->target, p->dir, capture_session_stage(s), r);
+	attach_watchdog_stop();
+	capture_session_free(s);
+	return code;
+}
+
+/* ---- the group (in us) ---- */
+
+static bool known(const struct group *g, pid_t pid)
+{
+	for (size_t i = 0; i < g->nparts; i++)
+		if (g->parts[i].target == pid)
+			return true;
+	return false;
+}
+
+/* Start capturing pid: 0, or -errno (nothing started). */
+static int start_part(struct group *g, pid_t pid, bool followed)
+{
+	if (g->nparts == GROUP_MAX_PROCESSES) {
+		g->not_followed++;
+		return -ENOSPC;
+	}
+	uint64_t duration = 0;
+	if (g->deadline_ns) {
+		uint64_t now = now_ns();
+		/* Too little left to be worth a process of its own. */
+		if (now + 100000000ull >= g->deadline_ns)
+			return -ETIME;
+		duration = g->deadline_ns - now;
+	}
+	struct part *p = &g->parts[g->nparts];
+	memset(p, 0, sizeof(*p));
+	p->target = pid;
+	p->followed = followed;
+	snprintf(p->dir, sizeof(p->dir), "%s/.parts/%d", g->dir, (int)pid);
+	fflush(NULL);
+	pid_t c = fork();
+	if (c < 0)
+		return -errno;
+	if (c == 0) {
+		int code = part_main(g, p, duration);
+		fflush(NULL);
+		_exit(code);
+	}
+	p->capturer = c;
+	g->nparts++;
+	return 0;
+}
+
+/* Children of the processes we follow that we do not capture yet: their
+ * capture starts now. A child that exits before it is attached is not an
+ * error: it was not there to capture. */
+static void follow_children(struct group *g)
+{
+	for (size_t i = 0; i < g->nparts; i++) {
+		if (!g->parts[i].capturer)
+			continue; /* its capture ended: it exited, or time is up */
+		struct newcomer *kids = NULL;
+		size_t nkids = 0, more = 0;
+		if (newcomers_children(g->parts[i].target, 0, 256, &kids, &nkids, &more) < 0)
+			continue;
+		for (size_t k = 0; k < nkids; k++) {
+			pid_t pid = kids[k].id;
+			if (pid == getpid() || known(g, pid))
+				continue;
+			struct attach_probe pr;
+			if (attach_target_probe(pid, &pr) < 0 || pr.refusal != ATTACH_OK ||
+			    (!pr.dumpable && !g->opt->force))
+				continue;
+			/* Our own capturers are children of ours, never of a
+			 * target; a target that is our ancestor is refused as
+			 * "diag-attach itself or its tracer" by the probe. */
+			start_part(g, pid, true);
+		}
+		free(kids);
+	}
+}
+
+static size_t running(const struct group *g)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < g->nparts; i++)
+		n += g->parts[i].capturer != 0;
+	return n;
+}
+
+static void reap(struct group *g, bool block)
+{
+	for (size_t i = 0; i < g->nparts; i++) {
+		struct part *p = &g->parts[i];
+		if (!p->capturer)
+			continue;
+		int st;
+		pid_t w;
+		do
+			w = waitpid(p->capturer, &st, block ? 0 : WNOHANG);
+		while (w < 0 && errno == EINTR);
+		if (w == p->capturer || (w < 0 && errno == ECHILD)) {
+			p->exit_code = w == p->capturer && WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_INTERNAL;
+			p->capturer = 0;
+		}
+	}
+}
+
+static void show_progress(const struct group *g)
+{
+	if (g->req->quiet || !isatty(STDERR_FILENO))
+		return;
+	char dur[32] = "";
+	if (g->opt->duration_ns)
+		snprintf(dur, sizeof(dur), "/%.0fs", (double)g->opt->duration_ns / 1e9);
+	fprintf(stderr, "\r\033[Kdiag-attach: %zu processes (%zu being captured)  %.1fs%s",
+		g->nparts, running(g), (double)(now_ns() - g->started_ns) / 1e9, dur);
+}
+
+/* Run the captures until every one has ended: their processes exited,
+ * the duration passed, or a stop request (passed on to each). */
+static void run_parts(struct group *g)
+{
+	sig_atomic_t passed_on = 0;
+	uint64_t last_progress = 0;
+	for (;;) {
+		if (stop_requests != passed_on) {
+			passed_on = stop_requests;
+			for (size_t i = 0; i < g->nparts; i++)
+				if (g->parts[i].capturer)
+					kill(g->parts[i].capturer, SIGTERM);
+		}
+		reap(g, false);
+		bool time_up = g->deadline_ns && now_ns() >= g->deadline_ns;
+		if (g->req->follow && !stop_requests && !time_up)
+			follow_children(g);
+		if (!running(g))
+			break;
+		if (now_ns() - last_progress > 500000000ull) {
+			show_progress(g);
+			last_progress = now_ns();
+		}
+		/* A child forked and gone within this is missed: polled, not
+		 * traced (the kernel's fork events would need ptrace or the
+		 * proc connector on every followed process). */
+		struct timespec ts = {0, 50000000};
+		nanosleep(&ts, NULL);
+	}
+	if (!g->req->quiet && isatty(STDERR_FILENO))
+		fputs("\r\033[K", stderr);
+}
+
+static cJSON *group_json(const struct group *g)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *given = cJSON_AddArrayToObject(o, "pids_given");
+	for (size_t i = 0; i < g->req->npids; i++)
+		cJSON_AddItemToArray(given, cJSON_CreateNumber(g->req->pids[i]));
+	cJSON_AddBoolToObject(o, "subprocesses", g->req->follow);
+	cJSON *followed = cJSON_AddArrayToObject(o, "followed");
+	cJSON *failed = cJSON_AddArrayToObject(o, "failed");
+	for (size_t i = 0; i < g->nparts; i++) {
+		const struct part *p = &g->parts[i];
+		if (p->followed)
+			cJSON_AddItemToArray(followed, cJSON_CreateNumber(p->target));
+		if (p->exit_code != EXIT_OK) {
+			cJSON *f = cJSON_CreateObject();
+			cJSON_AddNumberToObject(f, "pid", p->target);
+			cJSON_AddNumberToObject(f, "exit_status", p->exit_code);
+			cJSON_AddItemToArray(failed, f);
+		}
+	}
+	if (g->not_followed)
+		cJSON_AddNumberToObject(o, "children_not_followed", (double)g->not_followed);
+	return o;
+}
+
+static void note_launched(cJSON *m, struct launch *l, char **argv)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *a = cJSON_AddArrayToObject(o, "argv");
+	for (char **p = argv; *p; p++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(*p));
+	cJSON_AddNumberToObject(o, "pid", l->pid);
+	if (launch_wait(l, 2000, false) == 0) {
+		cJSON_AddNumberToObject(o, "exit_status", launch_exit_code(l->status));
+		if (WIFSIGNALED(l->status))
+			cJSON_AddNumberToObject(o, "signal", WTERMSIG(l->status));
+	} else {
+		cJSON_AddTrueToObject(o, "running_when_the_capture_ended");
+	}
+	cJSON_AddItemToObject(m, "launched", o);
+}
+
+/* Merge the parts that finished into g->dir's bundle b; the exit status. */
+static int merge_parts(struct group *g, struct bundle *b)
+{
+	const char *dirs[GROUP_MAX_PROCESSES];
+	size_t n = 0;
+	int first_failure = EXIT_OK;
+	for (size_t i = 0; i < g->nparts; i++) {
+		const struct part *p = &g->parts[i];
+		if (p->exit_code == EXIT_OK) {
+			dirs[n++] = p->dir;
+		} else {
+			if (first_failure == EXIT_OK)
+				first_failure = p->exit_code;
+			if (!p->followed || p->exit_code != EXIT_NO_PROCESS)
+				fprintf(stderr, "diag-attach: warning: pid %d was not captured (exit status %d)\n",
+					(int)p->target, p->exit_code);
+		}
+	}
+	if (!n) {
+		bundle_abandon(b);
+		return first_failure == EXIT_OK ? EXIT_INTERNAL : first_failure;
+	}
+	if (stop_requests >= 2) {
+		bundle_abandon(b);
+		die_message("interrupted while writing; bundle abandoned");
+		return EXIT_INTERRUPTED;
+	}
+	cJSON *m = NULL;
+	int e = bundle_merge(b, dirs, n, &m);
+	if (e < 0) {
+		bundle_abandon(b);
+		return e == -ENOMEM || e == -EBADMSG || e == -EINVAL ? (die_message("cannot merge the captures: %s", strerror(-e)), EXIT_INTERNAL)
+								     : capture_write_error(g->dir, e);
+	}
+	cJSON_AddItemToObject(m, "group", group_json(g));
+	if (g->launched)
+		note_launched(m, g->launched, g->req->launch_argv);
+	/* The parts go before the manifest vouches for the directory. */
+	char parts[PATH_MAX];
+	snprintf(parts, sizeof(parts), "%s/.parts", g->dir);
+	cli_remove_tree(parts);
+	e = bundle_finalize(b, m);
+	if (e < 0)
+		return capture_write_error(g->dir, e);
+	return EXIT_OK;
+}
+
+int group_capture_run(struct capture_options *opt, const struct group_request *req)
+{
+	static struct group g; /* 256 parts of PATH_MAX: not on the stack */
+	memset(&g, 0, sizeof(g));
+	g.opt = opt;
+	g.req = req;
+	cli_install_stop_handlers(on_stop_signal);
+
+	pid_t first = req->npids ? req->pids[0] : 0;
+	struct attach_probe pr;
+	for (size_t i = 0; i < req->npids; i++) {
+		pid_t pid = req->pids[i];
+		int refused = capture_check_target(&pid, opt->force, &pr);
+		if (refused != EXIT_OK)
+			return refused;
+	}
+	char default_dir[64];
+	const char *dir = req->output;
+	if (dir && capture_refuse_foreign_dir(dir) != EXIT_OK)
+		return EXIT_OUTPUT_DIR;
+
+	struct launch launched = {.status_fd = -1};
+	if (req->launch_argv) {
+		/* The directory is created (and refused) before the command
+		 * starts: whatever of ours could refuse has, from here on the
+		 * exit status is the command's. */
+		struct bundle *probe;
+		struct stat st;
+		bool had = dir && lstat(dir, &st) == 0;
+		if (dir) {
+			int e = bundle_create(dir, &probe);
+			if (e < 0)
+				return capture_output_error(dir, had, e);
+			bundle_abandon(probe);
+			if (!had)
+				rmdir(dir);
+		}
+		int e = launch_start(req->launch_argv, &launched);
+		if (e < 0) {
+			die_message("cannot run '%s': %s", req->launch_argv[0], strerror(-e));
+			return EXIT_NO_PROCESS;
+		}
+		first = launched.pid;
+		g.launched = &launched;
+		if (!req->quiet)
+			fprintf(stderr, "diag-attach: started %s as pid %d\n", req->launch_argv[0],
+				(int)first);
+	}
+	if (!dir) {
+		capture_default_output(first, default_dir, sizeof(default_dir));
+		dir = default_dir;
+	}
+	g.dir = dir;
+	struct stat st;
+	bool existed = lstat(dir, &st) == 0;
+	struct bundle *b = NULL;
+	int e = bundle_create(dir, &b);
+	if (e < 0) {
+		int code = capture_output_error(dir, existed, e);
+		return g.launched ? launch_finish(&launched, code, req->quiet) : code;
+	}
+	char parts_dir[PATH_MAX];
+	snprintf(parts_dir, sizeof(parts_dir), "%s/.parts", dir);
+	if (mkdir(parts_dir, 0700) < 0) {
+		int code = capture_write_error(dir, -errno);
+		bundle_abandon(b);
+		if (!existed)
+			rmdir(dir);
+		return g.launched ? launch_finish(&launched, code, req->quiet) : code;
+	}
+	g.started_ns = now_ns();
+	g.deadline_ns = opt->duration_ns ? g.started_ns + opt->duration_ns : 0;
+	int code = EXIT_OK;
+	if (g.launched && start_part(&g, launched.pid, false) < 0)
+		code = EXIT_INTERNAL;
+	for (size_t i = 0; i < req->npids && code == EXIT_OK; i++) {
+		pid_t pid = req->pids[i];
+		pid_t tgid;
+		if (attach_thread_group(pid, &tgid) == 0)
+			pid = tgid;
+		if (!known(&g, pid) && start_part(&g, pid, false) < 0)
+			code = EXIT_INTERNAL;
+	}
+	if (code != EXIT_OK)
+		die_message("cannot start a capture: %s", strerror(errno));
+	run_parts(&g);
+	reap(&g, true);
+	if (code == EXIT_OK)
+		code = merge_parts(&g, b);
+	else
+		bundle_abandon(b);
+	if (code != EXIT_OK) {
+		char parts[PATH_MAX];
+		snprintf(parts, sizeof(parts), "%s/.parts", dir);
+		cli_remove_tree(parts);
+		if (!existed)
+			rmdir(dir);
+	} else {
+		if (!req->quiet)
+			fprintf(stderr, "diag-attach: %zu process(es) captured into one bundle\n",
+				g.nparts);
+		code = capture_print_bundle_path(dir);
+	}
+	return g.launched ? launch_finish(&launched, code, req->quiet) : code;
+}
