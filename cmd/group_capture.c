@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "bundle/bundle.h"
 #include "bundle/merge.h"
+#include "bundle/text.h"
 #include "cmd/cli/capture_errors.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/launch.h"
@@ -45,6 +47,7 @@ struct group {
 	size_t not_followed; /* children seen past GROUP_MAX_PROCESSES */
 	uint64_t started_ns, deadline_ns; /* CLOCK_MONOTONIC; deadline 0: none */
 	struct launch *launched;
+	const char *ended_by; /* "duration", "stop request", "processes exited" */
 };
 
 static uint64_t now_ns(void)
@@ -245,6 +248,7 @@ static void run_parts(struct group *g)
 		}
 		reap(g, false);
 		bool time_up = g->deadline_ns && now_ns() >= g->deadline_ns;
+		g->ended_by = stop_requests ? "stop request" : time_up ? "duration" : "processes exited";
 		if (g->req->follow && !stop_requests && !time_up)
 			follow_children(g);
 		if (!running(g))
@@ -305,6 +309,33 @@ static void note_launched(cJSON *m, struct launch *l, char **argv)
 	cJSON_AddItemToObject(m, "launched", o);
 }
 
+/* One line per process at the end, as a capture of one prints its
+ * summary: what its CPU profile holds against its CPU time. */
+static void print_summaries(const cJSON *m)
+{
+	const cJSON *t;
+	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(m, "target"))
+	{
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(t, "capture");
+		const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(c, "cpu");
+		double got = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cpu, "samples"));
+		double want = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cpu, "samples_expected"));
+		double cpu_s = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cpu, "target_cpu_s"));
+		double wall = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "thread_samples"));
+		const cJSON *comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
+		char name[128];
+		escape_text(cJSON_IsString(comm) ? comm->valuestring : "?", name, sizeof(name));
+		fprintf(stderr,
+			"diag-attach: pid %.0f (%s): %.0f CPU samples for %.2f s of CPU (%.0f%% of the "
+			"%.0f it asks for), %.0f thread samples%s\n",
+			cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "pid")), name,
+			isnan(got) ? 0 : got, isnan(cpu_s) ? 0 : cpu_s,
+			!isnan(want) && want > 0 ? 100.0 * got / want : 100.0, isnan(want) ? 0 : want,
+			isnan(wall) ? 0 : wall,
+			cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "target_exited")) ? ", exited" : "");
+	}
+}
+
 /* Merge the parts that finished into g->dir's bundle b; the exit status. */
 static int merge_parts(struct group *g, struct bundle *b)
 {
@@ -340,6 +371,11 @@ static int merge_parts(struct group *g, struct bundle *b)
 								     : capture_write_error(g->dir, e);
 	}
 	cJSON_AddItemToObject(m, "group", group_json(g));
+	cJSON *cap = cJSON_GetObjectItemCaseSensitive(m, "capture");
+	if (cap && g->ended_by)
+		cJSON_ReplaceItemInObjectCaseSensitive(cap, "ended_by", cJSON_CreateString(g->ended_by));
+	if (!g->req->quiet)
+		print_summaries(m);
 	if (g->launched)
 		note_launched(m, g->launched, g->req->launch_argv);
 	/* The parts go before the manifest vouches for the directory. */
@@ -450,9 +486,12 @@ int group_capture_run(struct capture_options *opt, const struct group_request *r
 		if (!existed)
 			rmdir(dir);
 	} else {
-		if (!req->quiet)
-			fprintf(stderr, "diag-attach: %zu process(es) captured into one bundle\n",
-				g.nparts);
+		if (!req->quiet) {
+			size_t ok = 0;
+			for (size_t i = 0; i < g.nparts; i++)
+				ok += g.parts[i].exit_code == EXIT_OK;
+			fprintf(stderr, "diag-attach: %zu processes captured into one bundle\n", ok);
+		}
 		code = capture_print_bundle_path(dir);
 	}
 	return g.launched ? launch_finish(&launched, code, req->quiet) : code;
