@@ -252,20 +252,14 @@ pack:
 			}
 		}
 	}
-	/* The parts' labels must not be freed twice: the added ones are ours
-	 * (in added[]), so take them back out of each sample before the part
-	 * frees its own. */
+	/* The two labels added to each sample are ours (in added[]), not the
+	 * part's: take them back out before the part frees its own. They
+	 * were added to the out.n_sample samples of out.sample, in order. */
+	for (size_t k = 0; k < out.n_sample; k++)
+		out.sample[k]->n_label -= 2;
 	for (size_t i = 0; i < n; i++) {
 		if (!in[i])
 			continue;
-		for (size_t k = 0; k < in[i]->n_sample; k++) {
-			Perftools__Profiles__Sample *s = in[i]->sample[k];
-			size_t keep = 0;
-			for (size_t j = 0; j < s->n_label; j++)
-				if (!(s->label[j] >= added && s->label[j] < added + 2 * nsamples))
-					s->label[keep++] = s->label[j];
-			s->n_label = keep;
-		}
 		perftools__profiles__profile__free_unpacked(in[i], NULL);
 	}
 	free(in);

@@ -82,6 +82,32 @@ static bool in_number_list(const cJSON *list, pid_t pid)
 	return false;
 }
 
+/* The CPU a timeline's running totals grew by, from its first line to
+ * its last (cpu_user_ns + cpu_sys_ns), in seconds. */
+static double timeline_cpu_growth(const char *text)
+{
+	double first = NAN, last = NAN;
+	for (const char *l = text; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l) : strlen(l);
+		char *line = strndup(l, len);
+		cJSON *o = cJSON_Parse(line);
+		free(line);
+		if (o) {
+			double v = cJSON_GetNumberValue(cJSON_GetObjectItem(o, "cpu_user_ns")) +
+				   cJSON_GetNumberValue(cJSON_GetObjectItem(o, "cpu_sys_ns"));
+			if (!isnan(v)) {
+				if (isnan(first))
+					first = v;
+				last = v;
+			}
+			cJSON_Delete(o);
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return (last - first) / 1e9;
+}
+
 /* Every reading subcommand takes the merged bundle: report (text, JSON,
  * HTML), export in each format, diff with itself, pem and unpem, verify;
  * and go tool pprof reads each profile without a warning. */
@@ -190,12 +216,22 @@ Test(group, two_pids_one_bundle_every_reader_follows, .timeout = 300)
 	char *tl = read_in(b, "runtime.jsonl");
 	cr_assert(tl);
 	cr_expect(strstr(tl, "\"processes\":2"), "the totals never count two processes:\n%.500s", tl);
+	/* The totals' CPU grew by what each process's own series did. */
+	double grew = timeline_cpu_growth(tl), each = 0;
+	pid_t both[] = {a.pid, c.pid};
+	for (size_t i = 0; i < 2; i++) {
+		char own[64];
+		snprintf(own, sizeof(own), "processes/%d/runtime.jsonl", (int)both[i]);
+		char *series = read_in(b, own);
+		cr_assert(series && strstr(series, "rss_bytes"), "no %s", own);
+		each += timeline_cpu_growth(series);
+		free(series);
+	}
+	fprintf(stderr, "group: the totals' CPU grew %.2f s, the processes' own series %.2f s\n", grew,
+		each);
+	cr_expect(fabs(grew - each) <= 0.05 + 0.02 * each,
+		  "the totals' CPU grew %.2f s, the processes' own series %.2f s", grew, each);
 	free(tl);
-	char own[64];
-	snprintf(own, sizeof(own), "processes/%d/runtime.jsonl", (int)a.pid);
-	char *ta_own = read_in(b, own);
-	cr_expect(ta_own && strstr(ta_own, "rss_bytes"), "no %s", own);
-	free(ta_own);
 
 	/* -p repeated is the same thing. */
 	char b2[300], pa[16], pc[16];
