@@ -79,6 +79,11 @@ static cJSON *argv_json(const struct attach_target *t)
 		return NULL;
 	char *buf = NULL, **args = malloc(ARGV_MAX * sizeof(*args));
 	size_t argc = args ? read_nul_list(t, "cmdline", &buf, args) : 0;
+	/* A process that rewrote its title over argv (nginx's "nginx: worker
+	 * process", postgres, sshd) leaves the rest of the area as NULs: not
+	 * dozens of empty arguments. */
+	while (argc > 1 && args[argc - 1][0] == '\0')
+		argc--;
 	if (argc) {
 		/* argv often carries credentials: only the redacted form is kept. */
 		char **red = bundle_redact_argv(args, argc);

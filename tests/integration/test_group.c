@@ -384,6 +384,13 @@ Test(group, nginx_reload_new_workers_are_followed, .timeout = 180)
 		nkids++;
 		const cJSON *e = target_entry(m, (pid_t)k);
 		found += e != NULL;
+		/* Its title, as ps shows it, not followed by the NULs of the
+		 * argv area it was written over. */
+		const cJSON *av = cJSON_GetObjectItem(e, "argv");
+		const char *a0 = cJSON_GetStringValue(cJSON_GetArrayItem(av, 0));
+		cr_expect(cJSON_GetArraySize(av) == 1 && a0 && strncmp(a0, "nginx: worker", 13) == 0,
+			  "worker %ld's argv: %d words, first '%s'", k, cJSON_GetArraySize(av),
+			  a0 ? a0 : "(none)");
 		bool waiting = false;
 		for (size_t i = 0; i < p->n_sample && !waiting; i++)
 			waiting = sample_num_label(p, p->sample[i], "pid") == k &&
