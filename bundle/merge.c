@@ -276,12 +276,12 @@ pack:
 /* ---- the manifest ---- */
 
 /* Keys whose values do not add up across processes: the largest is the
- * group's (a rate asked, a duration, a worst pause); achieved_hz is the
- * slowest process's. Everything else numeric is a count and is summed. */
+ * group's (a rate asked, a duration, a worst pause). Everything else
+ * numeric is a count and is summed. */
 static bool take_max(const char *k)
 {
 	static const char *const keys[] = {
-		"frequency_hz",	  "duration_requested_s", "duration_s",	     "interval_s",
+		"achieved_hz",	  "frequency_hz",	  "duration_requested_s", "duration_s",	     "interval_s",
 		"ticks",	  "final_hz",		  "tid_labels_max",  "stack_bytes_max",
 		"stop_timeout_ms", "other_threads_factor", "p50_us",	     "p99_us",
 		"max_us",	  "process_hold_us",	  "thread_hold_max_us", "limit_hz",
@@ -295,7 +295,8 @@ static bool take_max(const char *k)
 /* Fold src (one process's capture, pause or interpretation object) into
  * dst, a copy of the first one's: numbers summed or maxed (take_max),
  * objects recursively, a string that differs becomes "mixed", anything
- * else stays the first process's. */
+ * else stays the first process's. (achieved_hz is set after, from the
+ * longest capture.) */
 static void fold_summary(cJSON *dst, const cJSON *src)
 {
 	const cJSON *s;
@@ -307,9 +308,8 @@ static void fold_summary(cJSON *dst, const cJSON *src)
 		if (!d) {
 			cJSON_AddItemToObject(dst, s->string, cJSON_Duplicate(s, true));
 		} else if (cJSON_IsNumber(d) && cJSON_IsNumber(s)) {
-			double v = strcmp(s->string, "achieved_hz") == 0 ? fmin(d->valuedouble, s->valuedouble)
-				   : take_max(s->string)		  ? fmax(d->valuedouble, s->valuedouble)
-									  : d->valuedouble + s->valuedouble;
+			double v = take_max(s->string) ? fmax(d->valuedouble, s->valuedouble)
+						       : d->valuedouble + s->valuedouble;
 			cJSON_SetNumberValue(d, v);
 		} else if (cJSON_IsObject(d) && cJSON_IsObject(s)) {
 			fold_summary(d, s);
@@ -418,6 +418,20 @@ static cJSON *merged_manifest(cJSON *const *parts, const long *pids, size_t n)
 	copy_key(m, parts[0], "leak_watch");
 	cJSON_AddBoolToObject(m, "target_exited", all_exited);
 	if (capture) {
+		/* The rate the group was sampled at is its longest-lived
+		 * process's: a child that lived 50 ms has a rate of noise. */
+		double longest = -1, hz = NAN;
+		for (size_t i = 0; i < n; i++) {
+			const cJSON *c = cJSON_GetObjectItemCaseSensitive(parts[i], "capture");
+			double d = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "duration_s"));
+			double h = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "achieved_hz"));
+			if (!isnan(d) && !isnan(h) && d > longest) {
+				longest = d;
+				hz = h;
+			}
+		}
+		if (!isnan(hz))
+			cJSON_ReplaceItemInObjectCaseSensitive(capture, "achieved_hz", cJSON_CreateNumber(hz));
 		cJSON_AddNumberToObject(capture, "processes", (double)n);
 		cJSON_AddItemToObject(m, "capture", capture);
 	}

@@ -22,6 +22,9 @@
 #include "cmd/cli/util.h"
 #include "timeline/newcomers.h"
 
+/* How old a child must be before its capture starts (follow_children). */
+#define CHILD_SETTLE_S 0.03
+
 static volatile sig_atomic_t stop_requests;
 
 static void on_stop_signal(int sig)
@@ -107,6 +110,10 @@ static int part_main(struct group *g, struct part *p, uint64_t duration_ns)
 	struct capture_session *s = NULL;
 	enum capture_stage stage;
 	int r = capture_session_new(&opt, p->dir, &s, &stage);
+	/* A child that exited before it could be captured was never there
+	 * to capture: not an error worth a line (the group counts it). */
+	if (r == -ESRCH && p->followed)
+		return EXIT_NO_PROCESS;
 	if (r < 0)
 		return stage == CAPTURE_STAGE_OUTPUT ? capture_output_error(p->dir, false, r)
 						     : capture_error_exit(p->target, p->dir, stage, r);
@@ -116,7 +123,9 @@ static int part_main(struct group *g, struct part *p, uint64_t duration_ns)
 	r = capture_session_run(s);
 	if (r == 0)
 		r = capture_session_finish(s);
-	if (r < 0)
+	if (r == -ESRCH && p->followed)
+		code = EXIT_NO_PROCESS;
+	else if (r < 0)
 		code = capture_error_exit(p->target, p->dir, capture_session_stage(s), r);
 	attach_watchdog_stop();
 	capture_session_free(s);
@@ -179,9 +188,16 @@ static void follow_children(struct group *g)
 		size_t nkids = 0, more = 0;
 		if (newcomers_children(g->parts[i].target, 0, 256, &kids, &nkids, &more) < 0)
 			continue;
+		double now = newcomers_boottime_s();
 		for (size_t k = 0; k < nkids; k++) {
 			pid_t pid = kids[k].id;
 			if (pid == getpid() || known(g, pid))
+				continue;
+			/* Most children exec at once (a shell's commands): one
+			 * caught in between would be named after its parent
+			 * for good. A child this young is taken at the next
+			 * poll; a pre-forked worker loses that much. */
+			if (now - kids[k].started_s < CHILD_SETTLE_S)
 				continue;
 			struct attach_probe pr;
 			if (attach_target_probe(pid, &pr) < 0 || pr.refusal != ATTACH_OK ||

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bundle/bundle.h"
@@ -245,6 +246,56 @@ cJSON *target_info_json(const struct attach_target *t, bool record_environ)
 	}
 	add_perf_map(o, t->pid);
 	return o;
+}
+
+int target_info_follow_exec(struct attach_target *t, cJSON *target, bool record_environ)
+{
+	char exe[4096];
+	ssize_t n = readlinkat(t->proc_dirfd, "exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0; /* exited, or a kernel we cannot read: nothing to say */
+	exe[n] = '\0';
+	const cJSON *was = cJSON_GetObjectItemCaseSensitive(target, "exe");
+	if (!cJSON_IsString(was) || strcmp(was->valuestring, exe) == 0)
+		return 0;
+	/* The name is the new image's from now on (the kernel sets comm
+	 * from the file at exec). */
+	int fd = openat(t->proc_dirfd, "comm", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		char comm[sizeof(t->comm)];
+		ssize_t c = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (c > 0) {
+			comm[c] = '\0';
+			comm[strcspn(comm, "\n")] = '\0';
+			memcpy(t->comm, comm, sizeof(comm));
+		}
+	}
+	cJSON *now = target_info_json(t, record_environ);
+	if (!now)
+		return -ENOMEM;
+	/* What it was, oldest first, each with when it stopped being it. */
+	cJSON *before = cJSON_CreateObject();
+	static const char *const keys[] = {"exe", "invoked_as", "argv", "comm"};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(target, keys[i]);
+		if (v)
+			cJSON_AddItemToObject(before, keys[i], v);
+		cJSON *x = cJSON_DetachItemFromObjectCaseSensitive(now, keys[i]);
+		if (x)
+			cJSON_AddItemToObject(target, keys[i], x);
+	}
+	char when[32];
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	format_rfc3339_ms((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, when);
+	cJSON_AddStringToObject(before, "seen_until", when);
+	cJSON *hist = cJSON_GetObjectItemCaseSensitive(target, "exec_from");
+	if (!hist)
+		hist = cJSON_AddArrayToObject(target, "exec_from");
+	cJSON_AddItemToArray(hist, before);
+	cJSON_Delete(now);
+	return 1;
 }
 
 cJSON *host_info_json(void)

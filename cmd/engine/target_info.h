@@ -14,6 +14,14 @@
  * build_id is added by the caller once symbols are loaded. */
 cJSON *target_info_json(const struct attach_target *t, bool record_environ);
 
+/* Has the target exec'd since target (its target_info_json) was made?
+ * Then target says what it is now (exe, invoked_as, argv, comm; t->comm
+ * too) and what it was goes to target.exec_from[] with the time it was
+ * last seen so. 1 if it had, 0 if not (or the target is gone), -ENOMEM.
+ * Checked at every timeline point: a shell's child, a wrapper script (a
+ * pyenv shim) becomes the program the profile is about. */
+int target_info_follow_exec(struct attach_target *t, cJSON *target, bool record_environ);
+
 /* {kernel, arch, num_cpu, hostname}. */
 cJSON *host_info_json(void);
 

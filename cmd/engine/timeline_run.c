@@ -18,6 +18,7 @@
 #include "timeline/proc_sampler.h"
 #include "bundle/text.h"
 #include "cmd/engine/internal.h"
+#include "cmd/engine/target_info.h"
 
 #define TIMELINE_MEMBER "runtime.jsonl"
 #define MAX_FINDINGS_PER_TICK TIMELINE_COUNTER_COUNT
@@ -234,6 +235,9 @@ static int on_finding(struct timeline_run *t, const struct leakwatch_finding *f)
 
 int timeline_run_tick(struct timeline_run *t)
 {
+	cJSON *target = cJSON_GetObjectItemCaseSensitive(t->s->manifest, "target");
+	if (target && target_info_follow_exec(&t->s->target, target, t->s->opt->record_environ) < 0)
+		return -ENOMEM;
 	struct timeline_sample smp;
 	int r = proc_sampler_sample(t->ps, &smp);
 	if (r < 0)

@@ -434,3 +434,55 @@ Test(group, refusals_of_a_group, .timeout = 60)
 	cr_expect_eq(r.exit_code, 3, "a pid that does not exist: exit %d: %s", r.exit_code, r.err);
 	cr_expect(access("/tmp/never-written-dir", F_OK) != 0);
 }
+
+/* A child that execs after it was found (a subshell that becomes the
+ * program, a wrapper script) is named by what it became: comm, exe and
+ * argv, and its samples' process label; what it was is kept in
+ * exec_from. */
+Test(group, a_child_that_execs_is_named_by_what_it_became, .timeout = 120)
+{
+	char dir[256], b[300], script[600];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(script, sizeof(script), "(sleep 0.3; exec %s 1 >/dev/null) & sleep 3; kill $!; wait; exit 0",
+		 target_path("burner"));
+	struct tool_result r;
+	const char *args[] = {"-q", "--subprocesses", "-o", b, "--", "bash", "-c", script, NULL};
+	tool_run(&r, args);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cJSON *m = manifest_need(b);
+	const cJSON *e, *became = NULL;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(m, "target"))
+		if (cJSON_GetObjectItem(e, "exec_from"))
+			became = e;
+	cr_assert(became, "no process says it exec'd");
+	const char *comm = cJSON_GetStringValue(cJSON_GetObjectItem(became, "comm"));
+	const char *was = cJSON_GetStringValue(
+		cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(became, "exec_from"), 0), "comm"));
+	cr_expect(comm && strcmp(comm, "burner") == 0, "it is named '%s', not burner", comm ? comm : "");
+	cr_expect(was && strcmp(was, "bash") == 0, "it was '%s', not bash", was ? was : "");
+	pid_t pid = (pid_t)cJSON_GetNumberValue(cJSON_GetObjectItem(became, "pid"));
+	cJSON_Delete(m);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/cpu.pprof", b);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0);
+	/* Samples are aggregated by stack and labels: count their counts. */
+	int64_t burning = 0, named = 0;
+	int vi = value_index(p, "samples");
+	cr_assert_geq(vi, 0);
+	for (size_t i = 0; i < p->n_sample; i++) {
+		if (sample_num_label(p, p->sample[i], "pid") != pid ||
+		    !frames_have(p, p->sample[i], "spin_units"))
+			continue;
+		burning += p->sample[i]->value[vi];
+		const char *proc = sample_str_label(p, p->sample[i], "process");
+		if (proc && strcmp(proc, "burner") == 0)
+			named += p->sample[i]->value[vi];
+	}
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	cr_expect_gt(burning, 20, "only %lld samples of the burner after its exec", (long long)burning);
+	cr_expect_eq(named, burning, "%lld of %lld samples labelled process=burner", (long long)named,
+		     (long long)burning);
+	rm_rf(dir);
+}
