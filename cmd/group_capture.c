@@ -292,8 +292,14 @@ static cJSON *group_json(const struct group *g)
 	cJSON_AddBoolToObject(o, "subprocesses", g->req->follow);
 	cJSON *followed = cJSON_AddArrayToObject(o, "followed");
 	cJSON *failed = cJSON_AddArrayToObject(o, "failed");
+	size_t gone = 0;
 	for (size_t i = 0; i < g->nparts; i++) {
 		const struct part *p = &g->parts[i];
+		/* A child that exited before its capture began was only seen. */
+		if (p->followed && p->exit_code == EXIT_NO_PROCESS) {
+			gone++;
+			continue;
+		}
 		if (p->followed)
 			cJSON_AddItemToArray(followed, cJSON_CreateNumber(p->target));
 		if (p->exit_code != EXIT_OK) {
@@ -303,6 +309,7 @@ static cJSON *group_json(const struct group *g)
 			cJSON_AddItemToArray(failed, f);
 		}
 	}
+	cJSON_AddNumberToObject(o, "children_gone_before_capture", (double)gone);
 	if (g->not_followed)
 		cJSON_AddNumberToObject(o, "children_not_followed", (double)g->not_followed);
 	return o;
