@@ -26,6 +26,51 @@ install_packages() {
 	fi
 }
 
+# Every Go release Debian carries, beside the default golang-go (1.19),
+# for the Go matrix tests: golang-1.NN-go installs under /usr/lib/go-1.NN.
+# 1.21-1.23 come from bookworm-backports, 1.24 from trixie and 1.25-1.27
+# from trixie-backports: those suites are added (same mirror and keyring as
+# the system's) and trixie's pinned at 50, so that nothing else is ever
+# upgraded from them; the toolchains pull only their own -src packages.
+GO_TOOLCHAINS="golang-1.21-go golang-1.22-go golang-1.23-go golang-1.24-go golang-1.25-go
+  golang-1.26-go golang-1.27-go"
+
+install_go_toolchains() {
+	missing=""
+	for p in $GO_TOOLCHAINS; do
+		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+			missing="$missing $p"
+		fi
+	done
+	[ -n "$missing" ] || return 0
+	cat >/etc/apt/sources.list.d/diag-attach-go.sources <<'SOURCES'
+# Written by diag-attach's setup.sh: Go toolchains for its tests only.
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports trixie trixie-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+	cat >/etc/apt/preferences.d/diag-attach-go <<'PINS'
+# Written by diag-attach's setup.sh: never upgrade anything from trixie.
+Package: *
+Pin: release n=trixie
+Pin-Priority: 50
+
+Package: *
+Pin: release n=trixie-backports
+Pin-Priority: 50
+PINS
+	echo "setup: installing Go toolchains$missing"
+	apt-get update -qq
+	# One at a time: a release the mirror lacks is said, not fatal (the
+	# matrix tests skip a version that is not installed, and say so).
+	for p in $missing; do
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$p" \
+			>/dev/null || echo "setup: could not install $p" >&2
+	done
+}
+
 # The browser tests drive Debian's chromium with playwright-core from the
 # npm registry, at the version tests/browser/package.json pins (the last
 # that runs on Debian 12's nodejs 18; Debian's nodejs comes without npm,
@@ -93,6 +138,7 @@ demo)
 	;;
 test)
 	install_packages
+	install_go_toolchains
 	install_browser_driver
 	build build
 	run_tests build env

@@ -167,20 +167,21 @@ Test(errors, a_thread_id_is_taken_for_its_process)
 	run_end(&g);
 }
 
-/* One process per capture until several are supported: a second -p (or
- * a list) is refused, never quietly dropped; and -p means a process in
- * every subcommand (export names its profile with --profile only). */
-Test(errors, one_process_per_capture_and_p_is_always_a_process)
+/* A snapshot is of one process: a second -p (or a list) is refused with
+ * it, never quietly dropped (a sampled capture takes several:
+ * integration-group); and -p means a process in every subcommand (export
+ * names its profile with --profile only). */
+Test(errors, one_process_per_snapshot_and_p_is_always_a_process)
 {
 	struct tool_result r;
 	const char *two[] = {"-p", "1", "-p", "2", "--snapshot", NULL};
 	tool_run(&r, two);
 	cr_expect_eq(r.exit_code, 2, "exit %d: %s", r.exit_code, r.err);
-	cr_expect(strstr(r.err, "two processes given"), "%s", r.err);
+	cr_expect(strstr(r.err, "--snapshot is of one process"), "%s", r.err);
 	const char *list[] = {"-p", "1,2", "--snapshot", NULL};
 	tool_run(&r, list);
 	cr_expect_eq(r.exit_code, 2, "exit %d: %s", r.exit_code, r.err);
-	cr_expect(strstr(r.err, "one process per capture"), "%s", r.err);
+	cr_expect(strstr(r.err, "--snapshot is of one process"), "%s", r.err);
 	const char *top[] = {"top", "-p", "1", "-p", "2", NULL};
 	tool_run(&r, top);
 	cr_expect_eq(r.exit_code, 2, "exit %d: %s", r.exit_code, r.err);
