@@ -526,7 +526,13 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 		const uint8_t *p = go_file_at(t, fmd + (uint64_t)md_gofunc, 8);
 		if (p)
 			t->gofunc = go_u64(p);
-		if (t->text_start == 0 && t->L.md_text >= 0 && (p = go_file_at(t, fmd + (uint64_t)t->L.md_text, 8)))
+		/* moduledata.text: +176 in every release from 1.18 to 1.27
+		 * (the Go matrix test checks it against runtime.text in each
+		 * plain build); DWARF, where present, says it itself. Without
+		 * this a stripped 1.26+ binary, whose pcHeader.textStart is 0,
+		 * had every PC looked up against the wrong base. */
+		int md_text = t->have_layout && t->L.md_text >= 0 ? t->L.md_text : 176;
+		if (t->text_start == 0 && (p = go_file_at(t, fmd + (uint64_t)md_text, 8)))
 			t->text_start = go_u64(p);
 	}
 	if (!t->gofunc)
