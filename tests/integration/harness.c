@@ -822,3 +822,42 @@ void wait_for_line(int fd, const char *needle, char *line, size_t size)
 		len = 0;
 	}
 }
+
+/* ---- Go fixtures (tests/targets/go/fixture) ---- */
+
+/* Send a command line to the fixture and wait for its "ok" answer. */
+void go_fixture_command(struct target *t, const char *cmd)
+{
+	char line[512];
+	snprintf(line, sizeof(line), "%s\n", cmd);
+	cr_assert(write(t->stdin_fd, line, strlen(line)) == (ssize_t)strlen(line));
+	size_t len = 0;
+	for (;;) {
+		char c;
+		cr_assert(read(t->stdout_fd, &c, 1) == 1, "fixture closed stdout");
+		if (c == '\n') {
+			line[len] = '\0';
+			if (strncmp(line, "ok", 2) == 0)
+				return;
+			len = 0;
+		} else if (len < sizeof(line) - 1) {
+			line[len++] = c;
+		}
+	}
+}
+
+/* The "goroutine N [" header lines of a debug=2 dump. */
+size_t go_goroutine_ids(const char *text, long *ids, size_t max)
+{
+	size_t n = 0;
+	for (const char *p = text; (p = strstr(p, "goroutine ")) && n < max; p++) {
+		if (p != text && p[-1] != '\n')
+			continue;
+		char *end;
+		long id = strtol(p + 10, &end, 10);
+		if (end != p + 10 && strncmp(end, " [", 2) == 0)
+			ids[n++] = id;
+	}
+	return n;
+}
+

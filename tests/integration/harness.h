@@ -234,6 +234,13 @@ char *capture_finish(struct capture *c, int timeout_ms);
 #define END_SLACK_MS 4000
 #else
 #define END_SLACK_MS 2000
+/* Send a command line ("dump2 FILE") to the Go fixture and wait for its
+ * "ok" answer. */
+void go_fixture_command(struct target *t, const char *cmd);
+/* The ids of the "goroutine N [" header lines of a Go debug=2 dump, at
+ * most max; how many. */
+size_t go_goroutine_ids(const char *text, long *ids, size_t max);
+
 #endif
 /* The same, also returning the tool's peak RSS with its reaped children's,
  * in KiB (getrusage of the tool: includes its worker). */
@@ -262,5 +269,12 @@ bool have_go(void);
  * into err (NUL-terminated). */
 int go_pprof(const char *args, const char *file, char *out, size_t out_size, char *err,
 	     size_t err_size);
+
+/* Send a command line ("dump2 FILE") to the Go fixture and wait for its
+ * "ok" answer. */
+void go_fixture_command(struct target *t, const char *cmd);
+/* The ids of the "goroutine N [" header lines of a Go debug=2 dump, at
+ * most max; how many. */
+size_t go_goroutine_ids(const char *text, long *ids, size_t max);
 
 #endif

@@ -42,42 +42,6 @@ static cJSON *go_heap_profile(const cJSON *m)
 				   "heap_profile");
 }
 
-/* Send a command line to the fixture and wait for its "ok" answer. */
-static void command(struct target *t, const char *cmd)
-{
-	char line[512];
-	snprintf(line, sizeof(line), "%s\n", cmd);
-	cr_assert(write(t->stdin_fd, line, strlen(line)) == (ssize_t)strlen(line));
-	size_t len = 0;
-	for (;;) {
-		char c;
-		cr_assert(read(t->stdout_fd, &c, 1) == 1, "fixture closed stdout");
-		if (c == '\n') {
-			line[len] = '\0';
-			if (strncmp(line, "ok", 2) == 0)
-				return;
-			len = 0;
-		} else if (len < sizeof(line) - 1) {
-			line[len++] = c;
-		}
-	}
-}
-
-/* The "goroutine N [" header lines of a debug=2 dump. */
-static size_t goroutine_ids(const char *text, long *ids, size_t max)
-{
-	size_t n = 0;
-	for (const char *p = text; (p = strstr(p, "goroutine ")) && n < max; p++) {
-		if (p != text && p[-1] != '\n')
-			continue;
-		char *end;
-		long id = strtol(p + 10, &end, 10);
-		if (end != p + 10 && strncmp(end, " [", 2) == 0)
-			ids[n++] = id;
-	}
-	return n;
-}
-
 Test(go, snapshot_matches_runtime_dump)
 {
 	struct target_run g;
@@ -91,14 +55,14 @@ Test(go, snapshot_matches_runtime_dump)
 	/* The target still answers, and dumps its own view. */
 	char cmd[400];
 	snprintf(cmd, sizeof(cmd), "dump2 %s", theirs);
-	command(&t, cmd);
+	go_fixture_command(&t, cmd);
 
 	char path[400];
 	char *ours = read_in(out, "goroutine.txt");
 	char *their = read_file(theirs, NULL);
 	cr_assert(ours && their);
 	long a[4096], b[4096];
-	size_t na = goroutine_ids(ours, a, 4096), nb = goroutine_ids(their, b, 4096);
+	size_t na = go_goroutine_ids(ours, a, 4096), nb = go_goroutine_ids(their, b, 4096);
 	cr_expect_geq(na, 20, "only %zu goroutines in goroutine.txt", na);
 	/* Every goroutine the runtime lists is in ours (ids are stable). */
 	for (size_t i = 0; i < nb; i++) {
@@ -164,14 +128,14 @@ Test(go, dump_lists_the_runtimes_goroutines)
 	char theirs[300], cmd[400];
 	snprintf(theirs, sizeof(theirs), "%s/theirs.txt", g.dir);
 	snprintf(cmd, sizeof(cmd), "dump2 %s", theirs);
-	command(&g.t, cmd);
+	go_fixture_command(&g.t, cmd);
 	cr_expect(strncmp(r.out, "Process ", 8) == 0, "the threads do not come first:\n%.300s", r.out);
 	const char *gs = strstr(r.out, "\nGoroutines: ");
 	cr_assert(gs, "no goroutines in the dump of a Go program:\n%.2000s", r.out);
 	char *their = read_file(theirs, NULL);
 	cr_assert(their);
 	static long a[4096], b[4096];
-	size_t na = goroutine_ids(gs, a, 4096), nb = goroutine_ids(their, b, 4096);
+	size_t na = go_goroutine_ids(gs, a, 4096), nb = go_goroutine_ids(their, b, 4096);
 	cr_expect_eq((size_t)atol(gs + 13), na, "the heading counts %ld, %zu listed", atol(gs + 13), na);
 	for (size_t i = 0; i < nb; i++) {
 		bool found = false;

@@ -1,0 +1,150 @@
+/*
+ * The Go fixture (tests/targets/go/fixture/main.go) built by every Go
+ * toolchain Debian carries, 1.19 and 1.21 to 1.27 (setup.sh installs them
+ * under /usr/lib/go-1.NN), plain and stripped (-ldflags=-s -w).
+ *
+ * Ground truth: the runtime's own goroutine dump (the fixture writes its
+ * debug=2 dump on request, right after our snapshot) and `go version`.
+ * Plain: every goroutine the runtime lists is in goroutine.txt, labels in
+ * goroutine.pprof, the version in the manifest, every thread frame named.
+ * Stripped: every thread frame named from .gopclntab (Go 1.26 moved
+ * moduledata into .go.module and zeroed pcHeader.textStart), the version
+ * read without .symtab, and the manifest says whether goroutines could be
+ * read.
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "pprof_check.h"
+
+/* The fixture of version v (kind "" or "-stripped"); skips when the
+ * toolchain is not installed, fails when it is and the fixture was not
+ * built. */
+static const char *matrix_fixture(const char *v, const char *kind, char *buf, size_t size)
+{
+	const char *dir = getenv("DIAG_GO_MATRIX_DIR");
+	char go[64];
+	snprintf(go, sizeof(go), "/usr/lib/go-%s/bin/go", v);
+	if (access(go, X_OK) != 0)
+		cr_skip_test("no Go %s toolchain (%s): setup.sh installs golang-%s-go", v, go, v);
+	cr_assert(dir, "DIAG_GO_MATRIX_DIR not set");
+	snprintf(buf, size, "%s/go-matrix-%s%s", dir, v, kind);
+	cr_assert(access(buf, X_OK) == 0, "%s is installed but %s was not built", go, buf);
+	return buf;
+}
+
+/* Snapshot the fixture into g->out. */
+static void snapshot(struct target_run *g, const char *path)
+{
+	const char *argv[] = {path, NULL};
+	run_begin(g, argv, "pid", "b");
+	struct tool_result r;
+	const char *args[] = {"-q", "-p", g->pid, "--snapshot", "-o", g->out, NULL};
+	tool_run_ok(&r, args);
+}
+
+/* The manifest's Go version is the toolchain's: "go1.21.13" for "1.21". */
+static const cJSON *expect_version(const cJSON *m, const char *v)
+{
+	const cJSON *go = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go");
+	cr_assert(go, "no target.go in the manifest");
+	const char *got = cJSON_GetStringValue(cJSON_GetObjectItem(go, "version"));
+	char want[32];
+	snprintf(want, sizeof(want), "go%s", v);
+	size_t n = strlen(want);
+	cr_expect(got && strncmp(got, want, n) == 0 && (got[n] == '.' || got[n] == '\0'),
+		  "target.go.version %s, built by %s", got ? got : "(none)", want);
+	return go;
+}
+
+/* Every frame of threads.txt is named: none reads BINARY+0xOFF. */
+static void expect_threads_named(const char *out, const char *path)
+{
+	char *txt = read_in(out, "threads.txt");
+	cr_assert(txt);
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	char unnamed[300];
+	snprintf(unnamed, sizeof(unnamed), "%s+0x", base);
+	const char *u = strstr(txt, unnamed);
+	cr_expect(!u, "an unnamed frame of %s: %.120s", base, u ? u : "");
+	cr_expect(strstr(txt, "runtime."), "no runtime frame in:\n%.1500s", txt);
+	free(txt);
+}
+
+static void plain(const char *v)
+{
+	char path[512];
+	matrix_fixture(v, "", path, sizeof(path));
+	struct target_run g;
+	snapshot(&g, path);
+	char theirs[300], cmd[400];
+	snprintf(theirs, sizeof(theirs), "%s/theirs.txt", g.dir);
+	snprintf(cmd, sizeof(cmd), "dump2 %s", theirs);
+	go_fixture_command(&g.t, cmd);
+	char *ours = read_in(g.out, "goroutine.txt");
+	char *their = read_file(theirs, NULL);
+	cr_assert(ours, "Go %s: no goroutine.txt", v);
+	cr_assert(their);
+	static long a[4096], b[4096];
+	size_t na = go_goroutine_ids(ours, a, 4096), nb = go_goroutine_ids(their, b, 4096);
+	cr_expect_geq(nb, 20, "the runtime lists only %zu goroutines", nb);
+	size_t missing = 0;
+	for (size_t i = 0; i < nb; i++) {
+		bool found = false;
+		for (size_t k = 0; k < na && !found; k++)
+			found = a[k] == b[i];
+		missing += !found;
+	}
+	cr_expect_eq(missing, 0, "Go %s: %zu of the runtime's %zu goroutines missing (we list %zu)", v,
+		     missing, nb, na);
+	free(ours);
+	free(their);
+	char pp[400];
+	snprintf(pp, sizeof(pp), "%s/goroutine.pprof", g.out);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(pp, &p), 0);
+	bool labelled = false;
+	for (size_t i = 0; i < p->n_sample; i++)
+		labelled |= p->sample[i]->n_label > 0;
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	cr_expect(labelled, "Go %s: no pprof labels in goroutine.pprof", v);
+	cJSON *m = manifest_need(g.out);
+	const cJSON *go = expect_version(m, v);
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(go, "goroutines_readable")));
+	cJSON_Delete(m);
+	expect_threads_named(g.out, path);
+	run_end(&g);
+}
+
+static void stripped(const char *v)
+{
+	char path[512];
+	matrix_fixture(v, "-stripped", path, sizeof(path));
+	struct target_run g;
+	snapshot(&g, path);
+	expect_threads_named(g.out, path);
+	cJSON *m = manifest_need(g.out);
+	const cJSON *go = expect_version(m, v);
+	cr_expect(cJSON_IsBool(cJSON_GetObjectItem(go, "goroutines_readable")),
+		  "Go %s stripped: the manifest does not say whether goroutines were read", v);
+	cJSON_Delete(m);
+	run_end(&g);
+}
+
+#define GO_MATRIX(tag, v)                                                                          \
+	Test(go_matrix, plain_##tag, .timeout = 120) { plain(v); }                                 \
+	Test(go_matrix, stripped_##tag, .timeout = 120) { stripped(v); }
+
+GO_MATRIX(go1_19, "1.19")
+GO_MATRIX(go1_21, "1.21")
+GO_MATRIX(go1_22, "1.22")
+GO_MATRIX(go1_23, "1.23")
+GO_MATRIX(go1_24, "1.24")
+GO_MATRIX(go1_25, "1.25")
+GO_MATRIX(go1_26, "1.26")
+GO_MATRIX(go1_27, "1.27")
