@@ -96,6 +96,12 @@ void go_session_describe(struct go_session *g, cJSON *target)
 	cJSON *o = cJSON_AddObjectToObject(target, "go");
 	cJSON_AddStringToObject(o, "version", go_target_version(g->target));
 	cJSON_AddBoolToObject(o, "goroutines_readable", go_target_can_list_goroutines(g->target));
+	/* How the runtime's structs were read, and if goroutines could not
+	 * be, why: the user of a stripped binary learns what it costs. */
+	cJSON_AddStringToObject(o, "layouts", go_target_layout_source(g->target));
+	const char *why = go_target_goroutines_unreadable_because(g->target);
+	if (why)
+		cJSON_AddStringToObject(o, "goroutines_unreadable_because", why);
 }
 
 static void while_held(void *ctx, const struct process_capture *pc)

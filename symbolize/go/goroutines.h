@@ -77,6 +77,19 @@ uint64_t go_target_bias(const struct go_target *t);
  * (.symtab) and the g/m layouts (DWARF, or the built-in Go 1.19 table). */
 bool go_target_can_list_goroutines(const struct go_target *t);
 
+/* Where the struct layouts came from: "dwarf", "table" (a built-in row of
+ * its Go release, for a binary without DWARF) or "none". Static. */
+const char *go_target_layout_source(const struct go_target *t);
+
+/* Why goroutines cannot be listed, in words for the manifest, or NULL if
+ * they can. Static. */
+const char *go_target_goroutines_unreadable_because(const struct go_target *t);
+
+/* For the tests: does the layout the target's DWARF gives equal the
+ * built-in row of its Go release? 1 yes; 0 no, and why names the first
+ * field that differs; -ENOENT when there is no DWARF layout or no row. */
+int go_target_check_layout_table(const struct go_target *t, char *why, size_t size);
+
 /* One logical frame: a function, or a call inlined into it. */
 struct go_frame {
 	const char *function;  /* as the runtime prints it ("main.F[...]"); valid during the callback */

@@ -46,6 +46,10 @@ struct go_heap_layout {
 	int cyc_allocs, cyc_frees, cyc_alloc_bytes, cyc_free_bytes;
 };
 
+/* The built-in layouts of Go release 1.minor (layouts.c): true and *L,
+ * *H set if there is a row for it. */
+bool go_layout_for_version(int minor, struct go_layout *L, struct go_heap_layout *H);
+
 /* A decoded runtime._func (the fields we use). */
 struct go_func {
 	const uint8_t *raw;  /* the _func in the file image */
@@ -92,6 +96,7 @@ struct go_target {
 	size_t nwaitreasons;
 	struct go_layout L;
 	bool have_layout;
+	const char *layout_source; /* "dwarf", "table" (layouts.c) or "none" */
 	struct go_heap_layout HL;
 	bool have_heap_layout;
 };

@@ -322,32 +322,6 @@ static bool read_dwarf_layout(struct go_target *t)
 	return ok;
 }
 
-/* Go 1.19 amd64, read from the DWARF of a go1.19.8 binary (recipe §4.1);
- * used only for binaries built with -w that still have .symtab. */
-static void layout_go119(struct go_layout *L)
-{
-	*L = (struct go_layout){
-		.g_stack_lo = 0, .g_stack_hi = 8, .g_m = 48, .g_sched_sp = 56, .g_sched_pc = 64,
-		.g_sched_bp = 104, .g_syscallsp = 112, .g_syscallpc = 120, .g_atomicstatus = 144,
-		.g_goid = 152, .g_waitsince = 168, .g_waitreason = 176, .g_lockedm = 232,
-		.g_gopc = 296, .g_startpc = 312, .g_labels = 360, .g_parentgoid = -1,
-		.m_procid = 72, .m_curg = 192, .m_alllink = 336, .m_vdsosp = 800, .m_vdsopc = 808,
-		.md_gofunc = 304, .md_text = 176, .sched_gfree_n = -1, .sched_ngsys = -1, .p_gfree_n = -1, .gc_heaplive = -1,
-	};
-}
-
-/* mprof.go of go1.19.8 (recipe §4.1): bucket{next, allnext, typ, hash,
- * size, nstk} then stk[nstk], then memRecord{active, future[3]} of
- * memRecordCycle{allocs, frees, alloc_bytes, free_bytes}. */
-static void heap_layout_go119(struct go_heap_layout *H)
-{
-	*H = (struct go_heap_layout){
-		.bucket_size = 48, .b_allnext = 8, .b_typ = 16, .b_size = 32, .b_nstk = 40,
-		.mr_active = 0, .mr_future = 32, .cyc_size = 32,
-		.cyc_allocs = 0, .cyc_frees = 8, .cyc_alloc_bytes = 16, .cyc_free_bytes = 24,
-	};
-}
-
 static void layout_sizes(struct go_layout *L)
 {
 	int gf[] = {L->g_stack_lo, L->g_stack_hi, L->g_m, L->g_sched_sp, L->g_sched_pc, L->g_sched_bp,
@@ -486,21 +460,26 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 	}
 
 	t->have_layout = read_dwarf_layout(t);
-	if (!t->have_layout && t->minor == 19) {
-		layout_go119(&t->L);
+	t->layout_source = t->have_layout ? "dwarf" : "none";
+	struct go_layout table;
+	struct go_heap_layout heap_table;
+	bool have_table = go_layout_for_version(t->minor, &table, &heap_table);
+	if (!t->have_layout && have_table) {
+		t->L = table;
 		t->have_layout = true;
+		t->layout_source = "table";
 	}
 	if (t->have_layout)
 		layout_sizes(&t->L);
-	if (!t->have_heap_layout && t->minor == 19) {
-		heap_layout_go119(&t->HL);
+	if (!t->have_heap_layout && have_table) {
+		t->HL = heap_table;
 		t->have_heap_layout = true;
 	}
 
 	/* funcdata base: moduledata.gofunc, else the go.func.* symbol. */
 	int md_gofunc = t->have_layout ? t->L.md_gofunc : -1;
-	if (md_gofunc < 0)
-		md_gofunc = t->minor >= 20 ? 320 : 304; /* recipe §4.3, checked 1.19 and 1.26 */
+	if (md_gofunc < 0) /* a release without a row (layouts.c): 1.27 moved it to +344 */
+		md_gofunc = t->minor >= 27 ? 344 : t->minor >= 20 ? 320 : 304;
 	if (!fmd) {
 		/* Stripped: moduledata starts with a pointer to the pcHeader
 		 * (eBPF profiler doc/gopclntab.md); scan the data sections. */
@@ -591,4 +570,54 @@ uint64_t go_target_bias(const struct go_target *t)
 bool go_target_can_list_goroutines(const struct go_target *t)
 {
 	return t->have_layout && t->sym_allglen && (t->sym_allgptr || t->sym_allgs) && t->sym_allm;
+}
+
+const char *go_target_layout_source(const struct go_target *t)
+{
+	return t->layout_source;
+}
+
+const char *go_target_goroutines_unreadable_because(const struct go_target *t)
+{
+	if (go_target_can_list_goroutines(t))
+		return NULL;
+	if (!t->have_layout)
+		return "no DWARF and no built-in struct layout for this Go release";
+	if (!t->sym_allglen || !(t->sym_allgptr || t->sym_allgs) || !t->sym_allm)
+		return "no .symtab: the addresses of runtime.allgs, allglen and allm are not known "
+		       "(stripped binary)";
+	return "unknown";
+}
+
+int go_target_check_layout_table(const struct go_target *t, char *why, size_t size)
+{
+	struct go_layout L;
+	struct go_heap_layout H;
+	if (strcmp(t->layout_source, "dwarf") != 0 || !go_layout_for_version(t->minor, &L, &H))
+		return -ENOENT;
+#define SAME(a, b, f)                                                                              \
+	if ((a).f != (b).f) {                                                                      \
+		snprintf(why, size, "go1.%d %s: table %d, DWARF %d", t->minor, #f, (int)(a).f,     \
+			 (int)(b).f);                                                              \
+		return 0;                                                                          \
+	}
+	SAME(L, t->L, g_stack_lo) SAME(L, t->L, g_stack_hi) SAME(L, t->L, g_m)
+	SAME(L, t->L, g_sched_sp) SAME(L, t->L, g_sched_pc) SAME(L, t->L, g_sched_bp)
+	SAME(L, t->L, g_syscallsp) SAME(L, t->L, g_syscallpc) SAME(L, t->L, g_atomicstatus)
+	SAME(L, t->L, g_goid) SAME(L, t->L, g_waitsince) SAME(L, t->L, g_waitreason)
+	SAME(L, t->L, g_lockedm) SAME(L, t->L, g_gopc) SAME(L, t->L, g_startpc)
+	SAME(L, t->L, g_labels) SAME(L, t->L, g_parentgoid) SAME(L, t->L, m_procid)
+	SAME(L, t->L, m_curg) SAME(L, t->L, m_alllink) SAME(L, t->L, m_vdsosp)
+	SAME(L, t->L, m_vdsopc) SAME(L, t->L, md_gofunc) SAME(L, t->L, md_text)
+	SAME(L, t->L, sched_gfree_n) SAME(L, t->L, sched_ngsys) SAME(L, t->L, p_gfree_n)
+	SAME(L, t->L, gc_heaplive)
+	if (t->have_heap_layout) {
+		SAME(H, t->HL, bucket_size) SAME(H, t->HL, b_allnext) SAME(H, t->HL, b_typ)
+		SAME(H, t->HL, b_size) SAME(H, t->HL, b_nstk) SAME(H, t->HL, mr_active)
+		SAME(H, t->HL, mr_future) SAME(H, t->HL, cyc_size) SAME(H, t->HL, cyc_allocs)
+		SAME(H, t->HL, cyc_frees) SAME(H, t->HL, cyc_alloc_bytes)
+		SAME(H, t->HL, cyc_free_bytes)
+	}
+#undef SAME
+	return 1;
 }

@@ -1,12 +1,15 @@
 /*
  * The Go fixture (tests/targets/go/fixture/main.go) built by every Go
  * toolchain Debian carries, 1.19 and 1.21 to 1.27 (setup.sh installs them
- * under /usr/lib/go-1.NN), plain and stripped (-ldflags=-s -w).
+ * under /usr/lib/go-1.NN), plain, without DWARF (-ldflags=-w: struct
+ * layouts from the built-in row of the release, symbolize/go/layouts.c)
+ * and stripped (-ldflags=-s -w).
  *
  * Ground truth: the runtime's own goroutine dump (the fixture writes its
  * debug=2 dump on request, right after our snapshot) and `go version`.
- * Plain: every goroutine the runtime lists is in goroutine.txt, labels in
- * goroutine.pprof, the version in the manifest, every thread frame named.
+ * Plain and -w: every goroutine the runtime lists is in goroutine.txt,
+ * labels in goroutine.pprof, the version in the manifest, every thread
+ * frame named, and the manifest says where the layouts came from.
  * Stripped: every thread frame named from .gopclntab (Go 1.26 moved
  * moduledata into .go.module and zeroed pcHeader.textStart), the version
  * read without .symtab, and the manifest says whether goroutines could be
@@ -76,10 +79,13 @@ static void expect_threads_named(const char *out, const char *path)
 	free(txt);
 }
 
-static void plain(const char *v)
+/* A build with .symtab: every goroutine of the runtime's own dump, its
+ * labels, the version, every thread named; layouts from DWARF or, for a
+ * build without it (-w), from the built-in row of its release. */
+static void with_symtab(const char *v, const char *kind, const char *layouts)
 {
 	char path[512];
-	matrix_fixture(v, "", path, sizeof(path));
+	matrix_fixture(v, kind, path, sizeof(path));
 	struct target_run g;
 	snapshot(&g, path);
 	char theirs[300], cmd[400];
@@ -116,6 +122,9 @@ static void plain(const char *v)
 	cJSON *m = manifest_need(g.out);
 	const cJSON *go = expect_version(m, v);
 	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(go, "goroutines_readable")));
+	const char *src = cJSON_GetStringValue(cJSON_GetObjectItem(go, "layouts"));
+	cr_expect(src && strcmp(src, layouts) == 0, "Go %s%s: layouts from %s, not %s", v, kind,
+		  src ? src : "(not said)", layouts);
 	cJSON_Delete(m);
 	expect_threads_named(g.out, path);
 	run_end(&g);
@@ -132,12 +141,16 @@ static void stripped(const char *v)
 	const cJSON *go = expect_version(m, v);
 	cr_expect(cJSON_IsBool(cJSON_GetObjectItem(go, "goroutines_readable")),
 		  "Go %s stripped: the manifest does not say whether goroutines were read", v);
+	if (!cJSON_IsTrue(cJSON_GetObjectItem(go, "goroutines_readable")))
+		cr_expect(cJSON_GetStringValue(cJSON_GetObjectItem(go, "goroutines_unreadable_because")),
+			  "Go %s stripped: goroutines not read, and the manifest does not say why", v);
 	cJSON_Delete(m);
 	run_end(&g);
 }
 
 #define GO_MATRIX(tag, v)                                                                          \
-	Test(go_matrix, plain_##tag, .timeout = 120) { plain(v); }                                 \
+	Test(go_matrix, plain_##tag, .timeout = 120) { with_symtab(v, "", "dwarf"); }              \
+	Test(go_matrix, nodwarf_##tag, .timeout = 120) { with_symtab(v, "-nodwarf", "table"); }    \
 	Test(go_matrix, stripped_##tag, .timeout = 120) { stripped(v); }
 
 GO_MATRIX(go1_19, "1.19")

@@ -98,3 +98,36 @@ Test(go_target, pie_opens)
 	cr_assert(go_target_can_list_goroutines(t));
 	go_target_free(t);
 }
+
+/* The built-in layout rows (symbolize/go/layouts.c) against the DWARF of
+ * the fixture built by each Go toolchain installed (setup.sh installs
+ * 1.19 and 1.21-1.27): a wrong offset fails here, not for a user of a
+ * stripped binary. The stripped build of the same release takes its row. */
+Test(go_target, layout_tables_match_dwarf)
+{
+	static const char *const versions[] = {"1.19", "1.21", "1.22", "1.23",
+					       "1.24", "1.25", "1.26", "1.27"};
+	int checked = 0;
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		char go[64], plain[512], stripped[512];
+		snprintf(go, sizeof(go), "/usr/lib/go-%s/bin/go", versions[i]);
+		if (access(go, X_OK) != 0)
+			continue;
+		snprintf(plain, sizeof(plain), "%s/go-matrix-%s", GO_MATRIX_DIR, versions[i]);
+		snprintf(stripped, sizeof(stripped), "%s/go-matrix-%s-stripped", GO_MATRIX_DIR, versions[i]);
+		struct go_target *t = NULL;
+		cr_assert_eq(go_target_open(0, plain, &t), 0, "%s", plain);
+		cr_expect_str_eq(go_target_layout_source(t), "dwarf", "%s", plain);
+		char why[200] = "";
+		cr_expect_eq(go_target_check_layout_table(t, why, sizeof(why)), 1, "Go %s: %s", versions[i],
+			     why[0] ? why : "no row for this release");
+		go_target_free(t);
+		cr_assert_eq(go_target_open(0, stripped, &t), 0, "%s", stripped);
+		cr_expect_str_eq(go_target_layout_source(t), "table", "%s", stripped);
+		cr_expect(go_target_goroutines_unreadable_because(t) != NULL);
+		go_target_free(t);
+		checked++;
+	}
+	if (!checked)
+		cr_skip_test("no Go toolchain under /usr/lib/go-1.NN (setup.sh installs them)");
+}
