@@ -445,48 +445,12 @@ static cJSON *merged_manifest(cJSON *const *parts, const long *pids, size_t n)
 
 /* ---- the timeline ---- */
 
-struct series {
-	const struct bundle_timeline *tl;
-	long first_bucket, last_bucket; /* -1 when empty */
-};
-
 /* The interval a point belongs to: the nearest whole number of intervals
  * after the group's first point (each process samples at its own phase;
  * a point a little early or late still lands in its own interval). */
 static long bucket_of(double t, double t0, double interval)
 {
 	return (long)floor((t - t0) / interval + 0.5);
-}
-
-/* Where counter name sits in tl, or -1. */
-static long counter_index(const struct bundle_timeline *tl, const char *name)
-{
-	for (size_t i = 0; i < tl->ncounters; i++)
-		if (strcmp(tl->counters[i].name, name) == 0)
-			return (long)i;
-	return -1;
-}
-
-/* The value of counter c of series s at bucket b: its latest point at or
- * before b that has one; *first the first value it ever had. */
-static bool value_at(const struct series *s, long c, long b, double t0, double interval,
-		     double *ret, double *first)
-{
-	const struct bundle_counter *ctr = &s->tl->counters[c];
-	bool have = false, have_first = false;
-	for (size_t i = 0; i < s->tl->npoints; i++) {
-		if (isnan(ctr->v[i]))
-			continue;
-		if (!have_first) {
-			*first = ctr->v[i];
-			have_first = true;
-		}
-		if (bucket_of(s->tl->t[i], t0, interval) > b)
-			break;
-		*ret = ctr->v[i];
-		have = true;
-	}
-	return have;
 }
 
 static void add_total(cJSON *line, const char *name, double v)
@@ -504,12 +468,23 @@ static void add_total(cJSON *line, const char *name, double v)
 	cJSON_AddNumberToObject(o, dot + 1, v);
 }
 
+/* One process's series, walked once, interval by interval. */
+struct series {
+	const struct bundle_timeline *tl;
+	long first_bucket, last_bucket; /* -1 when empty */
+	size_t next;    /* its first point not yet taken */
+	long *column;   /* the group's counter c is its counter column[c], or -1 */
+	double *last;   /* per group counter: its latest value so far (NAN: none) */
+	double *first;  /* per group counter: its first value (NAN: none) */
+};
+
 /* runtime.jsonl of the group: one line per interval from the first
  * process's first point to the last one's last. A level (RSS, threads,
  * fds) is the sum over the processes alive then (fd_limit the largest);
  * a running total the sum of what each process added since its first
  * point, kept after it exits, so that its rate never jumps. "processes"
- * counts those alive. *ret malloc'd. */
+ * counts those alive. Each series is walked once: O(points x counters +
+ * intervals x counters x processes). *ret malloc'd. */
 static int timeline_totals(const struct bundle_timeline *const *tls, size_t n, double interval,
 			   char **ret, size_t *ret_len, size_t *ret_lines)
 {
@@ -519,13 +494,40 @@ static int timeline_totals(const struct bundle_timeline *const *tls, size_t n, d
 	for (size_t i = 0; i < n; i++)
 		if (tls[i] && tls[i]->npoints && tls[i]->t[0] < t0)
 			t0 = tls[i]->t[0];
+	/* The group's counters: every name any process has, first seen first. */
+	size_t nnames = 0, cap = 0;
+	for (size_t i = 0; i < n; i++)
+		cap += tls[i] ? tls[i]->ncounters : 0;
+	const char **names = calloc(cap ? cap : 1, sizeof(*names));
 	struct series *s = calloc(n ? n : 1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
+	int e = names && s ? 0 : -ENOMEM;
+	for (size_t i = 0; i < n && !e; i++)
+		for (size_t c = 0; tls[i] && c < tls[i]->ncounters; c++) {
+			const char *name = tls[i]->counters[c].name;
+			bool seen = strcmp(name, "processes") == 0;
+			for (size_t k = 0; k < nnames && !seen; k++)
+				seen = strcmp(names[k], name) == 0;
+			if (!seen)
+				names[nnames++] = name;
+		}
 	long nb = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !e; i++) {
 		s[i].tl = tls[i];
 		s[i].first_bucket = s[i].last_bucket = -1;
+		s[i].column = malloc((nnames ? nnames : 1) * sizeof(*s[i].column));
+		s[i].last = malloc((nnames ? nnames : 1) * sizeof(*s[i].last));
+		s[i].first = malloc((nnames ? nnames : 1) * sizeof(*s[i].first));
+		if (!s[i].column || !s[i].last || !s[i].first) {
+			e = -ENOMEM;
+			break;
+		}
+		for (size_t k = 0; k < nnames; k++) {
+			s[i].column[k] = -1;
+			s[i].last[k] = s[i].first[k] = NAN;
+			for (size_t c = 0; tls[i] && c < tls[i]->ncounters; c++)
+				if (strcmp(tls[i]->counters[c].name, names[k]) == 0)
+					s[i].column[k] = (long)c;
+		}
 		if (!tls[i] || !tls[i]->npoints)
 			continue;
 		s[i].first_bucket = bucket_of(tls[i]->t[0], t0, interval);
@@ -535,59 +537,59 @@ static int timeline_totals(const struct bundle_timeline *const *tls, size_t n, d
 	}
 	char *buf = NULL;
 	size_t len = 0, lines = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f) {
-		free(s);
-		return -ENOMEM;
-	}
-	int e = 0;
+	FILE *f = e ? NULL : open_memstream(&buf, &len);
+	if (!e && !f)
+		e = -ENOMEM;
 	for (long b = 0; b < nb && !e; b++) {
+		/* Take every point of this interval: the latest value of each
+		 * counter, and the time of the latest point. */
+		double latest = t0 + (double)b * interval;
+		int alive = 0;
+		for (size_t i = 0; i < n; i++) {
+			const struct bundle_timeline *tl = s[i].tl;
+			for (; tl && s[i].next < tl->npoints &&
+			       bucket_of(tl->t[s[i].next], t0, interval) <= b;
+			     s[i].next++) {
+				size_t k = s[i].next;
+				if (tl->t[k] > latest)
+					latest = tl->t[k];
+				for (size_t c = 0; c < nnames; c++) {
+					long col = s[i].column[c];
+					double v = col >= 0 ? tl->counters[col].v[k] : NAN;
+					if (isnan(v))
+						continue;
+					if (isnan(s[i].first[c]))
+						s[i].first[c] = v;
+					s[i].last[c] = v;
+				}
+			}
+			alive += s[i].first_bucket >= 0 && s[i].first_bucket <= b && b <= s[i].last_bucket;
+		}
 		cJSON *line = cJSON_CreateObject();
 		if (!line) {
 			e = -ENOMEM;
 			break;
 		}
-		double latest = t0 + (double)b * interval;
-		for (size_t i = 0; i < n; i++)
-			for (size_t k = 0; s[i].tl && k < s[i].tl->npoints; k++)
-				if (bucket_of(s[i].tl->t[k], t0, interval) == b && s[i].tl->t[k] > latest)
-					latest = s[i].tl->t[k];
 		char when[32];
 		format_rfc3339_ms((uint64_t)(latest * 1e9), when);
 		cJSON_AddStringToObject(line, "t", when);
-		int alive = 0;
-		for (size_t i = 0; i < n; i++)
-			alive += s[i].first_bucket >= 0 && s[i].first_bucket <= b && b <= s[i].last_bucket;
 		cJSON_AddNumberToObject(line, "processes", alive);
-		/* Every counter any process has, in the order first seen. */
-		for (size_t i = 0; i < n; i++) {
-			for (size_t c = 0; s[i].tl && c < s[i].tl->ncounters; c++) {
-				const char *name = s[i].tl->counters[c].name;
-				bool seen = strcmp(name, "processes") == 0;
-				for (size_t j = 0; j < i && !seen; j++)
-					seen = s[j].tl && counter_index(s[j].tl, name) >= 0;
-				if (seen)
+		for (size_t c = 0; c < nnames; c++) {
+			bool running = bundle_counter_cumulative(names[c]);
+			bool is_max = strcmp(names[c], "fd_limit") == 0;
+			double total = 0;
+			bool any = false;
+			for (size_t i = 0; i < n; i++) {
+				if (isnan(s[i].last[c]) || s[i].first_bucket < 0 || b < s[i].first_bucket)
 					continue;
-				bool running = bundle_counter_cumulative(name);
-				bool is_max = strcmp(name, "fd_limit") == 0;
-				double total = 0;
-				bool any = false;
-				for (size_t j = i; j < n; j++) {
-					long cj = s[j].tl ? counter_index(s[j].tl, name) : -1;
-					if (cj < 0 || s[j].first_bucket < 0 || b < s[j].first_bucket)
-						continue;
-					if (!running && b > s[j].last_bucket)
-						continue;
-					double v, first;
-					if (!value_at(&s[j], cj, b, t0, interval, &v, &first))
-						continue;
-					double x = running ? v - first : v;
-					total = !any ? x : is_max ? fmax(total, x) : total + x;
-					any = true;
-				}
-				if (any)
-					add_total(line, name, total);
+				if (!running && b > s[i].last_bucket)
+					continue; /* a level of a process gone */
+				double x = running ? s[i].last[c] - s[i].first[c] : s[i].last[c];
+				total = !any ? x : is_max ? fmax(total, x) : total + x;
+				any = true;
 			}
+			if (any)
+				add_total(line, names[c], total);
 		}
 		char *text = cJSON_PrintUnformatted(line);
 		cJSON_Delete(line);
@@ -599,8 +601,14 @@ static int timeline_totals(const struct bundle_timeline *const *tls, size_t n, d
 		free(text);
 		lines++;
 	}
+	for (size_t i = 0; s && i < n; i++) {
+		free(s[i].column);
+		free(s[i].last);
+		free(s[i].first);
+	}
 	free(s);
-	if (fclose(f) != 0 && !e)
+	free(names);
+	if (f && fclose(f) != 0 && !e)
 		e = -ENOMEM;
 	if (e) {
 		free(buf);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -51,6 +52,7 @@ struct group {
 	uint64_t started_ns, deadline_ns; /* CLOCK_MONOTONIC; deadline 0: none */
 	struct launch *launched;
 	const char *ended_by; /* "duration", "stop request", "processes exited" */
+	pid_t parent;         /* us, as the capturers see us */
 };
 
 static uint64_t now_ns(void)
@@ -94,6 +96,12 @@ static int part_main(struct group *g, struct part *p, uint64_t duration_ns)
 	 * once; reaching us too would make one Ctrl-C count twice. */
 	setpgid(0, 0);
 	stop_requests = 0;
+	/* If we are killed, each capture ends as on a stop request and
+	 * releases its target (its bundle part is left, unmerged: the group
+	 * directory has no manifest, so it is never taken for a bundle). */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != g->parent)
+		stop_requests = 1;
 	struct capture_options opt = *g->opt;
 	opt.pid = p->target;
 	opt.duration_ns = duration_ns;
@@ -256,8 +264,9 @@ static void run_parts(struct group *g)
 	sig_atomic_t passed_on = 0;
 	uint64_t last_progress = 0;
 	for (;;) {
-		if (stop_requests != passed_on) {
-			passed_on = stop_requests;
+		/* Each request passed on as one: two abandon the writing. */
+		while (passed_on < stop_requests) {
+			passed_on++;
 			for (size_t i = 0; i < g->nparts; i++)
 				if (g->parts[i].capturer)
 					kill(g->parts[i].capturer, SIGTERM);
@@ -417,6 +426,7 @@ int group_capture_run(struct capture_options *opt, const struct group_request *r
 	memset(&g, 0, sizeof(g));
 	g.opt = opt;
 	g.req = req;
+	g.parent = getpid();
 	cli_install_stop_handlers(on_stop_signal);
 
 	pid_t first = req->npids ? req->pids[0] : 0;

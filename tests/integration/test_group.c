@@ -486,3 +486,40 @@ Test(group, a_child_that_execs_is_named_by_what_it_became, .timeout = 120)
 		     (long long)burning);
 	rm_rf(dir);
 }
+
+/* Ctrl-C (one SIGINT to us) ends every capture of the group and the
+ * bundle is written; the targets are left running, none stopped or
+ * traced. */
+Test(group, a_stop_request_ends_every_capture, .timeout = 120)
+{
+	const char *one[] = {"1", NULL};
+	struct target a = target_start_args("burner", one, "ready");
+	struct target c = target_start_args("burner", one, "ready");
+	char dir[256], b[300], pids[64], out[400], err[400];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(err, sizeof(err), "%s/err", dir);
+	snprintf(pids, sizeof(pids), "%d,%d", (int)a.pid, (int)c.pid);
+	const char *args[] = {"-q", "-p", pids, "-o", b, NULL};
+	pid_t tool = tool_spawn(args, out, err);
+	sleep_ms(1500);
+	kill(tool, SIGINT);
+	int rc = tool_wait(tool, 60000);
+	char *errs = read_file(err, NULL);
+	cr_expect_eq(rc, 0, "exit %d after one SIGINT: %s", rc, errs ? errs : "");
+	free(errs);
+	expect_verified(b, "stopped group");
+	cJSON *m = manifest_need(b);
+	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "target")), 2);
+	const char *ended = cJSON_GetStringValue(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "ended_by"));
+	cr_expect(ended && strcmp(ended, "stop request") == 0, "ended by %s", ended ? ended : "(none)");
+	cJSON_Delete(m);
+	char why[256];
+	cr_expect(target_healthy(a.pid, false, why, sizeof(why)), "%s", why);
+	cr_expect(target_healthy(c.pid, false, why, sizeof(why)), "%s", why);
+	target_kill(&a);
+	target_kill(&c);
+	rm_rf(dir);
+}
