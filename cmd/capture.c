@@ -599,19 +599,7 @@ static const char *file_format_of(const char *output)
  * has (the capture ends when it exits, so normally it has). */
 static void note_launch(struct capture_session *s, struct launch *l, char **argv)
 {
-	cJSON *o = cJSON_CreateObject();
-	cJSON *a = cJSON_AddArrayToObject(o, "argv");
-	for (char **p = argv; *p; p++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(*p));
-	cJSON_AddNumberToObject(o, "pid", l->pid);
-	if (capture_session_target_exited(s) && launch_wait(l, 2000, false) == 0) {
-		cJSON_AddNumberToObject(o, "exit_status", launch_exit_code(l->status));
-		if (WIFSIGNALED(l->status))
-			cJSON_AddNumberToObject(o, "signal", WTERMSIG(l->status));
-	} else {
-		cJSON_AddTrueToObject(o, "running_when_the_capture_ended");
-	}
-	capture_session_note(s, "launched", o);
+	capture_session_note(s, "launched", launch_json(l, argv, capture_session_target_exited(s)));
 }
 
 

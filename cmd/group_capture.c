@@ -324,22 +324,6 @@ static cJSON *group_json(const struct group *g)
 	return o;
 }
 
-static void note_launched(cJSON *m, struct launch *l, char **argv)
-{
-	cJSON *o = cJSON_CreateObject();
-	cJSON *a = cJSON_AddArrayToObject(o, "argv");
-	for (char **p = argv; *p; p++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(*p));
-	cJSON_AddNumberToObject(o, "pid", l->pid);
-	if (launch_wait(l, 2000, false) == 0) {
-		cJSON_AddNumberToObject(o, "exit_status", launch_exit_code(l->status));
-		if (WIFSIGNALED(l->status))
-			cJSON_AddNumberToObject(o, "signal", WTERMSIG(l->status));
-	} else {
-		cJSON_AddTrueToObject(o, "running_when_the_capture_ended");
-	}
-	cJSON_AddItemToObject(m, "launched", o);
-}
 
 /* One line per process at the end, as a capture of one prints its
  * summary: what its CPU profile holds against its CPU time. */
@@ -409,7 +393,7 @@ static int merge_parts(struct group *g, struct bundle *b)
 	if (!g->req->quiet)
 		print_summaries(m);
 	if (g->launched)
-		note_launched(m, g->launched, g->req->launch_argv);
+		cJSON_AddItemToObject(m, "launched", launch_json(g->launched, g->req->launch_argv, true));
 	/* The parts go before the manifest vouches for the directory. */
 	char parts[PATH_MAX];
 	snprintf(parts, sizeof(parts), "%s/.parts", g->dir);

@@ -233,3 +233,22 @@ int launch_finish(struct launch *l, int code, bool quiet)
 	launch_release(l);
 	return code;
 }
+
+cJSON *launch_json(struct launch *l, char **argv, bool may_have_ended)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	cJSON *a = cJSON_AddArrayToObject(o, "argv");
+	for (char **p = argv; *p; p++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(*p));
+	cJSON_AddNumberToObject(o, "pid", l->pid);
+	if (may_have_ended && launch_wait(l, 2000, false) == 0) {
+		cJSON_AddNumberToObject(o, "exit_status", launch_exit_code(l->status));
+		if (WIFSIGNALED(l->status))
+			cJSON_AddNumberToObject(o, "signal", WTERMSIG(l->status));
+	} else {
+		cJSON_AddTrueToObject(o, "running_when_the_capture_ended");
+	}
+	return o;
+}

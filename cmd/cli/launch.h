@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include <cjson/cJSON.h>
+
 struct launch {
 	pid_t pid;     /* the command */
 	pid_t shim;
@@ -43,6 +45,11 @@ int launch_wait(struct launch *l, int timeout_ms, bool interruptible);
 int launch_exit_code(int status);
 
 void launch_release(struct launch *l);
+
+/* The manifest's "launched" object: argv, pid and, if the command has
+ * ended (waited up to 2 s, when may_have_ended), its exit_status (and
+ * signal); otherwise running_when_the_capture_ended. NULL on ENOMEM. */
+cJSON *launch_json(struct launch *l, char **argv, bool may_have_ended);
 
 /* After a capture of the command: let it run, wait for its end (Ctrl-C
  * stops the wait; said on stderr unless quiet), release l and return its
