@@ -61,7 +61,7 @@ static int read_ranges(void *ctx, const struct go_mem_range *ranges, size_t n)
 	return 0;
 }
 
-struct go_session *go_session_open(pid_t pid)
+struct go_session *go_session_open(pid_t pid, pid_t ns_pid)
 {
 	char exe[64];
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
@@ -75,6 +75,9 @@ struct go_session *go_session_open(pid_t pid)
 	}
 	g->pid = pid;
 	g->target = t;
+	/* A stripped binary: its runtime.allgs and allm are looked for in its
+	 * memory (a failure is said in the manifest, goroutines_unreadable_because). */
+	go_target_find_globals(t, ns_pid, read_ranges, g);
 	return g;
 }
 
@@ -99,6 +102,7 @@ void go_session_describe(struct go_session *g, cJSON *target)
 	/* How the runtime's structs were read, and if goroutines could not
 	 * be, why: the user of a stripped binary learns what it costs. */
 	cJSON_AddStringToObject(o, "layouts", go_target_layout_source(g->target));
+	cJSON_AddStringToObject(o, "globals", go_target_globals_source(g->target));
 	const char *why = go_target_goroutines_unreadable_because(g->target);
 	if (why)
 		cJSON_AddStringToObject(o, "goroutines_unreadable_because", why);

@@ -20,8 +20,10 @@
 
 struct go_session;
 
-/* NULL when pid is not a Go program (or its runtime cannot be read). */
-struct go_session *go_session_open(pid_t pid);
+/* NULL when pid is not a Go program (or its runtime cannot be read).
+ * ns_pid: the target's pid in its own pid namespace (0 if unknown), to
+ * find the runtime's globals of a stripped binary by its main thread. */
+struct go_session *go_session_open(pid_t pid, pid_t ns_pid);
 void go_session_free(struct go_session *g);
 
 /* Add {version, goroutines_readable} to the manifest's target object. */

@@ -238,7 +238,7 @@ int capture_session_new(const struct capture_options *opt, const char *dir,
 	/* A Go target gets its goroutines read too. Parsing its binary happens
 	 * here, before anything is stopped. */
 	capture_trace_phase("target opened");
-	s->go = go_session_open(opt->pid);
+	s->go = go_session_open(opt->pid, (pid_t)target_inner_pid(&s->target));
 	/* Unwinding and symbols run in a sandboxed worker, forked before we
 	 * hold anything. */
 	r = interp_new(opt->pid, &s->symopt, &s->interp);

@@ -122,10 +122,7 @@ static cJSON *environ_json(const struct attach_target *t)
 	return arr;
 }
 
-/* The target's pid in its own (innermost) pid namespace: the last field
- * of NSpid in its status, what it and its logs call itself inside a
- * container. 0 if unknown. */
-static long inner_pid(const struct attach_target *t)
+long target_inner_pid(const struct attach_target *t)
 {
 	char buf[4096];
 	if (!attach_read_small_file_at(t->proc_dirfd, "status", buf, sizeof(buf)))
@@ -222,7 +219,7 @@ cJSON *target_info_json(const struct attach_target *t, bool record_environ)
 	if (!o)
 		return NULL;
 	cJSON_AddNumberToObject(o, "pid", t->pid);
-	long ns_pid = inner_pid(t);
+	long ns_pid = target_inner_pid(t);
 	if (ns_pid > 0 && ns_pid != t->pid)
 		cJSON_AddNumberToObject(o, "ns_pid", (double)ns_pid);
 	char exe[4096];

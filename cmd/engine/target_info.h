@@ -22,6 +22,11 @@ cJSON *target_info_json(const struct attach_target *t, bool record_environ);
  * pyenv shim) becomes the program the profile is about. */
 int target_info_follow_exec(struct attach_target *t, cJSON *target, bool record_environ);
 
+/* The target's pid in its own (innermost) pid namespace: the last field
+ * of NSpid in its status, what it and its logs call itself inside a
+ * container. 0 if unknown. */
+long target_inner_pid(const struct attach_target *t);
+
 /* {kernel, arch, num_cpu, hostname}. */
 cJSON *host_info_json(void);
 

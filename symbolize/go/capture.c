@@ -475,7 +475,8 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 		}
 		g->readable = true;
 		g->status = go_u32(b + L->g_atomicstatus);
-		if ((g->status & ~(uint32_t)G_SCAN) == G_DEAD)
+		uint32_t st = g->status & ~(uint32_t)G_SCAN;
+		if (st == G_DEAD || st == G_DEADEXTRA)
 			continue;
 		g->goid = go_u64(b + L->g_goid);
 		g->stack_lo = go_u64(b + L->g_stack_lo);

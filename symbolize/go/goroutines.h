@@ -134,6 +134,29 @@ struct go_mem_range {
  */
 typedef int (*go_read_mem_fn)(void *ctx, const struct go_mem_range *ranges, size_t n);
 
+/*
+ * A binary without .symtab (-ldflags=-s): finds runtime.allgs and
+ * runtime.allm in the running target's memory (its .bss, read through
+ * read), checked by what they point to (symbolize/go/globals.c). ns_pid is
+ * the target's pid in its own pid namespace (what its threads' gettid()
+ * returns; 0 if unknown: one check less). Call it after go_target_open()
+ * and before the first go_capture(); the target may be running. A no-op
+ * returning 0 when .symtab gave them. 0: goroutines can be listed (if the
+ * layouts are known); -ENOENT not found; -ENOTSUP no layout to check them
+ * with; -EIO/-EFAULT/... from read.
+ */
+int go_target_find_globals(struct go_target *t, pid_t ns_pid, go_read_mem_fn read, void *read_ctx);
+
+/* Where runtime.allgs and allm came from: "symtab", "memory" (found by
+ * go_target_find_globals()) or "none". */
+const char *go_target_globals_source(const struct go_target *t);
+
+/* For the tests: on a binary with .symtab, does the search in memory find
+ * the addresses .symtab gives? 1 yes; 0 no, and why says what it found;
+ * -ENOENT when there is no .symtab to compare with. */
+int go_target_check_globals(const struct go_target *t, pid_t ns_pid, go_read_mem_fn read, void *read_ctx,
+			    char *why, size_t size);
+
 /* One stopped OS thread of the target. */
 struct go_thread_regs {
 	pid_t tid;

@@ -6,12 +6,16 @@
 
 #include "goroutines.h"
 
+#include <gelf.h>
 #include <libelf.h>
 
-/* Run-time status values (runtime2.go); stable from Go 1.0 to at least 1.26. */
+/* Run-time status values (runtime2.go); 0-9 stable from Go 1.0; 1.26 added
+ * _Gleaked (a goroutine the leak detector found) and _Gdeadextra (the g
+ * of a cgo extra M waiting for a callback: dead to every dump). */
 enum {
 	G_IDLE = 0, G_RUNNABLE = 1, G_RUNNING = 2, G_SYSCALL = 3, G_WAITING = 4,
-	G_DEAD = 6, G_COPYSTACK = 8, G_PREEMPTED = 9, G_SCAN = 0x1000,
+	G_DEAD = 6, G_COPYSTACK = 8, G_PREEMPTED = 9, G_LEAKED = 10, G_DEADEXTRA = 11,
+	G_SCAN = 0x1000,
 };
 
 /* funcFlag bits (symtab.go, 1.17+). */
@@ -90,6 +94,11 @@ struct go_target {
 	/* runtime globals (link addresses, 0 if absent) */
 	uint64_t sym_allglen, sym_allgptr, sym_allgs, sym_allm, sym_fingrunning, sym_fingstatus;
 	uint64_t sym_sched, sym_allp, sym_gccontroller;
+	/* where allgs/allglen/allm came from: "symtab", "memory" (globals.c,
+	 * for a binary without .symtab) or "none"; globals_error is why the
+	 * search in memory failed (0 if it did not) */
+	const char *globals_source;
+	int globals_error;
 	/* heap profile (heap.c): mProfCycle is 1.19+; 1.18 has mProf.cycle */
 	uint64_t sym_mbuckets, sym_mprofcycle, sym_mprof, sym_memprofilerate, sym_disablememprof;
 	char **waitreasons;
@@ -104,6 +113,8 @@ struct go_target {
 /* image.c: file image bytes at a link-time address, or NULL if not
  * backed by the file (every length bounds-checked against the mapping). */
 const uint8_t *go_file_at(const struct go_target *t, uint64_t addr, size_t len);
+/* image.c: the section called name, its header in *ret_shdr; NULL if none. */
+Elf_Scn *go_find_section(Elf *elf, const char *name, GElf_Shdr *ret_shdr);
 
 /* pclntab.c */
 int go_pclntab_init(struct go_target *t);

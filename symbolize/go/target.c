@@ -37,24 +37,6 @@ static char *file_gostring(const struct go_target *t, uint64_t hdr_addr)
 	return strndup((const char *)s, n);
 }
 
-static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *ret_shdr)
-{
-	size_t shstrndx;
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return NULL;
-	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		const char *n = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (n && strcmp(n, name) == 0) {
-			*ret_shdr = sh;
-			return scn;
-		}
-	}
-	return NULL;
-}
-
 static uint64_t uvarint(const uint8_t **p, const uint8_t *end)
 {
 	uint64_t v = 0;
@@ -81,7 +63,7 @@ static void set_version(struct go_target *t, const char *v, size_t n)
 static void version_from_buildinfo(struct go_target *t)
 {
 	GElf_Shdr sh;
-	if (!find_section(t->elf, ".go.buildinfo", &sh) || sh.sh_type == SHT_NOBITS)
+	if (!go_find_section(t->elf, ".go.buildinfo", &sh) || sh.sh_type == SHT_NOBITS)
 		return;
 	if (sh.sh_offset > t->map_len || sh.sh_size > t->map_len - sh.sh_offset || sh.sh_size < 32)
 		return;
@@ -107,7 +89,7 @@ static void version_from_buildinfo(struct go_target *t)
 static void version_from_rodata(struct go_target *t)
 {
 	GElf_Shdr sh;
-	if (!find_section(t->elf, ".rodata", &sh) || sh.sh_type == SHT_NOBITS)
+	if (!go_find_section(t->elf, ".rodata", &sh) || sh.sh_type == SHT_NOBITS)
 		return;
 	if (sh.sh_offset > t->map_len || sh.sh_size > t->map_len - sh.sh_offset)
 		return;
@@ -155,7 +137,7 @@ static void read_symbols(struct go_target *t, uint64_t *wr_addr, uint64_t *wr_si
 		{"go:func.*", gofunc_sym, NULL},   /* 1.20+ */
 	};
 	GElf_Shdr sh;
-	Elf_Scn *scn = find_section(t->elf, ".symtab", &sh);
+	Elf_Scn *scn = go_find_section(t->elf, ".symtab", &sh);
 	if (!scn)
 		return;
 	Elf_Data *d = elf_getdata(scn, NULL);
@@ -373,6 +355,48 @@ static void load_waitreasons(struct go_target *t, uint64_t addr, uint64_t size)
 		t->waitreasons[i] = file_gostring(t, addr + 16 * i);
 }
 
+/* A Go string header in the file: its bytes if they look like a wait
+ * reason (short, printable), else NULL. */
+static const uint8_t *waitreason_at(const struct go_target *t, uint64_t hdr, uint64_t *ret_len)
+{
+	const uint8_t *h = go_file_at(t, hdr, 16);
+	if (!h)
+		return NULL;
+	uint64_t n = go_u64(h + 8);
+	const uint8_t *b = n && n <= 64 ? go_file_at(t, go_u64(h), n) : NULL;
+	for (uint64_t i = 0; b && i < n; i++)
+		if (b[i] < 0x20 || b[i] > 0x7e)
+			return NULL;
+	*ret_len = n;
+	return b;
+}
+
+/* runtime.waitReasonStrings without .symtab: an array of string headers
+ * in .data whose element 0 is "" (waitReasonZero) and element 1 "GC assist
+ * marking", the first reason in every release from 1.11 to 1.27; it ends
+ * at the first element that is not a short printable string. */
+static void waitreasons_from_data(struct go_target *t, uint64_t *ret_addr, uint64_t *ret_size)
+{
+	static const char first[] = "GC assist marking";
+	GElf_Shdr sh;
+	if (!go_find_section(t->elf, ".data", &sh) || sh.sh_type == SHT_NOBITS)
+		return;
+	for (uint64_t a = sh.sh_addr + 16; a + 16 <= sh.sh_addr + sh.sh_size; a += 8) {
+		uint64_t n = 0;
+		const uint8_t *b = waitreason_at(t, a, &n);
+		const uint8_t *zero = go_file_at(t, a - 16, 16);
+		if (!b || n != sizeof(first) - 1 || memcmp(b, first, n) != 0 || !zero || go_u64(zero + 8) != 0)
+			continue;
+		uint64_t count = 2;
+		while (count < 256 && a + 16 * count <= sh.sh_addr + sh.sh_size &&
+		       waitreason_at(t, a - 16 + 16 * count, &n))
+			count++;
+		*ret_addr = a - 16;
+		*ret_size = 16 * count;
+		return;
+	}
+}
+
 int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 {
 	elf_version(EV_CURRENT);
@@ -429,7 +453,7 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 	bool go = false;
 	for (size_t i = 0; i < sizeof(go_sections) / sizeof(go_sections[0]) && !go; i++) {
 		GElf_Shdr sh;
-		go = find_section(t->elf, go_sections[i], &sh);
+		go = go_find_section(t->elf, go_sections[i], &sh);
 	}
 	if (!go) {
 		r = -ENOTSUP;
@@ -438,6 +462,7 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 
 	uint64_t wr_addr = 0, wr_size = 0, bv_addr = 0, fmd = 0, gofunc_sym = 0;
 	read_symbols(t, &wr_addr, &wr_size, &bv_addr, &fmd, &gofunc_sym);
+	t->globals_source = t->sym_allgs && t->sym_allglen && t->sym_allm ? "symtab" : "none";
 
 	r = go_pclntab_init(t);
 	if (r < 0)
@@ -486,11 +511,11 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 		static const char *const secs[] = {".noptrdata", ".data", ".go.module"};
 		uint64_t want = 0;
 		GElf_Shdr psh;
-		if (find_section(t->elf, ".gopclntab", &psh) || find_section(t->elf, ".data.rel.ro.gopclntab", &psh))
+		if (go_find_section(t->elf, ".gopclntab", &psh) || go_find_section(t->elf, ".data.rel.ro.gopclntab", &psh))
 			want = psh.sh_addr;
 		for (size_t k = 0; want && !fmd && k < 3; k++) {
 			GElf_Shdr sh;
-			if (!find_section(t->elf, secs[k], &sh) || sh.sh_type == SHT_NOBITS)
+			if (!go_find_section(t->elf, secs[k], &sh) || sh.sh_type == SHT_NOBITS)
 				continue;
 			for (uint64_t a = sh.sh_addr; a + 8 <= sh.sh_addr + sh.sh_size; a += 8) {
 				const uint8_t *p = go_file_at(t, a, 8);
@@ -519,9 +544,11 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 	if (t->text_start == 0) {
 		/* pcHeader.textStart is 0 in some binaries (Go 1.26.5, recipe §15.2) */
 		GElf_Shdr sh;
-		if (find_section(t->elf, ".text", &sh))
+		if (go_find_section(t->elf, ".text", &sh))
 			t->text_start = sh.sh_addr;
 	}
+	if (!wr_addr)
+		waitreasons_from_data(t, &wr_addr, &wr_size);
 	load_waitreasons(t, wr_addr, wr_size);
 
 	if (pid > 0 && eh.e_type == ET_DYN) {
@@ -572,6 +599,11 @@ bool go_target_can_list_goroutines(const struct go_target *t)
 	return t->have_layout && t->sym_allglen && (t->sym_allgptr || t->sym_allgs) && t->sym_allm;
 }
 
+const char *go_target_globals_source(const struct go_target *t)
+{
+	return t->globals_source;
+}
+
 const char *go_target_layout_source(const struct go_target *t)
 {
 	return t->layout_source;
@@ -583,9 +615,16 @@ const char *go_target_goroutines_unreadable_because(const struct go_target *t)
 		return NULL;
 	if (!t->have_layout)
 		return "no DWARF and no built-in struct layout for this Go release";
-	if (!t->sym_allglen || !(t->sym_allgptr || t->sym_allgs) || !t->sym_allm)
+	if (!t->sym_allglen || !(t->sym_allgptr || t->sym_allgs) || !t->sym_allm) {
+		if (t->globals_error == -ENOENT)
+			return "no .symtab, and runtime.allgs and allm were not found in the target's "
+			       "memory";
+		if (t->globals_error < 0)
+			return "no .symtab, and the target's memory could not be read to find "
+			       "runtime.allgs and allm";
 		return "no .symtab: the addresses of runtime.allgs, allglen and allm are not known "
 		       "(stripped binary)";
+	}
 	return "unknown";
 }
 

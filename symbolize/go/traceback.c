@@ -364,9 +364,11 @@ int go_snapshot_unwind(struct go_snapshot *s)
 
 static const char *status_text(const struct go_snapshot *s, const struct go_g *g)
 {
-	static const char *const names[] = {"idle", "runnable", "running", "syscall", "waiting", "", "dead", "", "copystack", "preempted"};
+	static const char *const names[] = {"idle",      "runnable",  "running", "syscall",
+					    "waiting",   "",          "dead",    "",
+					    "copystack", "preempted", "leaked",  "waiting for cgo callback"};
 	uint32_t st = g->status & ~(uint32_t)G_SCAN;
-	if (st == G_WAITING && g->waitreason != 0) {
+	if ((st == G_WAITING || st == G_LEAKED) && g->waitreason != 0) {
 		if (g->waitreason < s->t->nwaitreasons && s->t->waitreasons[g->waitreason])
 			return s->t->waitreasons[g->waitreason];
 		return "unknown wait reason";
@@ -378,6 +380,8 @@ static void print_header(struct sbuf *b, const struct go_snapshot *s, const stru
 {
 	uint32_t st = g->status & ~(uint32_t)G_SCAN;
 	sb_printf(b, "goroutine %" PRId64 " [%s", (int64_t)g->goid, status_text(s, g));
+	if (st == G_LEAKED)
+		sb_str(b, " (leaked)");
 	if (g->status & G_SCAN)
 		sb_str(b, " (scan)");
 	int64_t waitfor = 0;

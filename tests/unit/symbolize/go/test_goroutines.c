@@ -308,6 +308,58 @@ Test(go_goroutines, stripped_thread_pcs, .timeout = 60)
 	go_target_free(t);
 }
 
+/* runtime.allgs and allm found in memory (symbolize/go/globals.c), as a
+ * stripped binary needs them, against the .symtab of the plain build of
+ * every Go release installed, and of the PIE fixture (load bias); then the
+ * stripped build of each release lists its goroutines with them. */
+static void check_globals(const char *plain, const char *stripped)
+{
+	char *envp[] = {NULL};
+	struct child c;
+	struct go_target *t = gotest_start(&c, plain, envp);
+	char why[200] = "";
+	cr_expect_eq(go_target_check_globals(t, c.pid, stopper_read, (void *)(intptr_t)c.pid, why, sizeof(why)),
+		     1, "%s: %s", plain, why[0] ? why : "no .symtab");
+	child_kill(&c);
+	go_target_free(t);
+	if (!stripped)
+		return;
+	t = gotest_start(&c, stripped, envp);
+	cr_expect_str_eq(go_target_globals_source(t), "none");
+	int r = go_target_find_globals(t, c.pid, stopper_read, (void *)(intptr_t)c.pid);
+	cr_expect_eq(r, 0, "%s: %s", stripped, strerror(-r));
+	cr_expect_str_eq(go_target_globals_source(t), "memory", "%s", stripped);
+	struct stopper st;
+	cr_assert_eq(stopper_stop(&st, c.pid), 0);
+	struct go_snapshot *s = NULL;
+	r = go_capture(t, stopper_read, (void *)(intptr_t)c.pid, st.regs, st.n, NULL, &s);
+	stopper_release(&st);
+	cr_expect_eq(r, 0, "%s: go_capture: %s", stripped, strerror(-r));
+	struct go_capture_stats stats = {0};
+	if (s)
+		go_snapshot_stats(s, &stats);
+	/* the fixture starts 500+ goroutines before it says its pid */
+	cr_expect_gt(stats.allglen, 20, "%s: %zu goroutines", stripped, stats.allglen);
+	go_snapshot_free(s);
+	child_kill(&c);
+	go_target_free(t);
+}
+
+Test(go_goroutines, globals_found_in_memory, .timeout = 120)
+{
+	check_globals(GO_FIXTURE_PIE, NULL);
+	static const char *const versions[] = {"1.19", "1.21", "1.22", "1.23", "1.24", "1.25", "1.26", "1.27"};
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		char go[64], plain[512], stripped[512];
+		snprintf(go, sizeof(go), "/usr/lib/go-%s/bin/go", versions[i]);
+		if (access(go, X_OK) != 0)
+			continue;
+		snprintf(plain, sizeof(plain), "%s/go-matrix-%s", GO_MATRIX_DIR, versions[i]);
+		snprintf(stripped, sizeof(stripped), "%s/go-matrix-%s-stripped", GO_MATRIX_DIR, versions[i]);
+		check_globals(plain, stripped);
+	}
+}
+
 /* ---- debug=0: Go's goroutine.pprof against our samples ---- */
 
 #include <zlib.h>

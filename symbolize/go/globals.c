@@ -1,0 +1,221 @@
+/* The runtime globals goroutine listing needs (runtime.allgs, runtime.allm)
+ * when the binary has no .symtab (-ldflags=-s): found in the running
+ * target's .bss by what they point to, never guessed from one pattern.
+ *
+ *   allgs  a slice {ptr, len, cap} whose first element is the goroutine of
+ *          runtime.main: the runtime creates it first (rt0_go → newproc),
+ *          so allgs[0].goid is 1, and no element is ever removed;
+ *   allm   the head of the M list: following m.alllink from it ends at m0,
+ *          whose procid is the main thread's, the target's pid; every other
+ *          pointer to an M in .bss (sched.midle, g0.m, ...) starts a suffix
+ *          of the same list, so the longest chain is allm.
+ *
+ * Both checks use only the g and m layouts (DWARF or the release's row), so
+ * they hold for every release those cover. The tests compare what is found
+ * here with the .symtab of a plain build of each release. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+	BSS_MAX = 64 << 20,      /* a larger .bss is not a Go binary we know */
+	READ_PIECE = 64 << 10,   /* one range of the .bss copy */
+	MAX_GS = 1 << 24,        /* go_capture refuses more anyway */
+	MAX_MS = 100000,
+	PID_MAX_LIMIT = 4194304, /* kernel/pid.c: PID_MAX_LIMIT on 64-bit */
+};
+
+struct reader {
+	go_read_mem_fn read;
+	void *ctx;
+};
+
+static int rd(const struct reader *r, uint64_t addr, void *buf, size_t len)
+{
+	struct go_mem_range one = {addr, buf, len};
+	return r->read(r->ctx, &one, 1);
+}
+
+/* The target's .bss as it is now, in *ret (run-time address *ret_addr). */
+static int copy_bss(const struct go_target *t, const struct reader *r, uint8_t **ret, uint64_t *ret_addr,
+		    size_t *ret_len)
+{
+	GElf_Shdr sh;
+	if (!go_find_section(t->elf, ".bss", &sh) || sh.sh_size == 0)
+		return -ENOENT;
+	if (sh.sh_size > BSS_MAX || sh.sh_addr % 8)
+		return -EINVAL;
+	size_t len = (size_t)sh.sh_size & ~(size_t)7;
+	uint8_t *buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	uint64_t base = sh.sh_addr + t->bias;
+	for (size_t off = 0; off < len; off += READ_PIECE) {
+		size_t n = len - off < READ_PIECE ? len - off : READ_PIECE;
+		int e = rd(r, base + off, buf + off, n);
+		if (e < 0) {
+			free(buf);
+			return e;
+		}
+	}
+	*ret = buf;
+	*ret_addr = base;
+	*ret_len = len;
+	return 0;
+}
+
+static bool status_valid(uint32_t st)
+{
+	st &= ~(uint32_t)G_SCAN;
+	return st <= G_DEADEXTRA && st != 5 /* _Gmoribund_unused */;
+}
+
+/* Is there a g at addr with a plausible stack and status, and goid
+ * want_goid (0: any positive goid)? */
+static bool is_g(const struct go_target *t, const struct reader *r, uint64_t addr, uint64_t want_goid)
+{
+	const struct go_layout *L = &t->L;
+	if (!addr || addr % 8)
+		return false;
+	uint8_t g[4096];
+	if (L->g_read > sizeof(g) || rd(r, addr, g, L->g_read) != 0)
+		return false;
+	uint64_t goid = go_u64(g + L->g_goid);
+	uint64_t lo = go_u64(g + L->g_stack_lo), hi = go_u64(g + L->g_stack_hi);
+	uint32_t st = go_u32(g + L->g_atomicstatus);
+	if (!status_valid(st) || (want_goid ? goid != want_goid : goid == 0))
+		return false;
+	/* a dead g may have given its stack back (lo == hi == 0) */
+	return (lo == 0 && hi == 0) || (lo < hi && hi - lo <= (1ull << 30));
+}
+
+/* allgs: the slice with the most elements whose first is goroutine 1 and
+ * whose last is a g. Returns its run-time address, 0 if none. */
+static uint64_t find_allgs(const struct go_target *t, const struct reader *r, const uint8_t *bss,
+			   uint64_t base, size_t len)
+{
+	uint64_t best = 0, best_len = 0;
+	for (size_t off = 0; off + 24 <= len; off += 8) {
+		uint64_t p = go_u64(bss + off), n = go_u64(bss + off + 8), cap = go_u64(bss + off + 16);
+		if (!p || p % 8 || n == 0 || n > cap || cap > MAX_GS || n <= best_len)
+			continue;
+		uint64_t first, last;
+		if (rd(r, p, &first, 8) != 0 || rd(r, p + 8 * (n - 1), &last, 8) != 0)
+			continue;
+		if (!is_g(t, r, first, 1) || !is_g(t, r, last, 0))
+			continue;
+		best = base + off;
+		best_len = n;
+	}
+	return best;
+}
+
+/* The length of the M list from m, if it ends at an M whose procid is
+ * pid (m0, the main thread's; any M if pid is 0); 0 otherwise. Words of
+ * .bss that are not Ms can make a cycle (a list head pointing at itself):
+ * Brent's check stops those early. */
+static size_t m_chain(const struct go_target *t, const struct reader *r, uint64_t m, pid_t pid)
+{
+	const struct go_layout *L = &t->L;
+	size_t n = 0, power = 1;
+	uint64_t procid = 0, mark = m;
+	while (m) {
+		if (m % 8 || ++n > MAX_MS)
+			return 0;
+		struct go_mem_range two[2] = {{m + (uint64_t)L->m_procid, &procid, 8},
+					      {m + (uint64_t)L->m_alllink, &m, 8}};
+		if (r->read(r->ctx, two, 2) != 0 || procid > PID_MAX_LIMIT || m == mark)
+			return 0;
+		if (n == power) {
+			power *= 2;
+			mark = m;
+		}
+	}
+	return procid != 0 && (pid <= 0 || procid == (uint64_t)pid) ? n : 0;
+}
+
+static uint64_t find_allm(const struct go_target *t, const struct reader *r, const uint8_t *bss, size_t len,
+			  pid_t pid, uint64_t base)
+{
+	uint64_t best = 0;
+	size_t best_n = 0;
+	for (size_t off = 0; off + 8 <= len; off += 8) {
+		uint64_t p = go_u64(bss + off);
+		/* user-space pointers only; most words of .bss are not */
+		if (p < 0x10000 || p >= (1ull << 47) || p % 8)
+			continue;
+		size_t n = m_chain(t, r, p, pid);
+		if (n > best_n) {
+			best_n = n;
+			best = base + off;
+		}
+	}
+	return best;
+}
+
+struct found {
+	uint64_t allgs, allm; /* link-time addresses, 0 if not found */
+};
+
+static int scan(const struct go_target *t, pid_t pid, go_read_mem_fn read, void *ctx, struct found *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!t->have_layout || t->L.g_goid < 0 || t->L.g_stack_lo < 0 || t->L.g_stack_hi < 0 ||
+	    t->L.g_atomicstatus < 0 || t->L.m_procid < 0 || t->L.m_alllink < 0)
+		return -ENOTSUP;
+	struct reader r = {read, ctx};
+	uint8_t *bss = NULL;
+	uint64_t base = 0;
+	size_t len = 0;
+	int e = copy_bss(t, &r, &bss, &base, &len);
+	if (e < 0)
+		return e;
+	uint64_t allgs = find_allgs(t, &r, bss, base, len);
+	uint64_t allm = find_allm(t, &r, bss, len, pid, base);
+	free(bss);
+	if (!allgs || !allm)
+		return -ENOENT;
+	ret->allgs = allgs - t->bias;
+	ret->allm = allm - t->bias;
+	return 0;
+}
+
+int go_target_find_globals(struct go_target *t, pid_t pid, go_read_mem_fn read, void *read_ctx)
+{
+	if (t->sym_allgs && t->sym_allglen && t->sym_allm)
+		return 0;
+	struct found f;
+	int e = scan(t, pid, read, read_ctx, &f);
+	t->globals_error = e;
+	if (e < 0)
+		return e;
+	t->sym_allgs = f.allgs;
+	/* len(allgs): what runtime.allglen holds, outside allgadd */
+	t->sym_allglen = f.allgs + 8;
+	t->sym_allgptr = 0;
+	t->sym_allm = f.allm;
+	t->globals_source = "memory";
+	return 0;
+}
+
+int go_target_check_globals(const struct go_target *t, pid_t pid, go_read_mem_fn read, void *read_ctx,
+			    char *why, size_t size)
+{
+	if (!t->sym_allgs || !t->sym_allm || strcmp(t->globals_source, "symtab") != 0)
+		return -ENOENT;
+	struct found f;
+	int e = scan(t, pid, read, read_ctx, &f);
+	if (e < 0) {
+		snprintf(why, size, "go1.%d: not found in memory (%s)", t->minor, strerror(-e));
+		return 0;
+	}
+	if (f.allgs != t->sym_allgs || f.allm != t->sym_allm) {
+		snprintf(why, size, "go1.%d: allgs %#llx (symtab %#llx), allm %#llx (symtab %#llx)", t->minor,
+			 (unsigned long long)f.allgs, (unsigned long long)t->sym_allgs,
+			 (unsigned long long)f.allm, (unsigned long long)t->sym_allm);
+		return 0;
+	}
+	return 1;
+}
