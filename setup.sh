@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 
 PACKAGES="gcc libc6-dev binutils meson ninja-build pkg-config
   libunwind-dev libdw-dev libelf-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
-  libcjson-dev nettle-dev libcriterion-dev golang-go elfutils chromium tmux
+  libcjson-dev nettle-dev libcapstone-dev libcriterion-dev golang-go elfutils chromium tmux
   clang libclang-rt-14-dev golang-github-google-pprof-dev strace gdb linux-perf
   g++ nodejs python3 python3-dev redis-server nginx postgresql openjdk-17-jdk-headless"
 

@@ -103,6 +103,7 @@ void go_session_describe(struct go_session *g, cJSON *target)
 	 * be, why: the user of a stripped binary learns what it costs. */
 	cJSON_AddStringToObject(o, "layouts", go_target_layout_source(g->target));
 	cJSON_AddStringToObject(o, "globals", go_target_globals_source(g->target));
+	cJSON_AddStringToObject(o, "heap_globals", go_target_heap_globals_source(g->target));
 	const char *why = go_target_goroutines_unreadable_because(g->target);
 	if (why)
 		cJSON_AddStringToObject(o, "goroutines_unreadable_because", why);

@@ -11,10 +11,19 @@
  *          of the same list, so the longest chain is allm.
  *
  * Both checks use only the g and m layouts (DWARF or the release's row), so
- * they hold for every release those cover. The tests compare what is found
- * here with the .symtab of a plain build of each release. */
+ * they hold for every release those cover.
+ *
+ * The heap profile's globals hold numbers, not pointers one could
+ * recognise, so they are read from the code instead: in every release
+ * from 1.19 to 1.27 the first load from a RIP-relative address in
+ *   runtime.mProf_FlushLocked  is  runtime.mbuckets,
+ *   runtime.mProf_Flush        is  runtime.mProfCycle,
+ *   runtime.allocmcache        is  runtime.MemProfileRate (nextSample, inlined).
+ * The tests compare all of them with the .symtab of a plain build of each
+ * release. */
 #include "internal.h"
 
+#include <capstone/capstone.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +162,89 @@ static uint64_t find_allm(const struct go_target *t, const struct reader *r, con
 		}
 	}
 	return best;
+}
+
+enum { FUNC_MAX = 64 << 10 }; /* the functions above are a few hundred bytes */
+
+/* The link-time address the first MOV of function fn loads from, when
+ * that is RIP-relative; 0 if fn is absent or has no such load. */
+static uint64_t first_rip_load(const struct go_target *t, csh cs, const char *fn)
+{
+	uint64_t entry, end;
+	if (!go_func_by_name(t, fn, &entry, &end) || end - entry > FUNC_MAX)
+		return 0;
+	const uint8_t *code = go_file_at(t, entry, (size_t)(end - entry));
+	if (!code)
+		return 0;
+	cs_insn *insn = cs_malloc(cs);
+	if (!insn)
+		return 0;
+	size_t size = (size_t)(end - entry);
+	uint64_t pc = entry, found = 0;
+	while (!found && cs_disasm_iter(cs, &code, &size, &pc, insn)) {
+		if (insn->id != X86_INS_MOV || !insn->detail || insn->detail->x86.op_count != 2)
+			continue;
+		const cs_x86_op *src = &insn->detail->x86.operands[1];
+		if (src->type == X86_OP_MEM && src->mem.base == X86_REG_RIP && src->mem.index == X86_REG_INVALID)
+			found = insn->address + insn->size + (uint64_t)src->mem.disp;
+	}
+	cs_free(insn, 1);
+	return found;
+}
+
+struct heap_globals {
+	uint64_t mbuckets, mprofcycle, memprofilerate;
+};
+
+static bool heap_globals_scan(const struct go_target *t, struct heap_globals *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	csh cs;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return false;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	ret->mbuckets = first_rip_load(t, cs, "runtime.mProf_FlushLocked");
+	ret->mprofcycle = first_rip_load(t, cs, "runtime.mProf_Flush");
+	ret->memprofilerate = first_rip_load(t, cs, "runtime.allocmcache");
+	cs_close(&cs);
+	return ret->mbuckets && ret->mprofcycle && ret->memprofilerate;
+}
+
+void go_heap_globals_from_code(struct go_target *t)
+{
+	struct heap_globals h;
+	if (t->sym_mbuckets || t->sym_mprofcycle || t->sym_mprof || t->sym_memprofilerate) {
+		t->heap_globals_source = "symtab";
+		return;
+	}
+	/* 1.18 kept the cycle in mProf.cycle, under a lock: not this layout */
+	if (t->minor < 19 || !heap_globals_scan(t, &h)) {
+		t->heap_globals_source = "none";
+		return;
+	}
+	t->sym_mbuckets = h.mbuckets;
+	t->sym_mprofcycle = h.mprofcycle;
+	t->sym_memprofilerate = h.memprofilerate;
+	t->heap_globals_source = "disasm";
+}
+
+int go_target_check_heap_globals(const struct go_target *t, char *why, size_t size)
+{
+	if (!t->sym_mbuckets || !t->sym_mprofcycle || !t->sym_memprofilerate ||
+	    strcmp(t->heap_globals_source, "symtab") != 0)
+		return -ENOENT;
+	struct heap_globals h;
+	heap_globals_scan(t, &h);
+	if (h.mbuckets != t->sym_mbuckets || h.mprofcycle != t->sym_mprofcycle ||
+	    h.memprofilerate != t->sym_memprofilerate) {
+		snprintf(why, size, "go1.%d: mbuckets %#llx (symtab %#llx), mProfCycle %#llx (%#llx), "
+			 "MemProfileRate %#llx (%#llx)", t->minor, (unsigned long long)h.mbuckets,
+			 (unsigned long long)t->sym_mbuckets, (unsigned long long)h.mprofcycle,
+			 (unsigned long long)t->sym_mprofcycle, (unsigned long long)h.memprofilerate,
+			 (unsigned long long)t->sym_memprofilerate);
+		return 0;
+	}
+	return 1;
 }
 
 struct found {

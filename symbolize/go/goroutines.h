@@ -77,6 +77,17 @@ uint64_t go_target_bias(const struct go_target *t);
  * (.symtab) and the g/m layouts (DWARF, or the built-in Go 1.19 table). */
 bool go_target_can_list_goroutines(const struct go_target *t);
 
+/* Where the heap profile's runtime globals (mbuckets, mProfCycle,
+ * MemProfileRate) came from: "symtab", "disasm" (the instructions of the
+ * runtime functions that read them, for a binary without .symtab) or
+ * "none". Static. */
+const char *go_target_heap_globals_source(const struct go_target *t);
+
+/* For the tests: on a binary with .symtab, do the instructions give the
+ * addresses .symtab gives? 1 yes; 0 no, and why says what they gave;
+ * -ENOENT when there is no .symtab to compare with. */
+int go_target_check_heap_globals(const struct go_target *t, char *why, size_t size);
+
 /* Where the struct layouts came from: "dwarf", "table" (a built-in row of
  * its Go release, for a binary without DWARF) or "none". Static. */
 const char *go_target_layout_source(const struct go_target *t);

@@ -99,6 +99,9 @@ struct go_target {
 	 * search in memory failed (0 if it did not) */
 	const char *globals_source;
 	int globals_error;
+	/* where mbuckets, mProfCycle and MemProfileRate came from: "symtab",
+	 * "disasm" (globals.c) or "none" */
+	const char *heap_globals_source;
 	/* heap profile (heap.c): mProfCycle is 1.19+; 1.18 has mProf.cycle */
 	uint64_t sym_mbuckets, sym_mprofcycle, sym_mprof, sym_memprofilerate, sym_disablememprof;
 	char **waitreasons;
@@ -110,6 +113,10 @@ struct go_target {
 	bool have_heap_layout;
 };
 
+/* globals.c: the heap profile's globals of a binary without .symtab,
+ * from the instructions of the runtime functions that read them. */
+void go_heap_globals_from_code(struct go_target *t);
+
 /* image.c: file image bytes at a link-time address, or NULL if not
  * backed by the file (every length bounds-checked against the mapping). */
 const uint8_t *go_file_at(const struct go_target *t, uint64_t addr, size_t len);
@@ -119,6 +126,8 @@ Elf_Scn *go_find_section(Elf *elf, const char *name, GElf_Shdr *ret_shdr);
 /* pclntab.c */
 int go_pclntab_init(struct go_target *t);
 bool go_findfunc(const struct go_target *t, uint64_t linkpc, struct go_func *ret);
+/* The link-time [entry, end) of the function called name. */
+bool go_func_by_name(const struct go_target *t, const char *name, uint64_t *ret_entry, uint64_t *ret_end);
 int32_t go_pcvalue(const struct go_target *t, const struct go_func *f, uint32_t off, uint64_t linkpc);
 int32_t go_pcdata(const struct go_target *t, const struct go_func *f, uint32_t table, uint64_t linkpc);
 uint64_t go_funcdata(const struct go_target *t, const struct go_func *f, uint8_t idx);

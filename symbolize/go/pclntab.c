@@ -127,6 +127,23 @@ static void decode_func(const struct go_target *t, const uint8_t *f, struct go_f
 	}
 }
 
+bool go_func_by_name(const struct go_target *t, const char *name, uint64_t *ret_entry, uint64_t *ret_end)
+{
+	for (uint64_t i = 0; i < t->nfunc; i++) {
+		uint32_t foff = go_u32(t->ftab + 8 * i + 4);
+		if ((uint64_t)foff + t->func_size > t->ftab_len)
+			continue;
+		const char *n = go_funcname_off(t, (int32_t)go_u32(t->ftab + foff + 4));
+		if (!n || strcmp(n, name) != 0)
+			continue;
+		/* ftab[i + 1] exists: ftab[nfunc] is the end sentinel */
+		*ret_entry = t->text_start + go_u32(t->ftab + 8 * i);
+		*ret_end = t->text_start + go_u32(t->ftab + 8 * (i + 1));
+		return *ret_end > *ret_entry;
+	}
+	return false;
+}
+
 bool go_findfunc(const struct go_target *t, uint64_t pc, struct go_func *ret)
 {
 	if (pc < t->text_start)

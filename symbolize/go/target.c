@@ -549,6 +549,7 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 	}
 	if (!wr_addr)
 		waitreasons_from_data(t, &wr_addr, &wr_size);
+	go_heap_globals_from_code(t);
 	load_waitreasons(t, wr_addr, wr_size);
 
 	if (pid > 0 && eh.e_type == ET_DYN) {
@@ -597,6 +598,11 @@ uint64_t go_target_bias(const struct go_target *t)
 bool go_target_can_list_goroutines(const struct go_target *t)
 {
 	return t->have_layout && t->sym_allglen && (t->sym_allgptr || t->sym_allgs) && t->sym_allm;
+}
+
+const char *go_target_heap_globals_source(const struct go_target *t)
+{
+	return t->heap_globals_source;
 }
 
 const char *go_target_globals_source(const struct go_target *t)

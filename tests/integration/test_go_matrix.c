@@ -162,6 +162,19 @@ static void goroutines_match(const char *v, const char *kind, const char *layout
 	src = cJSON_GetStringValue(cJSON_GetObjectItem(go, "globals"));
 	cr_expect(src && strcmp(src, globals) == 0, "Go %s%s: runtime globals from %s, not %s", v, kind,
 		  src ? src : "(not said)", globals);
+	/* the heap profile's globals: from .symtab, or stripped from the
+	 * runtime's instructions; the profile is written either way */
+	const char *heap_globals = strcmp(globals, "memory") == 0 ? "disasm" : "symtab";
+	src = cJSON_GetStringValue(cJSON_GetObjectItem(go, "heap_globals"));
+	cr_expect(src && strcmp(src, heap_globals) == 0, "Go %s%s: heap globals from %s, not %s", v, kind,
+		  src ? src : "(not said)", heap_globals);
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(go, "heap_profile"), "enabled")),
+		  "Go %s%s: no heap profile", v, kind);
+	snprintf(pp, sizeof(pp), "%s/heap.pprof", g.out);
+	p = NULL;
+	cr_expect_eq(pprof_read_file(pp, &p), 0, "Go %s%s: heap.pprof unreadable", v, kind);
+	if (p)
+		perftools__profiles__profile__free_unpacked(p, NULL);
 	cJSON_Delete(m);
 	expect_threads_named(g.out, path);
 	run_end(&g);

@@ -101,8 +101,10 @@ Test(go_target, pie_opens)
 
 /* The built-in layout rows (symbolize/go/layouts.c) against the DWARF of
  * the fixture built by each Go toolchain installed (setup.sh installs
- * 1.19 and 1.21-1.27): a wrong offset fails here, not for a user of a
- * stripped binary. The stripped build of the same release takes its row. */
+ * 1.19 and 1.21-1.27), and the heap profile's globals read from the
+ * runtime's instructions against its .symtab: a wrong offset or address
+ * fails here, not for a user of a stripped binary. The stripped build of
+ * the same release takes its row and the addresses from its code. */
 Test(go_target, layout_tables_match_dwarf)
 {
 	static const char *const versions[] = {"1.19", "1.21", "1.22", "1.23",
@@ -121,9 +123,13 @@ Test(go_target, layout_tables_match_dwarf)
 		char why[200] = "";
 		cr_expect_eq(go_target_check_layout_table(t, why, sizeof(why)), 1, "Go %s: %s", versions[i],
 			     why[0] ? why : "no row for this release");
+		why[0] = '\0';
+		cr_expect_eq(go_target_check_heap_globals(t, why, sizeof(why)), 1, "Go %s: %s", versions[i],
+			     why[0] ? why : "no .symtab");
 		go_target_free(t);
 		cr_assert_eq(go_target_open(0, stripped, &t), 0, "%s", stripped);
 		cr_expect_str_eq(go_target_layout_source(t), "table", "%s", stripped);
+		cr_expect_str_eq(go_target_heap_globals_source(t), "disasm", "%s", stripped);
 		cr_expect(go_target_goroutines_unreadable_because(t) != NULL);
 		go_target_free(t);
 		checked++;
