@@ -124,6 +124,9 @@ typedef int (*go_frame_fn)(void *ctx, const struct go_frame *frame);
  */
 int go_target_symbolize_pc(const struct go_target *t, uint64_t addr, go_frame_fn cb, void *ctx);
 
+/* At most this many inlined frames per PC (then the physical one). */
+#define GO_MAX_INLINE_DEPTH 128
+
 /* ---- capture (inside the pause) ---------------------------------------- */
 
 /* One contiguous range of target memory to copy into buf. */

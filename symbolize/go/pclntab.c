@@ -305,7 +305,9 @@ int go_target_symbolize_pc(const struct go_target *t, uint64_t addr, go_frame_fn
 	uint64_t tree = go_funcdata(t, &f, FUNCDATA_INLTREE);
 	uint64_t tracepc = pc;
 	char name[512];
-	for (int depth = 0; tree && depth < 1000; depth++) {
+	/* A sane binary inlines a few levels deep (the inliner's budget);
+	 * a hostile inline tree can point a call at itself forever. */
+	for (int depth = 0; tree && depth < GO_MAX_INLINE_DEPTH; depth++) {
 		int32_t ix = go_pcdata(t, &f, PCDATA_INLTREE, tracepc);
 		struct go_inl ic;
 		if (ix < 0 || !go_inltree_at(t, tree, ix, &ic))

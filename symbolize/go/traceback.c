@@ -155,7 +155,7 @@ static int build_pcs(const struct go_snapshot *s, struct go_g *g)
 		size_t before = g->npcs;
 		uint64_t loc = tracepc;
 		uint64_t tree = go_funcdata(t, &f, FUNCDATA_INLTREE);
-		for (int d = 0; tree && d < 1000; d++) {
+		for (int d = 0; tree && d < GO_MAX_INLINE_DEPTH; d++) {
 			int32_t ix = go_pcdata(t, &f, PCDATA_INLTREE, tracepc);
 			struct go_inl ic;
 			if (ix < 0 || !go_inltree_at(t, tree, ix, &ic))
@@ -477,7 +477,7 @@ static size_t print_frames(struct sbuf *b, const struct go_snapshot *s, const st
 			break;
 		uint64_t tracepc = frame_tracepc(fr, &f, t->bias);
 		uint64_t tree = go_funcdata(t, &f, FUNCDATA_INLTREE);
-		for (int d = 0; tree && d < 1000; d++) {
+		for (int d = 0; tree && d < GO_MAX_INLINE_DEPTH; d++) {
 			int32_t ix = go_pcdata(t, &f, PCDATA_INLTREE, tracepc);
 			struct go_inl ic;
 			if (ix < 0 || !go_inltree_at(t, tree, ix, &ic))
