@@ -2,8 +2,8 @@
  * The Go fixture (tests/targets/go/fixture/main.go) built by every Go
  * toolchain Debian carries, 1.19 and 1.21 to 1.27 (setup.sh installs them
  * under /usr/lib/go-1.NN), plain, without DWARF (-ldflags=-w: struct
- * layouts from the built-in row of the release, symbolize/go/layouts.c)
- * and stripped (-ldflags=-s -w).
+ * layouts from the built-in row of the release, symbolize/go/layouts.c),
+ * stripped (-ldflags=-s -w) and stripped PIE (-buildmode=pie).
  *
  * Ground truth: the runtime's own goroutine dump (the fixture writes its
  * debug=2 dump on request, right after our snapshot) and `go version`.
@@ -189,6 +189,10 @@ static void goroutines_match(const char *v, const char *kind, const char *layout
 	Test(go_matrix, stripped_##tag, .timeout = 120)                                            \
 	{                                                                                          \
 		goroutines_match(v, "-stripped", "table", "memory");                               \
+	}                                                                                          \
+	Test(go_matrix, stripped_pie_##tag, .timeout = 120)                                        \
+	{                                                                                          \
+		goroutines_match(v, "-stripped-pie", "table", "memory");                           \
 	}
 
 GO_MATRIX(go1_19, "1.19")
