@@ -32,8 +32,10 @@
  * A go_snapshot belongs to one thread at a time.
  *
  * Versions: written for linux/amd64, Go 1.18 and later (pclntab magic
- * 0xfffffff0 / 0xfffffff1); tested against Go 1.19. Structure layouts come
- * from DWARF; without DWARF only Go 1.19's built-in layout is known.
+ * 0xfffffff0 / 0xfffffff1); tested against 1.19 and 1.21-1.27. Structure
+ * layouts come from DWARF, else from a built-in row per release
+ * (layouts.c); runtime globals from .symtab, else from the target's memory
+ * (go_target_find_globals) and the runtime's code (globals.c).
  */
 
 #include <stdbool.h>
@@ -56,8 +58,9 @@ struct go_snapshot;
  * Returns 0 and *ret; -ENOTSUP if the file is not a Go executable or its
  * pclntab format is older than Go 1.18; -ENOENT/-EACCES/... from open(2);
  * -EINVAL on a malformed file. The caller frees *ret with go_target_free().
- * A stripped binary (-s -w) opens fine: symbolization works, goroutine
- * listing does not (go_target_can_list_goroutines() says so).
+ * A stripped binary (-s -w) opens fine: symbolization works, and
+ * goroutine listing once go_target_find_globals() found runtime.allgs
+ * and allm (go_target_can_list_goroutines() says so).
  */
 int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret);
 
@@ -73,8 +76,9 @@ const char *go_target_version(const struct go_target *t);
 void go_target_set_bias(struct go_target *t, uint64_t bias);
 uint64_t go_target_bias(const struct go_target *t);
 
-/* True if the binary has what go_capture() needs: the runtime symbols
- * (.symtab) and the g/m layouts (DWARF, or the built-in Go 1.19 table). */
+/* True if the target has what go_capture() needs: the runtime's globals
+ * (.symtab, or go_target_find_globals()) and the g/m layouts (DWARF, or
+ * the built-in row of its release). */
 bool go_target_can_list_goroutines(const struct go_target *t);
 
 /* Where the heap profile's runtime globals (mbuckets, mProfCycle,
