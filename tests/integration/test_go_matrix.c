@@ -3,7 +3,9 @@
  * toolchain Debian carries, 1.19 and 1.21 to 1.27 (setup.sh installs them
  * under /usr/lib/go-1.NN), plain, without DWARF (-ldflags=-w: struct
  * layouts from the built-in row of the release, symbolize/go/layouts.c),
- * stripped (-ldflags=-s -w) and stripped PIE (-buildmode=pie).
+ * stripped (-ldflags=-s -w), stripped PIE (-buildmode=pie) and stripped
+ * static (CGO_ENABLED=0; the others link runtime/cgo, as the fixture
+ * imports net).
  *
  * Ground truth: the runtime's own goroutine dump (the fixture writes its
  * debug=2 dump on request, right after our snapshot) and `go version`.
@@ -193,6 +195,10 @@ static void goroutines_match(const char *v, const char *kind, const char *layout
 	Test(go_matrix, stripped_pie_##tag, .timeout = 120)                                        \
 	{                                                                                          \
 		goroutines_match(v, "-stripped-pie", "table", "memory");                           \
+	}                                                                                          \
+	Test(go_matrix, stripped_static_##tag, .timeout = 120)                                     \
+	{                                                                                          \
+		goroutines_match(v, "-stripped-static", "table", "memory");                        \
 	}
 
 GO_MATRIX(go1_19, "1.19")
