@@ -177,6 +177,23 @@ static void goroutines_match(const char *v, const char *kind, const char *layout
 	cr_expect_eq(pprof_read_file(pp, &p), 0, "Go %s%s: heap.pprof unreadable", v, kind);
 	if (p)
 		perftools__profiles__profile__free_unpacked(p, NULL);
+	/* and that release's own go tool pprof reads both profiles without a
+	 * word of warning (plain and stripped builds: the others write the
+	 * same profiles) */
+	if (!strcmp(kind, "") || !strcmp(kind, "-stripped")) {
+		char path_env[4096];
+		snprintf(path_env, sizeof(path_env), "/usr/lib/go-%s/bin:%s", v, getenv("PATH") ? getenv("PATH") : "");
+		setenv("PATH", path_env, 1);
+		static const char *const members[] = {"goroutine.pprof", "heap.pprof"};
+		for (size_t i = 0; i < 2; i++) {
+			static char out[1 << 16], err[4096];
+			snprintf(pp, sizeof(pp), "%s/%s", g.out, members[i]);
+			int rc = go_pprof("-raw", pp, out, sizeof(out), err, sizeof(err));
+			cr_expect_eq(rc, 0, "Go %s%s: go tool pprof -raw %s: %s", v, kind, members[i], err);
+			cr_expect(!strstr(err, "arning"), "Go %s%s: go tool pprof warns on %s: %s", v, kind,
+				  members[i], err);
+		}
+	}
 	cJSON_Delete(m);
 	expect_threads_named(g.out, path);
 	run_end(&g);
