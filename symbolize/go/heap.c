@@ -152,6 +152,18 @@ static int64_t field(const uint8_t *p, int off)
 	return off >= 0 ? (int64_t)go_u64(p + off) : 0;
 }
 
+/* int64 arithmetic as Go does it: wrapping, where C's signed overflow
+ * would be undefined (a hostile bucket's counts are the target's). */
+static int64_t add_go(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static int64_t sub_go(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
 /* MemProfile: flush future[cycle % 3] into active (done by every call),
  * and if that leaves no bucket with allocs or frees (no GC has published
  * anything yet), add all three future cycles instead. */
@@ -162,7 +174,7 @@ static void combine(struct go_heap *h)
 	for (size_t i = 0; i < h->nb; i++) {
 		struct hbucket *b = &h->b[i];
 		for (int k = 0; k < 4; k++)
-			b->rec[k] = b->cyc[0][k] + b->cyc[1 + idx][k];
+			b->rec[k] = add_go(b->cyc[0][k], b->cyc[1 + idx][k]);
 		if (b->rec[0] != 0 || b->rec[1] != 0)
 			clear = false;
 	}
@@ -172,7 +184,7 @@ static void combine(struct go_heap *h)
 	for (size_t i = 0; i < h->nb; i++) {
 		struct hbucket *b = &h->b[i];
 		for (int k = 0; k < 4; k++)
-			b->rec[k] = b->cyc[0][k] + b->cyc[1][k] + b->cyc[2][k] + b->cyc[3][k];
+			b->rec[k] = add_go(add_go(b->cyc[0][k], b->cyc[1][k]), add_go(b->cyc[2][k], b->cyc[3][k]));
 	}
 }
 
@@ -294,10 +306,10 @@ void go_heap_totals(const struct go_heap *h, struct go_heap_totals *ret)
 {
 	*ret = (struct go_heap_totals){0};
 	for (size_t i = 0; i < h->nb; i++) {
-		ret->allocs += h->b[i].rec[0];
-		ret->frees += h->b[i].rec[1];
-		ret->alloc_bytes += h->b[i].rec[2];
-		ret->free_bytes += h->b[i].rec[3];
+		ret->allocs = add_go(ret->allocs, h->b[i].rec[0]);
+		ret->frees = add_go(ret->frees, h->b[i].rec[1]);
+		ret->alloc_bytes = add_go(ret->alloc_bytes, h->b[i].rec[2]);
+		ret->free_bytes = add_go(ret->free_bytes, h->b[i].rec[3]);
 	}
 }
 
@@ -309,6 +321,20 @@ void go_heap_free(struct go_heap *h)
 	free(h->pcs);
 	free(h->locs);
 	free(h);
+}
+
+/* A bucket's counts are the target's to write: a value no real program
+ * reaches must saturate, not overflow (undefined in C). NaN (0/0 of a
+ * hostile bucket) is 0. */
+static int64_t clamp_to_int64(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 9223372036854775807.0)
+		return INT64_MAX;
+	if (v <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)v;
 }
 
 void go_heap_scale(int64_t count, int64_t size, int64_t rate, int64_t *ret_count, int64_t *ret_size)
@@ -326,8 +352,8 @@ void go_heap_scale(int64_t count, int64_t size, int64_t rate, int64_t *ret_count
 	 * truncation below that can, rarely, move a value by one. */
 	double avg = (double)size / (double)count;
 	double scale = 1 / (1 - exp(-avg / (double)rate));
-	*ret_count = (int64_t)((double)count * scale);
-	*ret_size = (int64_t)((double)size * scale);
+	*ret_count = clamp_to_int64((double)count * scale);
+	*ret_size = clamp_to_int64((double)size * scale);
 }
 
 /* ---- stacks to Locations (runtime/pprof, go1.19) ---- */
@@ -527,8 +553,8 @@ int go_heap_foreach_record(struct go_heap *h, go_heap_record_fn cb, void *ctx)
 			.locs = h->locs + b->loc_off, .nlocs = b->nlocs,
 		};
 		go_heap_scale(rec.allocs, rec.alloc_bytes, h->rate, &rec.alloc_objects, &rec.alloc_space);
-		go_heap_scale(rec.allocs - rec.frees, rec.alloc_bytes - rec.free_bytes, h->rate, &rec.inuse_objects,
-			      &rec.inuse_space);
+		go_heap_scale(sub_go(rec.allocs, rec.frees), sub_go(rec.alloc_bytes, rec.free_bytes),
+			      h->rate, &rec.inuse_objects, &rec.inuse_space);
 		int r = cb(ctx, &rec);
 		if (r)
 			return r;

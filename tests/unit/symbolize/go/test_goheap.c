@@ -568,6 +568,12 @@ Test(go_heap, scale_formula, .timeout = 60)
 		{5, 80, 1, 5, 80},
 		{0, 80, 4096, 0, 0},
 		{5, 0, 4096, 0, 0},
+		/* hostile buckets (fuzz_go_memory found the first overflowing):
+		 * what Go's formula gives, saturated where it leaves int64,
+		 * never undefined */
+		{INT64_MAX, INT64_MAX, 2, INT64_MAX, INT64_MAX},
+		{-1, INT64_MIN, 2, -1, INT64_MIN},
+		{1, -1, 4096, -4095, 4095},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int64_t c, s;
