@@ -502,7 +502,8 @@ static int build_locs(struct go_heap *h)
 	}
 	for (size_t i = 0; i < h->nb; i++) {
 		struct hbucket *b = &h->b[i];
-		const uint64_t *pcs = h->pcs + b->stk_off;
+		/* no bucket with a stack: h->pcs is NULL (and NULL + 0 undefined) */
+		const uint64_t *pcs = b->nstk ? h->pcs + b->stk_off : NULL;
 		for (size_t k = 0; k < b->nstk; k++)
 			tmp[k] = pcs[k] - t->bias;
 		if (grow((void **)&h->locs, &cap, h->nlocs + b->nstk + 1000, sizeof(*h->locs)) < 0) {
@@ -549,8 +550,8 @@ int go_heap_foreach_record(struct go_heap *h, go_heap_record_fn cb, void *ctx)
 		struct go_heap_record rec = {
 			.allocs = b->rec[0], .frees = b->rec[1], .alloc_bytes = b->rec[2], .free_bytes = b->rec[3],
 			.block_size = b->rec[0] > 0 ? b->rec[2] / b->rec[0] : 0,
-			.pcs = h->pcs + b->stk_off, .npcs = b->nstk,
-			.locs = h->locs + b->loc_off, .nlocs = b->nlocs,
+			.pcs = b->nstk ? h->pcs + b->stk_off : NULL, .npcs = b->nstk,
+			.locs = b->nlocs ? h->locs + b->loc_off : NULL, .nlocs = b->nlocs,
 		};
 		go_heap_scale(rec.allocs, rec.alloc_bytes, h->rate, &rec.alloc_objects, &rec.alloc_space);
 		go_heap_scale(sub_go(rec.allocs, rec.frees), sub_go(rec.alloc_bytes, rec.free_bytes),

@@ -386,7 +386,8 @@ static void print_header(struct sbuf *b, const struct go_snapshot *s, const stru
 		sb_str(b, " (scan)");
 	int64_t waitfor = 0;
 	if ((st == G_WAITING || st == G_SYSCALL) && g->waitsince != 0)
-		waitfor = (s->nanotime - g->waitsince) / 60000000000ll;
+		/* wrapping as Go's int64 does: waitsince is the target's to write */
+		waitfor = (int64_t)((uint64_t)s->nanotime - (uint64_t)g->waitsince) / 60000000000ll;
 	if (waitfor >= 1)
 		sb_printf(b, ", %" PRId64 " minutes", waitfor);
 	if (g->lockedm)
