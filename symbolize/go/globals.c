@@ -36,19 +36,34 @@ enum {
 	PID_MAX_LIMIT = 4194304, /* kernel/pid.c: PID_MAX_LIMIT on 64-bit */
 };
 
+/* The .bss and what its words point to are the target's to write: a
+ * hostile one could make the search read without end (millions of words
+ * pointing into a long M list). Real programs need some ten thousand
+ * reads; past READ_BUDGET the search gives up. */
+enum { READ_BUDGET = 1 << 21 };
+
 struct reader {
 	go_read_mem_fn read;
 	void *ctx;
+	size_t left;
 };
 
-static int rd(const struct reader *r, uint64_t addr, void *buf, size_t len)
+static int rd_ranges(struct reader *r, struct go_mem_range *rg, size_t n)
+{
+	if (r->left == 0)
+		return -E2BIG;
+	r->left--;
+	return r->read(r->ctx, rg, n);
+}
+
+static int rd(struct reader *r, uint64_t addr, void *buf, size_t len)
 {
 	struct go_mem_range one = {addr, buf, len};
-	return r->read(r->ctx, &one, 1);
+	return rd_ranges(r, &one, 1);
 }
 
 /* The target's .bss as it is now, in *ret (run-time address *ret_addr). */
-static int copy_bss(const struct go_target *t, const struct reader *r, uint8_t **ret, uint64_t *ret_addr,
+static int copy_bss(const struct go_target *t, struct reader *r, uint8_t **ret, uint64_t *ret_addr,
 		    size_t *ret_len)
 {
 	GElf_Shdr sh;
@@ -83,7 +98,7 @@ static bool status_valid(uint32_t st)
 
 /* Is there a g at addr with a plausible stack and status, and goid
  * want_goid (0: any positive goid)? */
-static bool is_g(const struct go_target *t, const struct reader *r, uint64_t addr, uint64_t want_goid)
+static bool is_g(const struct go_target *t, struct reader *r, uint64_t addr, uint64_t want_goid)
 {
 	const struct go_layout *L = &t->L;
 	if (!addr || addr % 8)
@@ -102,7 +117,7 @@ static bool is_g(const struct go_target *t, const struct reader *r, uint64_t add
 
 /* allgs: the slice with the most elements whose first is goroutine 1 and
  * whose last is a g. Returns its run-time address, 0 if none. */
-static uint64_t find_allgs(const struct go_target *t, const struct reader *r, const uint8_t *bss,
+static uint64_t find_allgs(const struct go_target *t, struct reader *r, const uint8_t *bss,
 			   uint64_t base, size_t len)
 {
 	uint64_t best = 0, best_len = 0;
@@ -125,7 +140,7 @@ static uint64_t find_allgs(const struct go_target *t, const struct reader *r, co
  * pid (m0, the main thread's; any M if pid is 0); 0 otherwise. Words of
  * .bss that are not Ms can make a cycle (a list head pointing at itself):
  * Brent's check stops those early. */
-static size_t m_chain(const struct go_target *t, const struct reader *r, uint64_t m, pid_t pid)
+static size_t m_chain(const struct go_target *t, struct reader *r, uint64_t m, pid_t pid)
 {
 	const struct go_layout *L = &t->L;
 	size_t n = 0, power = 1;
@@ -135,7 +150,7 @@ static size_t m_chain(const struct go_target *t, const struct reader *r, uint64_
 			return 0;
 		struct go_mem_range two[2] = {{m + (uint64_t)L->m_procid, &procid, 8},
 					      {m + (uint64_t)L->m_alllink, &m, 8}};
-		if (r->read(r->ctx, two, 2) != 0 || procid > PID_MAX_LIMIT || m == mark)
+		if (rd_ranges(r, two, 2) != 0 || procid > PID_MAX_LIMIT || m == mark)
 			return 0;
 		if (n == power) {
 			power *= 2;
@@ -145,7 +160,7 @@ static size_t m_chain(const struct go_target *t, const struct reader *r, uint64_
 	return procid != 0 && (pid <= 0 || procid == (uint64_t)pid) ? n : 0;
 }
 
-static uint64_t find_allm(const struct go_target *t, const struct reader *r, const uint8_t *bss, size_t len,
+static uint64_t find_allm(const struct go_target *t, struct reader *r, const uint8_t *bss, size_t len,
 			  pid_t pid, uint64_t base)
 {
 	uint64_t best = 0;
@@ -257,7 +272,7 @@ static int scan(const struct go_target *t, pid_t pid, go_read_mem_fn read, void 
 	if (!t->have_layout || t->L.g_goid < 0 || t->L.g_stack_lo < 0 || t->L.g_stack_hi < 0 ||
 	    t->L.g_atomicstatus < 0 || t->L.m_procid < 0 || t->L.m_alllink < 0)
 		return -ENOTSUP;
-	struct reader r = {read, ctx};
+	struct reader r = {read, ctx, READ_BUDGET};
 	uint8_t *bss = NULL;
 	uint64_t base = 0;
 	size_t len = 0;
@@ -267,6 +282,8 @@ static int scan(const struct go_target *t, pid_t pid, go_read_mem_fn read, void 
 	uint64_t allgs = find_allgs(t, &r, bss, base, len);
 	uint64_t allm = find_allm(t, &r, bss, len, pid, base);
 	free(bss);
+	if (r.left == 0)
+		return -E2BIG;
 	if (!allgs || !allm)
 		return -ENOENT;
 	ret->allgs = allgs - t->bias;

@@ -161,7 +161,8 @@ typedef int (*go_read_mem_fn)(void *ctx, const struct go_mem_range *ranges, size
  * and before the first go_capture(); the target may be running. A no-op
  * returning 0 when .symtab gave them. 0: goroutines can be listed (if the
  * layouts are known); -ENOENT not found; -ENOTSUP no layout to check them
- * with; -EIO/-EFAULT/... from read.
+ * with; -E2BIG the search read more than any real program needs (a
+ * hostile .bss) and gave up; -EIO/-EFAULT/... from read.
  */
 int go_target_find_globals(struct go_target *t, pid_t ns_pid, go_read_mem_fn read, void *read_ctx);
 

@@ -379,7 +379,8 @@ static void waitreasons_from_data(struct go_target *t, uint64_t *ret_addr, uint6
 {
 	static const char first[] = "GC assist marking";
 	GElf_Shdr sh;
-	if (!go_find_section(t->elf, ".data", &sh) || sh.sh_type == SHT_NOBITS)
+	/* a section header is the binary's to write: scan no more than the file */
+	if (!go_find_section(t->elf, ".data", &sh) || sh.sh_type == SHT_NOBITS || sh.sh_size > t->map_len)
 		return;
 	for (uint64_t a = sh.sh_addr + 16; a + 16 <= sh.sh_addr + sh.sh_size; a += 8) {
 		uint64_t n = 0;
@@ -515,7 +516,8 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 			want = psh.sh_addr;
 		for (size_t k = 0; want && !fmd && k < 3; k++) {
 			GElf_Shdr sh;
-			if (!go_find_section(t->elf, secs[k], &sh) || sh.sh_type == SHT_NOBITS)
+			if (!go_find_section(t->elf, secs[k], &sh) || sh.sh_type == SHT_NOBITS ||
+			    sh.sh_size > t->map_len)
 				continue;
 			for (uint64_t a = sh.sh_addr; a + 8 <= sh.sh_addr + sh.sh_size; a += 8) {
 				const uint8_t *p = go_file_at(t, a, 8);
@@ -625,6 +627,9 @@ const char *go_target_goroutines_unreadable_because(const struct go_target *t)
 		if (t->globals_error == -ENOENT)
 			return "no .symtab, and runtime.allgs and allm were not found in the target's "
 			       "memory";
+		if (t->globals_error == -E2BIG)
+			return "no .symtab, and the search for runtime.allgs and allm in the target's "
+			       "memory gave up (more candidates than a Go program has)";
 		if (t->globals_error < 0)
 			return "no .symtab, and the target's memory could not be read to find "
 			       "runtime.allgs and allm";
