@@ -189,9 +189,13 @@ static pid_t child_named(pid_t pid, const char *prefix, pid_t except)
 	return 0;
 }
 
-/* SIGKILL pid's children (a server's workers outlive a killed master). */
+/* SIGKILL pid's children (a server's workers outlive a killed master).
+ * pid is stopped first: nginx's master respawns a killed worker at once,
+ * and one respawned before the master's own SIGKILL would outlive the
+ * test (seen on CI). */
 static void kill_children(pid_t pid)
 {
+	kill(pid, SIGSTOP);
 	pid_t kids[64];
 	size_t n = children_of(pid, kids, 64);
 	for (size_t i = 0; i < n; i++)
