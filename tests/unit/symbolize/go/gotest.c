@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 const char *gotest_outdir(void)
 {
@@ -51,6 +52,25 @@ void gotest_quit(struct child *c)
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fixture did not exit cleanly");
 	c->pid = 0;
 	child_kill(c);
+}
+
+size_t gotest_matrix(struct gotest_release *out, size_t max)
+{
+	size_t n = 0;
+	for (const char *v = GO_MATRIX_VERSIONS; *v && n < max;) {
+		size_t len = strcspn(v, ",");
+		struct gotest_release *r = &out[n];
+		snprintf(r->version, sizeof(r->version), "%.*s", (int)len, v);
+		v += len + (v[len] == ',');
+		char go[64];
+		snprintf(go, sizeof(go), "/usr/lib/go-%s/bin/go", r->version);
+		if (access(go, X_OK) != 0)
+			continue;
+		snprintf(r->plain, sizeof(r->plain), "%s/go-matrix-%s", GO_MATRIX_DIR, r->version);
+		snprintf(r->stripped, sizeof(r->stripped), "%s/go-matrix-%s-stripped", GO_MATRIX_DIR, r->version);
+		n++;
+	}
+	return n;
 }
 
 int gotest_add_name(void *ctx, const struct go_frame *f)

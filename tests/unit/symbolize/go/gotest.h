@@ -26,6 +26,16 @@ struct go_target *gotest_start(struct child *c, const char *exe, char *const env
 /* Ask the fixture to quit; assert that it exits 0, then reap it. */
 void gotest_quit(struct child *c);
 
+/* A release of the Go matrix (GO_MATRIX_VERSIONS, from
+ * tests/targets/go/meson.build) whose toolchain is installed, and its
+ * plain and stripped (-s -w) builds of the fixture. */
+struct gotest_release {
+	char version[16];
+	char plain[512], stripped[512];
+};
+/* The installed releases, at most max; returns how many. */
+size_t gotest_matrix(struct gotest_release *out, size_t max);
+
 /* go_frame_fn: append "function;" to ctx, a char[GOTEST_NAMES] string. */
 #define GOTEST_NAMES 8192
 int gotest_add_name(void *ctx, const struct go_frame *f);

@@ -348,16 +348,10 @@ static void check_globals(const char *plain, const char *stripped)
 Test(go_goroutines, globals_found_in_memory, .timeout = 120)
 {
 	check_globals(GO_FIXTURE_PIE, NULL);
-	static const char *const versions[] = {"1.19", "1.21", "1.22", "1.23", "1.24", "1.25", "1.26", "1.27"};
-	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
-		char go[64], plain[512], stripped[512];
-		snprintf(go, sizeof(go), "/usr/lib/go-%s/bin/go", versions[i]);
-		if (access(go, X_OK) != 0)
-			continue;
-		snprintf(plain, sizeof(plain), "%s/go-matrix-%s", GO_MATRIX_DIR, versions[i]);
-		snprintf(stripped, sizeof(stripped), "%s/go-matrix-%s-stripped", GO_MATRIX_DIR, versions[i]);
-		check_globals(plain, stripped);
-	}
+	static struct gotest_release rel[16];
+	size_t n = gotest_matrix(rel, 16);
+	for (size_t i = 0; i < n; i++)
+		check_globals(rel[i].plain, rel[i].stripped);
 }
 
 /* ---- debug=0: Go's goroutine.pprof against our samples ---- */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for symbolize/go that only read files (no ptrace). */
 #include "goroutines.h"
+#include "gotest.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -107,24 +108,18 @@ Test(go_target, pie_opens)
  * the same release takes its row and the addresses from its code. */
 Test(go_target, layout_tables_match_dwarf)
 {
-	static const char *const versions[] = {"1.19", "1.21", "1.22", "1.23",
-					       "1.24", "1.25", "1.26", "1.27"};
-	int checked = 0;
-	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
-		char go[64], plain[512], stripped[512];
-		snprintf(go, sizeof(go), "/usr/lib/go-%s/bin/go", versions[i]);
-		if (access(go, X_OK) != 0)
-			continue;
-		snprintf(plain, sizeof(plain), "%s/go-matrix-%s", GO_MATRIX_DIR, versions[i]);
-		snprintf(stripped, sizeof(stripped), "%s/go-matrix-%s-stripped", GO_MATRIX_DIR, versions[i]);
+	static struct gotest_release rel[16];
+	size_t n = gotest_matrix(rel, 16);
+	for (size_t i = 0; i < n; i++) {
+		const char *plain = rel[i].plain, *stripped = rel[i].stripped;
 		struct go_target *t = NULL;
 		cr_assert_eq(go_target_open(0, plain, &t), 0, "%s", plain);
 		cr_expect_str_eq(go_target_layout_source(t), "dwarf", "%s", plain);
 		char why[200] = "";
-		cr_expect_eq(go_target_check_layout_table(t, why, sizeof(why)), 1, "Go %s: %s", versions[i],
+		cr_expect_eq(go_target_check_layout_table(t, why, sizeof(why)), 1, "Go %s: %s", rel[i].version,
 			     why[0] ? why : "no row for this release");
 		why[0] = '\0';
-		cr_expect_eq(go_target_check_heap_globals(t, why, sizeof(why)), 1, "Go %s: %s", versions[i],
+		cr_expect_eq(go_target_check_heap_globals(t, why, sizeof(why)), 1, "Go %s: %s", rel[i].version,
 			     why[0] ? why : "no .symtab");
 		go_target_free(t);
 		cr_assert_eq(go_target_open(0, stripped, &t), 0, "%s", stripped);
@@ -132,8 +127,8 @@ Test(go_target, layout_tables_match_dwarf)
 		cr_expect_str_eq(go_target_heap_globals_source(t), "disasm", "%s", stripped);
 		cr_expect(go_target_goroutines_unreadable_because(t) != NULL);
 		go_target_free(t);
-		checked++;
 	}
-	if (!checked)
+	if (!n)
 		cr_skip_test("no Go toolchain under /usr/lib/go-1.NN (setup.sh installs them)");
+	cr_log_info("checked %zu releases of the Go matrix", n);
 }
