@@ -1,83 +1,76 @@
+/* The tracer's side of a Go target: every request goes to the sandboxed Go
+ * worker (symbolize/worker/go_serve.h), which parsed the binary and reads
+ * the runtime; here only its answers are checked and written. */
 #include "cmd/engine/go_out.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
-#include "bundle/profile.h"
-#include "cmd/engine/profile_out.h"
-#include "symbolize/go/goheap.h"
-#include "symbolize/go/goroutines.h"
+#include "bundle/text.h"
 #include "cmd/engine/internal.h"
-#include "symbolize/arrays.h"
+#include "symbolize/worker/go_serve.h"
+#include "symbolize/worker/wire.h"
 
-#define MAX_GO_FRAMES 64
-#define MAX_GO_LABELS 64
+/* How long each request may take before the worker counts as lost. The
+ * capture runs while every thread of the target is held: its bound is the
+ * longest the target can be kept stopped by a hung worker. Opening parses
+ * the binary (a large one under ASan on a loaded box: seconds). */
+#define OPEN_TIMEOUT_MS 60000
+#define HELD_TIMEOUT_MS 5000
+#define COUNTERS_TIMEOUT_MS 1000
+#define LONG_TIMEOUT_MS 300000
+#define MAX_HELD_THREADS 4096
 
 struct go_session {
-	pid_t pid;
-	struct go_target *target;
-	struct go_snapshot *snap; /* from the last armed capture */
-	int parked_error;         /* go_capture_parked() ran out of memory */
-	struct go_heap *heap;     /* heap-profile buckets from the same stop */
-	int heap_error;
-	int capture_error;
-	uint64_t capture_ns;
-	/* Interned strings handed out by go_session_frames. */
-	char **strings;
-	size_t nstrings, strings_cap;
+	struct interp *interp;
+	pid_t ns_pid;
+	bool listable;
+	cJSON *describe;  /* the manifest's target.go, as the worker gave it */
+	bool armed;
+	int capture_lost; /* the worker was lost during the last capture: why */
 };
 
-/* All-or-nothing vectored read; go_capture retries failed batches range by
- * range. */
-static int read_ranges(void *ctx, const struct go_mem_range *ranges, size_t n)
+/* A request's body, starting as every one does (go_serve.h). */
+static void body_start(struct go_session *g, struct byte_buf *m)
 {
-	struct go_session *g = ctx;
-	struct iovec local[GO_READ_MAX_RANGES], remote[GO_READ_MAX_RANGES];
-	size_t done = 0;
-	while (done < n) {
-		size_t k = 0;
-		size_t want = 0;
-		/* process_vm_readv takes at most IOV_MAX (1024) iovecs a call. */
-		while (k < GO_READ_MAX_RANGES && done + k < n) {
-			const struct go_mem_range *r = &ranges[done + k];
-			local[k].iov_base = r->buf;
-			local[k].iov_len = r->len;
-			remote[k].iov_base = (void *)(uintptr_t)r->addr;
-			remote[k].iov_len = r->len;
-			want += r->len;
-			k++;
-		}
-		ssize_t got = process_vm_readv(g->pid, local, k, remote, k, 0);
-		if (got < 0)
-			return -errno;
-		if ((size_t)got != want)
-			return -EFAULT;
-		done += k;
-	}
-	return 0;
+	msg_u32(m, (uint32_t)g->ns_pid);
 }
 
-struct go_session *go_session_open(pid_t pid, pid_t ns_pid)
+static int call(struct go_session *g, enum go_request kind, struct byte_buf *body, uint8_t **reply,
+		size_t *len, unsigned timeout_ms)
 {
-	char exe[64];
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
-	struct go_target *t = NULL;
-	if (go_target_open(pid, exe, &t) < 0)
-		return NULL;
+	int r = interp_go_call(g->interp, (uint8_t)kind, body, reply, len, timeout_ms);
+	free(body->p);
+	return r;
+}
+
+struct go_session *go_session_open(struct interp *in, pid_t ns_pid)
+{
 	struct go_session *g = calloc(1, sizeof(*g));
-	if (!g) {
-		go_target_free(t);
+	if (!g)
+		return NULL;
+	g->interp = in;
+	g->ns_pid = ns_pid;
+	struct byte_buf m = {0};
+	body_start(g, &m);
+	uint8_t *reply;
+	size_t len;
+	int r = call(g, GO_REQ_OPEN, &m, &reply, &len, OPEN_TIMEOUT_MS);
+	struct cursor c = {.p = reply, .len = len};
+	int status = r == 0 ? (int32_t)take_u32(&c) : r;
+	g->listable = take_u32(&c) != 0;
+	size_t jlen;
+	const char *json = take_bytes(&c, 65536, &jlen);
+	g->describe = cJSON_CreateObject();
+	/* Not a Go program (or the worker could not tell): no Go session. */
+	if (status < 0 || c.bad || !g->describe || go_json_copy(g->describe, json, jlen) < 0) {
+		free(reply);
+		go_session_free(g);
 		return NULL;
 	}
-	g->pid = pid;
-	g->target = t;
-	/* A stripped binary: its runtime.allgs and allm are looked for in its
-	 * memory (a failure is said in the manifest, goroutines_unreadable_because). */
-	go_target_find_globals(t, ns_pid, read_ranges, g);
+	free(reply);
 	return g;
 }
 
@@ -85,506 +78,287 @@ void go_session_free(struct go_session *g)
 {
 	if (!g)
 		return;
-	go_heap_free(g->heap);
-	go_snapshot_free(g->snap);
-	go_target_free(g->target);
-	for (size_t i = 0; i < g->nstrings; i++)
-		free(g->strings[i]);
-	free(g->strings);
+	cJSON_Delete(g->describe);
 	free(g);
 }
 
 void go_session_describe(struct go_session *g, cJSON *target)
 {
-	cJSON *o = cJSON_AddObjectToObject(target, "go");
-	cJSON_AddStringToObject(o, "version", go_target_version(g->target));
-	cJSON_AddBoolToObject(o, "goroutines_readable", go_target_can_list_goroutines(g->target));
-	/* How the runtime's structs were read, and if goroutines could not
-	 * be, why: the user of a stripped binary learns what it costs. */
-	cJSON_AddStringToObject(o, "layouts", go_target_layout_source(g->target));
-	cJSON_AddStringToObject(o, "globals", go_target_globals_source(g->target));
-	cJSON_AddStringToObject(o, "heap_globals", go_target_heap_globals_source(g->target));
-	const char *why = go_target_goroutines_unreadable_because(g->target);
-	if (why)
-		cJSON_AddStringToObject(o, "goroutines_unreadable_because", why);
+	cJSON *copy = cJSON_Duplicate(g->describe, true);
+	if (copy && !cJSON_AddItemToObject(target, "go", copy))
+		cJSON_Delete(copy);
 }
 
 static void while_held(void *ctx, const struct process_capture *pc)
 {
 	struct go_session *g = ctx;
-	struct go_thread_regs regs[4096];
-	size_t n = 0;
-	for (size_t i = 0; i < pc->nthreads && n < 4096; i++) {
+	struct byte_buf m = {0};
+	body_start(g, &m);
+	size_t count_at = m.len;
+	uint32_t n = 0;
+	msg_u32(&m, 0);
+	for (size_t i = 0; i < pc->nthreads && n < MAX_HELD_THREADS; i++) {
 		const struct thread_capture *tc = &pc->threads[i];
 		if (tc->outcome != THREAD_CAPTURED)
 			continue;
-		regs[n++] = (struct go_thread_regs){
-			.tid = tc->tid,
-			.pc = tc->regs.rip,
-			.sp = tc->regs.rsp,
-			.fp = tc->regs.rbp,
-			.fs_base = tc->regs.fs_base,
-		};
+		msg_u32(&m, (uint32_t)tc->tid);
+		msg_u64(&m, tc->regs.rip);
+		msg_u64(&m, tc->regs.rsp);
+		msg_u64(&m, tc->regs.rbp);
+		msg_u64(&m, tc->regs.fs_base);
+		n++;
 	}
-	go_snapshot_free(g->snap);
-	g->snap = NULL;
-	g->parked_error = 0;
-	uint64_t t0 = monotonic_ns();
-	const struct go_capture_limits lim = {.defer_parked_stacks = true};
-	g->capture_error = go_capture(g->target, read_ranges, g, regs, n, &lim, &g->snap);
-	/* The heap buckets too, in the same stop, so both describe one moment. */
-	go_heap_free(g->heap);
-	g->heap = NULL;
-	g->heap_error = go_heap_supported(g->target)
-				? go_heap_capture(g->target, read_ranges, g, &g->heap)
-				: -ENOTSUP;
-	g->capture_ns = monotonic_ns() - t0;
+	if (!m.failed)
+		memcpy(m.p + count_at, &n, 4);
+	uint8_t *reply;
+	size_t len;
+	/* The statuses of the reply are the worker's to report in the
+	 * manifest (GO_REQ_WRITE); here only whether it was lost. */
+	g->capture_lost = call(g, GO_REQ_HELD, &m, &reply, &len, HELD_TIMEOUT_MS);
+	free(reply);
 }
 
 void go_session_released(struct go_session *g)
 {
-	if (g && g->snap && go_capture_parked(g->snap, read_ranges, g) < 0) {
-		/* Out of memory: the parked goroutines print "stack unavailable". */
-		g->parked_error = -ENOMEM;
-	}
-}
-
-/* Faults in, now, the heap the capture will allocate while every thread is
- * held: a fresh page costs a fault inside the pause otherwise. glibc is
- * told to serve such blocks from the heap rather than from new mappings
- * and to keep freed memory instead of trimming it, so the blocks touched
- * here are the ones the capture gets back. The tool is short-lived; its
- * peak RSS does not change, it is only reached earlier. */
-static void prefault_heap(size_t bytes)
-{
-	enum { PIECE = 8 << 20 };
-	void *pieces[64];
-	size_t n = 0;
-	if (!bytes)
+	if (!g || !g->armed || g->capture_lost)
 		return;
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
-	mallopt(M_TRIM_THRESHOLD, 512 << 20);
-	for (size_t done = 0; done < bytes && n < 64; done += PIECE) {
-		pieces[n] = malloc(PIECE);
-		if (!pieces[n])
-			break;
-		/* One store per page, through volatile: malloc+memset(0) is
-		 * turned into calloc, which skips fresh (known-zero) memory. */
-		volatile char *page = pieces[n++];
-		for (size_t off = 0; off < PIECE; off += 4096)
-			page[off] = 1;
-	}
-	while (n)
-		free(pieces[--n]);
+	struct byte_buf m = {0};
+	body_start(g, &m);
+	uint8_t *reply;
+	size_t len;
+	/* A worker lost here loses the stacks it held: the write says so. */
+	g->capture_lost = call(g, GO_REQ_RELEASED, &m, &reply, &len, LONG_TIMEOUT_MS);
+	free(reply);
 }
 
 void go_session_arm(struct go_session *g, struct attach_options *opts)
 {
-	if (!go_target_can_list_goroutines(g->target))
+	if (!g->listable)
 		return;
-	prefault_heap(go_capture_heap_hint(g->target, read_ranges, g));
+	struct byte_buf m = {0};
+	body_start(g, &m);
+	uint8_t *reply;
+	size_t len;
+	/* The worker faults in the heap the capture will fill: a lost worker
+	 * here is restarted by the capture's own request. */
+	call(g, GO_REQ_ARM, &m, &reply, &len, LONG_TIMEOUT_MS);
+	free(reply);
+	g->armed = true;
+	g->capture_lost = 0;
 	opts->while_held = while_held;
 	opts->while_held_ctx = g;
 }
 
-static const char *intern(struct go_session *g, const char *s)
+/* For the manifest: a lost worker, in words. */
+static void describe_lost(struct go_session *g, cJSON *manifest_go, int why)
 {
-	if (!s)
-		return NULL;
-	/* Few distinct names per session; a linear scan from the newest keeps
-	 * repeated lookups of a hot function cheap enough. */
-	for (size_t i = g->nstrings; i-- > 0;)
-		if (strcmp(g->strings[i], s) == 0)
-			return g->strings[i];
-	if (array_reserve(&g->strings, &g->strings_cap, g->nstrings + 1, sizeof(char *), 64) < 0)
-		return NULL;
-	char *copy = strdup(s);
-	if (!copy)
-		return NULL;
-	g->strings[g->nstrings++] = copy;
-	return copy;
-}
-
-struct frame_collect {
-	struct go_session *g;
-	struct sym_frame *out;
-	size_t n, max;
-	uint64_t addr;
-};
-
-static int collect_frame(void *ctx, const struct go_frame *f)
-{
-	struct frame_collect *c = ctx;
-	if (c->n == c->max)
-		return 1;
-	struct sym_frame *o = &c->out[c->n++];
-	memset(o, 0, sizeof(*o));
-	o->function = intern(c->g, f->function);
-	o->file = intern(c->g, f->file);
-	o->line = f->line;
-	o->function_start_line = f->start_line;
-	o->inlined = f->inlined;
-	o->function_offset = f->inlined ? 0 : c->addr - f->entry;
-	return 0;
-}
-
-size_t go_session_frames(struct go_session *g, uint64_t addr, struct sym_frame *out, size_t max)
-{
-	if (!g)
-		return 0;
-	struct frame_collect c = {.g = g, .out = out, .max = max, .addr = addr};
-	go_target_symbolize_pc(g->target, addr, collect_frame, &c);
-	return c.n;
-}
-
-static size_t name_from_go(void *arg, uint64_t addr, struct sym_frame *out, size_t max)
-{
-	return go_session_frames(arg, addr, out, max);
-}
-
-int go_session_name_unnamed(struct go_session *g, struct symtab *st)
-{
-	return g ? symtab_name_unnamed(st, name_from_go, g) : 0;
-}
-
-void go_session_counters(struct go_session *g, int64_t *goroutines, int64_t *heap_live)
-{
-	*goroutines = *heap_live = -1;
-	if (go_read_counters(g->target, read_ranges, g, goroutines, heap_live) < 0)
-		*goroutines = *heap_live = -1;
-}
-
-struct pprof_ctx {
-	struct go_session *g;
-	struct profile_builder *pb;
-	const struct sym_module *modules;
-	size_t nmodules;
-	uint64_t *mapping_ids;
-	int error;
-};
-
-static uint64_t mapping_for(struct pprof_ctx *c, uint64_t addr)
-{
-	for (size_t i = 0; i < c->nmodules; i++)
-		if (addr >= c->modules[i].start && addr < c->modules[i].limit)
-			return c->mapping_ids[i];
-	return 0;
-}
-
-/* A Location for a Go address, its lines from pclntab (inlined frames
- * grouped in one Location, as Go does). 0 on ENOMEM. */
-static uint64_t location_for_go(struct pprof_ctx *c, uint64_t addr)
-{
-	uint64_t id = profile_builder_find_location(c->pb, addr);
-	if (id)
-		return id;
-	struct sym_frame frames[MAX_GO_FRAMES];
-	size_t nf = go_session_frames(c->g, addr, frames, MAX_GO_FRAMES);
-	struct profile_line lines[MAX_GO_FRAMES];
-	size_t nl = profile_lines_from_frames(frames, nf, lines, MAX_GO_FRAMES);
-	return profile_builder_add_location(c->pb, addr, mapping_for(c, addr), lines, nl);
-}
-
-static int add_go_sample(void *ctx, const struct go_sample *s)
-{
-	struct pprof_ctx *c = ctx;
-	uint64_t ids[512];
-	size_t nids = 0;
-	for (size_t i = 0; i < s->nlocs && nids < 512; i++) {
-		uint64_t id = location_for_go(c, s->locs[i]);
-		if (!id) {
-			c->error = -ENOMEM;
-			return 1;
-		}
-		ids[nids++] = id;
-	}
-	struct profile_label labels[MAX_GO_LABELS];
-	size_t nl = 0;
-	for (size_t i = 0; i < s->nlabels && nl < MAX_GO_LABELS; i++)
-		labels[nl++] = (struct profile_label){.key = s->labels[i].key, .str = s->labels[i].value};
-	int64_t count = (int64_t)s->count;
-	if (profile_builder_add_sample(c->pb, ids, nids, &count, labels, nl) < 0) {
-		c->error = -ENOMEM;
-		return 1;
-	}
-	return 0;
-}
-
-typedef int (*fill_fn)(struct pprof_ctx *c);
-
-/* One Go profile: mappings from the symbol table, samples from fill. Go
- * symbolizes its own frames from pclntab, so the mappings really have
- * functions, files and lines. */
-static int write_go_profile(struct go_session *g, struct bundle *b, const char *name,
-			    const struct symtab *st, const struct profile_value_type *types,
-			    size_t ntypes, struct profile_value_type period_type, int64_t period,
-			    fill_fn fill)
-{
-	struct pprof_ctx c = {.g = g};
-	c.pb = profile_builder_new(types, ntypes, period_type, period);
-	if (!c.pb)
-		return -ENOMEM;
-	profile_builder_set_time(c.pb, (int64_t)realtime_ns(), 0);
-	c.nmodules = symtab_modules(st, &c.modules);
-	c.mapping_ids = calloc(c.nmodules + 1, sizeof(uint64_t));
-	if (!c.mapping_ids) {
-		profile_builder_free(c.pb);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < c.nmodules; i++) {
-		const struct sym_module *m = &c.modules[i];
-		c.mapping_ids[i] = profile_builder_add_mapping(c.pb, m->start, m->limit, m->offset,
-							       m->path, m->build_id, true, true, true);
-	}
-	int r = fill(&c);
-	if (c.error)
-		r = c.error;
-	uint8_t *gz = NULL;
-	size_t len = 0;
-	if (r == 0)
-		r = profile_builder_encode_gz(c.pb, &gz, &len);
-	if (r == 0)
-		r = bundle_write_member(b, name, gz, len);
-	free(gz);
-	free(c.mapping_ids);
-	profile_builder_free(c.pb);
-	return r;
-}
-
-static int fill_goroutines(struct pprof_ctx *c)
-{
-	return go_snapshot_foreach_sample(c->g->snap, add_go_sample, c);
-}
-
-/* goroutine.pprof shaped like Go's debug=0 goroutine profile. */
-static int write_pprof(struct go_session *g, struct bundle *b, const char *name,
-		       const struct symtab *st)
-{
-	static const struct profile_value_type types[] = {{"goroutine", "count"}};
-	return write_go_profile(g, b, name, st, types, 1, types[0], 1, fill_goroutines);
-}
-
-static int add_heap_record(void *ctx, const struct go_heap_record *rec)
-{
-	struct pprof_ctx *c = ctx;
-	uint64_t ids[1024];
-	size_t nids = 0;
-	for (size_t i = 0; i < rec->nlocs && nids < 1024; i++) {
-		uint64_t id = location_for_go(c, rec->locs[i]);
-		if (!id) {
-			c->error = -ENOMEM;
-			return 1;
-		}
-		ids[nids++] = id;
-	}
-	int64_t values[4] = {rec->alloc_objects, rec->alloc_space, rec->inuse_objects,
-			     rec->inuse_space};
-	struct profile_label label = {.key = "bytes", .num = rec->block_size};
-	if (profile_builder_add_sample(c->pb, ids, nids, values, &label, rec->block_size ? 1 : 0) < 0) {
-		c->error = -ENOMEM;
-		return 1;
-	}
-	return 0;
-}
-
-static int fill_heap(struct pprof_ctx *c)
-{
-	return go_heap_foreach_record(c->g->heap, add_heap_record, c);
-}
-
-/* heap.pprof shaped like Go's own (runtime/pprof writeHeapProto). */
-static int write_heap(struct go_session *g, struct bundle *b, const char *name,
-		      const struct symtab *st)
-{
-	static const struct profile_value_type types[] = {
-		{"alloc_objects", "count"},
-		{"alloc_space", "bytes"},
-		{"inuse_objects", "count"},
-		{"inuse_space", "bytes"},
-	};
-	return write_go_profile(g, b, name, st, types, 4,
-				(struct profile_value_type){"space", "bytes"}, go_heap_rate(g->heap),
-				fill_heap);
-}
-
-static void describe_heap(struct go_session *g, cJSON *manifest_go)
-{
-	cJSON_DeleteItemFromObject(manifest_go, "heap_profile");
-	cJSON *o = cJSON_AddObjectToObject(manifest_go, "heap_profile");
-	if (g->heap) {
-		struct go_heap_stats st;
-		go_heap_stats(g->heap, &st);
-		cJSON_AddBoolToObject(o, "enabled", true);
-		cJSON_AddNumberToObject(o, "rate", (double)go_heap_rate(g->heap));
-		cJSON_AddNumberToObject(o, "buckets", (double)st.buckets);
-		cJSON_AddBoolToObject(o, "truncated", st.truncated);
+	if (!manifest_go)
 		return;
-	}
-	cJSON_AddBoolToObject(o, "enabled", false);
-	if (g->heap_error == -ENODATA) {
-		struct go_heap_config cfg = {0};
-		bool by_linker = go_heap_read_config(g->target, read_ranges, g, &cfg) == 0 &&
-				 cfg.disabled_by_linker;
-		cJSON_AddStringToObject(o, "reason",
-					by_linker ? "heap profiling disabled in target (MemProfileRate=0): "
-						    "program does not link runtime/pprof"
-						  : "heap profiling disabled in target (MemProfileRate=0)");
-	} else {
-		cJSON_AddStringToObject(o, "reason", g->heap_error == -ENOTSUP
-							     ? "heap buckets not readable in this binary"
-							     : strerror(-g->heap_error));
-	}
+	cJSON_DeleteItemFromObject(manifest_go, "goroutine_capture");
+	cJSON *o = cJSON_AddObjectToObject(manifest_go, "goroutine_capture");
+	char text[160];
+	snprintf(text, sizeof(text), "Go interpretation worker lost (%s): no goroutines",
+		 strerror(-why));
+	cJSON_AddStringToObject(o, "error", text);
+	g->capture_lost = 0;
 }
 
-/* The last armed capture's goroutines, unwound, and their counts: 1, or 0
- * when there are none to show (g NULL, not listable, or unwinding failed
- * for another reason than memory), or -ENOMEM. Shared by the text and JSON
- * dumps. */
-static int listed_goroutines(struct go_session *g, struct go_capture_stats *stats)
+static int write_member(struct bundle *b, const char *prefix, const char *name,
+			const char *bytes, size_t len)
 {
-	if (!g || !g->snap || !go_target_can_list_goroutines(g->target))
-		return 0;
-	int r = go_snapshot_unwind(g->snap);
-	if (r < 0)
-		return r == -ENOMEM ? r : 0;
-	go_snapshot_stats(g->snap, stats);
-	return 1;
-}
-
-long go_session_print(struct go_session *g, FILE *f)
-{
-	struct go_capture_stats stats;
-	int r = listed_goroutines(g, &stats);
-	if (r <= 0)
-		return r;
-	/* The runtime's own dump leaves its system goroutines out; so do we. */
-	fprintf(f,
-		"\nGoroutines: %zu, as the Go runtime's own dump (debug=2) prints them (%zu of "
-		"the runtime's own not shown)\n\n",
-		(size_t)stats.user_goroutines, (size_t)(stats.goroutines - stats.user_goroutines));
-	go_snapshot_write_debug2(g->snap, f);
-	return (long)stats.user_goroutines;
-}
-
-struct json_collect {
-	struct go_session *g;
-	cJSON *list;
-	cJSON *frames; /* of the sample being added */
-};
-
-static int json_frame(void *ctx, const struct go_frame *f)
-{
-	struct json_collect *c = ctx;
-	cJSON *o = cJSON_CreateObject();
-	if (!o)
-		return -ENOMEM;
-	cJSON_AddItemToArray(c->frames, o);
-	cJSON_AddStringToObject(o, "function", f->function ? f->function : "?");
-	if (f->file) {
-		cJSON_AddStringToObject(o, "file", f->file);
-		cJSON_AddNumberToObject(o, "line", f->line);
-	}
-	if (f->inlined)
-		cJSON_AddTrueToObject(o, "inlined");
-	return 0;
-}
-
-static int json_sample(void *ctx, const struct go_sample *s)
-{
-	struct json_collect *c = ctx;
-	cJSON *o = cJSON_CreateObject();
-	if (!o)
-		return -ENOMEM;
-	cJSON_AddItemToArray(c->list, o);
-	cJSON_AddNumberToObject(o, "count", (double)s->count);
-	if (s->has_labels) {
-		cJSON *labels = cJSON_AddObjectToObject(o, "labels");
-		for (size_t i = 0; labels && i < s->nlabels; i++)
-			cJSON_AddStringToObject(labels, s->labels[i].key, s->labels[i].value);
-	}
-	c->frames = cJSON_AddArrayToObject(o, "frames");
-	if (!c->frames)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->nlocs; i++) {
-		int r = go_target_symbolize_pc(c->g->target, s->locs[i], json_frame, c);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-int go_session_json(struct go_session *g, cJSON *doc)
-{
-	struct go_capture_stats stats;
-	int r = listed_goroutines(g, &stats);
-	if (r <= 0)
-		return r;
-	cJSON_AddNumberToObject(doc, "goroutines_total", (double)stats.user_goroutines);
-	struct json_collect c = {.g = g, .list = cJSON_AddArrayToObject(doc, "goroutines")};
-	if (!c.list)
-		return -ENOMEM;
-	r = go_snapshot_foreach_sample(g->snap, json_sample, &c);
-	return r < 0 ? r : 0;
+	char path[256];
+	snprintf(path, sizeof(path), "%s%s", prefix, name);
+	return bundle_write_member(b, path, bytes, len);
 }
 
 int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 		     const struct symtab *st, cJSON *manifest_go)
 {
-	if (!g || !go_target_can_list_goroutines(g->target))
+	if (!g || !g->listable || !g->armed)
 		return 0;
-	if (manifest_go) {
-		cJSON_DeleteItemFromObject(manifest_go, "goroutine_capture");
-		cJSON *o = cJSON_AddObjectToObject(manifest_go, "goroutine_capture");
-		if (!g->snap) {
-			cJSON_AddStringToObject(o, "error", strerror(g->capture_error < 0 ? -g->capture_error : EIO));
-			return 0;
-		}
-		struct go_capture_stats stats;
-		go_snapshot_stats(g->snap, &stats);
-		cJSON_AddNumberToObject(o, "goroutines", (double)stats.goroutines);
-		cJSON_AddNumberToObject(o, "read_us", (double)g->capture_ns / 1000.0);
-		cJSON_AddNumberToObject(o, "goroutines_us", (double)stats.pause_ns / 1000.0);
-		cJSON_AddNumberToObject(o, "bytes_read", (double)stats.bytes_read);
-		cJSON_AddNumberToObject(o, "stacks_truncated", (double)stats.stacks_truncated);
-		cJSON_AddNumberToObject(o, "unreadable", (double)stats.unreadable);
-		/* The pause covers the goroutine list and the stacks of the
-		 * goroutines not parked; parked ones are copied after release
-		 * and dropped if they ran before the copy finished. */
-		cJSON_AddNumberToObject(o, "stacks_copied_after_release",
-					(double)stats.stacks_deferred);
-		cJSON_AddNumberToObject(o, "stacks_changed_before_copy",
-					(double)stats.stacks_changed);
-		cJSON_AddNumberToObject(o, "after_release_us", (double)stats.parked_ns / 1000.0);
-		if (g->parked_error)
-			cJSON_AddStringToObject(o, "after_release_error", strerror(-g->parked_error));
+	if (g->capture_lost) {
+		describe_lost(g, manifest_go, g->capture_lost);
+		return 0;
 	}
-	if (!g->snap)
-		return 0;
-	int r = go_snapshot_unwind(g->snap);
-	if (r < 0)
-		return r == -ENOMEM ? r : 0;
-
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	if (!f)
+	struct byte_buf m = {0};
+	body_start(g, &m);
+	uint8_t *enc = NULL;
+	size_t enclen = 0;
+	if (symtab_encode(st, &enc, &enclen) < 0) {
+		free(m.p);
 		return -ENOMEM;
-	go_snapshot_write_debug2(g->snap, f);
-	fclose(f);
-	char name[256];
-	snprintf(name, sizeof(name), "%sgoroutine.txt", prefix);
-	r = bundle_write_member(b, name, text, len);
-	free(text);
-	if (r < 0)
+	}
+	byte_buf_put(&m, enc, enclen);
+	free(enc);
+	uint8_t *reply;
+	size_t len;
+	int r = call(g, GO_REQ_WRITE, &m, &reply, &len, LONG_TIMEOUT_MS);
+	if (r == -ENOMEM)
 		return r;
-	snprintf(name, sizeof(name), "%sgoroutine.pprof", prefix);
-	r = write_pprof(g, b, name, st);
-	if (r < 0)
-		return r;
-	if (manifest_go)
-		describe_heap(g, manifest_go);
-	if (!g->heap)
-		return 0; /* disabled: said so in the manifest, no empty profile */
-	snprintf(name, sizeof(name), "%sheap.pprof", prefix);
-	return write_heap(g, b, name, st);
+	if (r < 0) {
+		describe_lost(g, manifest_go, r);
+		return 0;
+	}
+	struct cursor c = {.p = reply, .len = len};
+	size_t jlen;
+	const char *json = take_bytes(&c, 1 << 20, &jlen);
+	if (!c.bad && manifest_go)
+		r = go_json_copy(manifest_go, json, jlen);
+	/* goroutine.txt, goroutine.pprof, heap.pprof: each there or not. */
+	static const char *const members[] = {"goroutine.txt", "goroutine.pprof", "heap.pprof"};
+	for (size_t i = 0; i < 3 && r >= 0 && !c.bad && c.off < c.len; i++) {
+		size_t blen;
+		const char *bytes = take_bytes(&c, c.len, &blen);
+		if (!c.bad)
+			r = write_member(b, prefix, members[i], bytes, blen);
+	}
+	if (r >= 0 && c.bad)
+		describe_lost(g, manifest_go, -EBADMSG);
+	free(reply);
+	return r == -EBADMSG ? 0 : r;
+}
+
+/* One line of the worker's dump, escaped for the terminal but for its
+ * tabs, which the runtime's format has. */
+static void print_escaped_line(FILE *f, char *line)
+{
+	for (char *tab; (tab = strchr(line, '\t')); line = tab + 1) {
+		*tab = '\0';
+		escape_text_put(line, f);
+		fputc('\t', f);
+	}
+	escape_text_put(line, f);
+}
+
+long go_session_print(struct go_session *g, FILE *f)
+{
+	if (!g || !g->listable || !g->armed || g->capture_lost)
+		return 0;
+	struct byte_buf m = {0};
+	body_start(g, &m);
+	uint8_t *reply;
+	size_t len;
+	if (call(g, GO_REQ_DUMP_TEXT, &m, &reply, &len, LONG_TIMEOUT_MS) < 0)
+		return 0;
+	struct cursor c = {.p = reply, .len = len};
+	uint64_t shown = take_u64(&c), hidden = take_u64(&c);
+	size_t tlen;
+	const char *text = take_bytes(&c, c.len, &tlen);
+	char *copy = !c.bad && tlen ? strndup(text, tlen) : NULL;
+	free(reply);
+	if (!copy)
+		return 0;
+	/* The runtime's own dump leaves its system goroutines out; so do we. */
+	fprintf(f,
+		"\nGoroutines: %llu, as the Go runtime's own dump (debug=2) prints them (%llu of "
+		"the runtime's own not shown)\n\n",
+		(unsigned long long)shown, (unsigned long long)hidden);
+	char *save = NULL;
+	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		print_escaped_line(f, line);
+		fputc('\n', f);
+	}
+	free(copy);
+	return (long)(shown > (uint64_t)1 << 40 ? 0 : shown);
+}
+
+int go_session_json(struct go_session *g, cJSON *doc)
+{
+	if (!g || !g->listable || !g->armed || g->capture_lost)
+		return 0;
+	struct byte_buf m = {0};
+	body_start(g, &m);
+	uint8_t *reply;
+	size_t len;
+	if (call(g, GO_REQ_DUMP_JSON, &m, &reply, &len, LONG_TIMEOUT_MS) < 0)
+		return 0;
+	struct cursor c = {.p = reply, .len = len};
+	size_t jlen;
+	const char *json = take_bytes(&c, c.len, &jlen);
+	cJSON *src = !c.bad && jlen ? cJSON_ParseWithLength(json, jlen) : NULL;
+	free(reply);
+	/* Only the two members of this shape: what the worker says goes to
+	 * the user's terminal as JSON (strings escaped by the printer). */
+	cJSON *total = cJSON_DetachItemFromObject(src, "goroutines_total");
+	cJSON *list = cJSON_DetachItemFromObject(src, "goroutines");
+	cJSON_Delete(src);
+	if (cJSON_IsNumber(total) && cJSON_IsArray(list)) {
+		cJSON_AddItemToObject(doc, "goroutines_total", total);
+		cJSON_AddItemToObject(doc, "goroutines", list);
+		return 0;
+	}
+	cJSON_Delete(total);
+	cJSON_Delete(list);
+	return 0;
+}
+
+void go_session_counters(struct go_session *g, int64_t *goroutines, int64_t *heap_live)
+{
+	*goroutines = *heap_live = -1;
+	struct byte_buf m = {0};
+	body_start(g, &m);
+	uint8_t *reply;
+	size_t len;
+	if (call(g, GO_REQ_COUNTERS, &m, &reply, &len, COUNTERS_TIMEOUT_MS) < 0)
+		return;
+	struct cursor c = {.p = reply, .len = len};
+	int64_t n = (int64_t)take_u64(&c), live = (int64_t)take_u64(&c);
+	if (!c.bad && c.off == c.len && n >= -1 && live >= -1) {
+		*goroutines = n;
+		*heap_live = live;
+	}
+	free(reply);
+}
+
+struct unnamed {
+	uint64_t *addrs;
+	size_t n, cap;
+	int error;
+};
+
+/* First pass of symtab_name_unnamed: only collects what it is asked. */
+static size_t collect_unnamed(void *arg, uint64_t addr, struct sym_frame *out, size_t max)
+{
+	(void)out;
+	(void)max;
+	struct unnamed *u = arg;
+	if (array_reserve(&u->addrs, &u->cap, u->n + 1, sizeof(uint64_t), 256) < 0)
+		u->error = -ENOMEM;
+	else
+		u->addrs[u->n++] = addr;
+	return 0;
+}
+
+static size_t name_from_reply(void *arg, uint64_t addr, struct sym_frame *out, size_t max)
+{
+	return go_names_frames(arg, addr, out, max);
+}
+
+int go_session_name_unnamed(struct go_session *g, struct symtab *st)
+{
+	if (!g)
+		return 0;
+	struct unnamed u = {0};
+	int r = symtab_name_unnamed(st, collect_unnamed, &u);
+	if (r < 0 || u.error < 0 || u.n == 0) {
+		free(u.addrs);
+		return r < 0 ? r : u.error;
+	}
+	struct byte_buf m = {0};
+	body_start(g, &m);
+	msg_u32(&m, (uint32_t)u.n);
+	byte_buf_put(&m, u.addrs, u.n * 8);
+	uint8_t *reply;
+	size_t len;
+	r = call(g, GO_REQ_NAMES, &m, &reply, &len, LONG_TIMEOUT_MS);
+	struct go_names *names = NULL;
+	/* A lost or confused worker leaves them unnamed (module+0xOFF). */
+	if (r == 0)
+		r = go_names_decode(reply, len, u.addrs, u.n, &names);
+	free(reply);
+	free(u.addrs);
+	if (r == 0)
+		r = symtab_name_unnamed(st, name_from_reply, names);
+	go_names_free(names);
+	return r == -ENOMEM ? r : 0;
 }

@@ -1,9 +1,12 @@
 /*
  * go_out: the Go part of a capture. For a Go target, read every goroutine
  * while the threads are held (attach's while_held hook), then write
- * goroutine.txt (the runtime's own debug=2 text) and goroutine.pprof (its
- * debug=0 profile), feed the timeline's goroutine and heap counters, and
- * name Go functions that the ELF/DWARF symbolizer cannot (stripped binaries).
+ * goroutine.txt (the runtime's own debug=2 text), goroutine.pprof (its
+ * debug=0 profile) and heap.pprof, feed the timeline's goroutine and heap
+ * counters, and name Go functions that the ELF/DWARF symbolizer cannot
+ * (stripped binaries). The binary and the runtime's memory are parsed by
+ * the sandboxed Go worker (symbolize/worker/go_serve.h), never here: this
+ * is the client that checks its answers and writes them.
  */
 #ifndef DIAG_CMD_ENGINE_GO_OUT_H
 #define DIAG_CMD_ENGINE_GO_OUT_H
@@ -16,17 +19,22 @@
 #include "attach/attach.h"
 #include "bundle/bundle.h"
 #include "symbolize/symbolize.h"
+#include "symbolize/worker/interp.h"
 #include "symbolize/worker/symtab.h"
 
 struct go_session;
 
-/* NULL when pid is not a Go program (or its runtime cannot be read).
- * ns_pid: the target's pid in its own pid namespace (0 if unknown), to
- * find the runtime's globals of a stripped binary by its main thread. */
-struct go_session *go_session_open(pid_t pid, pid_t ns_pid);
+/* NULL when in's target is not a Go program, or there is no sandboxed
+ * worker to read it (a Go binary is never parsed in this process). in must
+ * outlive the session. ns_pid: the target's pid in its own pid namespace
+ * (0 if unknown), to find the runtime's globals of a stripped binary by
+ * its main thread. */
+struct go_session *go_session_open(struct interp *in, pid_t ns_pid);
 void go_session_free(struct go_session *g);
 
-/* Add {version, goroutines_readable} to the manifest's target object. */
+/* Add "go" to the manifest's target object: {version,
+ * goroutines_readable, layouts, globals, heap_globals, parsed_in} and, when
+ * goroutines cannot be read, goroutines_unreadable_because. */
 void go_session_describe(struct go_session *g, cJSON *target);
 
 /* Arm opts so the next capture also copies the goroutines. */
@@ -63,10 +71,5 @@ void go_session_counters(struct go_session *g, int64_t *goroutines, int64_t *hea
  * symbolization: the writers then read names from st alone. 0 or -ENOMEM;
  * g NULL is a no-op. */
 int go_session_name_unnamed(struct go_session *g, struct symtab *st);
-
-/* Frames for addr from the Go runtime's own tables, for PCs the ELF/DWARF
- * symbolizer could not name. Fills up to max frames (innermost first) with
- * strings that live until the session is freed. Returns the count. */
-size_t go_session_frames(struct go_session *g, uint64_t addr, struct sym_frame *out, size_t max);
 
 #endif

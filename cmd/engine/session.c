@@ -235,14 +235,17 @@ int capture_session_new(const struct capture_options *opt, const char *dir,
 		*ret_stage = CAPTURE_STAGE_TARGET;
 		return r;
 	}
-	/* A Go target gets its goroutines read too. Parsing its binary happens
-	 * here, before anything is stopped. */
 	capture_trace_phase("target opened");
-	s->go = go_session_open(opt->pid, (pid_t)target_inner_pid(&s->target));
 	/* Unwinding and symbols run in a sandboxed worker, forked before we
 	 * hold anything. */
 	r = interp_new(opt->pid, &s->symopt, &s->interp);
 	capture_trace_phase("worker started");
+	/* A Go target gets its goroutines read too, by a third worker that
+	 * parses its binary now, before anything is stopped. */
+	if (r == 0) {
+		s->go = go_session_open(s->interp, (pid_t)target_inner_pid(&s->target));
+		capture_trace_phase("go probed");
+	}
 	/* A CPython target gets its Python frames read too (by the worker,
 	 * which finds the interpreter in its ELF symbols now). */
 	if (r == 0 && !s->go) {

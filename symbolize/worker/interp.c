@@ -23,8 +23,14 @@
  *                  process_vm_readv: its frames are a linked list in the
  *                  heap, parsed where nothing the target controls can hurt)
  *
- * Two workers run this same code: one is sent the unwinding ('U'), the
- * other symbolization ('P', 'S', 'W'). Loading a module's DWARF (libc's
+ *   'g' 'a' 'h' 'r' 'o' 'd' 'j' 'c' 'n': a Go target's requests
+ *                  (go_serve.h), carried here as opaque bodies and replies
+ *
+ * Three workers run this same code: one is sent the unwinding ('U'), one
+ * symbolization ('P', 'S', 'W'), and a Go target's requests go to a third,
+ * started on first use: it keeps the parsed Go binary and the last
+ * goroutine capture, and reads while every thread is held, so it is never
+ * lowered in priority and never waits behind a tick or a warm-up. Loading a module's DWARF (libc's
  * compressed debug info: tens of milliseconds, seconds on a loaded box)
  * then never delays a tick's unwinding, and can start while the capture
  * runs: a warm request is sent without waiting for its reply, so that by
@@ -59,7 +65,9 @@
 #include "attach/tool_priority.h"
 #include "symbolize/python/pyframes.h"
 #include "symbolize/unwind/unwind.h"
+#include "symbolize/worker/go_serve.h"
 #include "symbolize/worker/unwind_gate.h"
+#include "symbolize/worker/wire.h"
 #include "symbolize/arrays.h"
 
 /* CLOCK_MONOTONIC in nanoseconds: the workers' deadlines. */
@@ -82,6 +90,7 @@ struct channel {
 	pid_t worker;
 	int fd;
 	unsigned restarts;
+	unsigned lost; /* workers killed after a failed request */
 	unsigned generation; /* which worker: one more at each start */
 	bool pending; /* a warm request whose reply is not read yet */
 };
@@ -89,7 +98,7 @@ struct channel {
 struct interp {
 	pid_t pid;
 	struct symbolize_options opts;
-	struct channel unwinding, symbols;
+	struct channel unwinding, symbols, go;
 	/* The maps the unwinding worker of generation uw_maps_gen last got
 	 * (NULL: none it is known to hold). */
 	char *uw_maps_sent;
@@ -160,46 +169,6 @@ static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ns)
 	return 0;
 }
 
-static void msg_u32(struct byte_buf *m, uint32_t v)
-{
-	byte_buf_put(m, &v, 4);
-}
-
-struct cursor {
-	const uint8_t *p;
-	size_t len, off;
-	bool bad;
-};
-
-static const void *take(struct cursor *c, size_t n)
-{
-	if (c->bad || n > c->len - c->off) {
-		c->bad = true;
-		return NULL;
-	}
-	const void *p = c->p + c->off;
-	c->off += n;
-	return p;
-}
-
-static uint32_t take_u32(struct cursor *c)
-{
-	uint32_t v = 0;
-	const void *p = take(c, 4);
-	if (p)
-		memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t take_u64(struct cursor *c)
-{
-	uint64_t v = 0;
-	const void *p = take(c, 8);
-	if (p)
-		memcpy(&v, p, 8);
-	return v;
-}
-
 /* ---- the worker ---- */
 
 /* Deny what an interpreter never needs and an attacker would want: ptrace,
@@ -253,6 +222,8 @@ struct worker_state {
 	uint32_t py_hexversion;
 	struct py_symbols py_syms;
 	struct py_layout py_layout;
+	/* A Go target (go_serve.h), opened by its first request. */
+	struct go_served *go;
 };
 
 static bool same_maps(const char *a, size_t alen, const uint8_t *b, size_t blen)
@@ -500,13 +471,6 @@ static void worker_py_locate(struct worker_state *w, const uint8_t *maps, size_t
 	}
 }
 
-static void put_string(struct byte_buf *out, const char *str)
-{
-	uint32_t n = (uint32_t)strlen(str);
-	msg_u32(out, n);
-	byte_buf_put(out, str, n);
-}
-
 static void worker_python(struct worker_state *w, struct cursor *c, struct byte_buf *out)
 {
 	uint32_t maps_len = take_u32(c);
@@ -540,8 +504,8 @@ static void worker_python(struct worker_state *w, struct cursor *c, struct byte_
 		for (size_t k = 0; k < t->nframes; k++) {
 			msg_u32(out, t->frames[k].entry);
 			msg_u32(out, (uint32_t)t->frames[k].line);
-			put_string(out, t->frames[k].function);
-			put_string(out, t->frames[k].file);
+			msg_string(out, t->frames[k].function);
+			msg_string(out, t->frames[k].file);
 		}
 	}
 	py_stacks_free(st);
@@ -596,6 +560,16 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 		}
 		else if (kind == 'Y')
 			worker_python(&w, &c, &out);
+		else if (go_serve_handles(kind)) {
+			/* Test-only: the Go worker crashes on this request (a
+			 * binary or a runtime whose memory kills the parser),
+			 * to prove the capture goes on without goroutines and
+			 * the target is released. */
+			const char *go_crash = getenv("DIAG_ATTACH_TEST_GO_WORKER_CRASH");
+			if (go_crash && go_crash[0] == (char)kind)
+				raise(SIGSEGV);
+			go_serve(&w.go, w.pid, kind, &c, &out);
+		}
 		else if (kind == 'P') {
 			uint32_t ml = take_u32(&c);
 			const uint8_t *maps = take(&c, ml);
@@ -641,6 +615,8 @@ static void reap_worker(struct channel *ch, uint64_t deadline_ns)
 
 static void stop_worker(struct channel *ch)
 {
+	if (ch->worker > 0)
+		ch->lost++;
 	kill_worker(ch);
 	reap_worker(ch, 0);
 }
@@ -685,7 +661,7 @@ int interp_new(pid_t pid, const struct symbolize_options *opts, struct interp **
 		return -ENOMEM;
 	in->pid = pid;
 	in->opts = *opts;
-	in->unwinding.fd = in->symbols.fd = -1;
+	in->unwinding.fd = in->symbols.fd = in->go.fd = -1;
 	in->sandboxed = start_worker(in, &in->unwinding) == 0;
 	if (in->sandboxed && start_worker(in, &in->symbols) < 0) {
 		stop_worker(&in->unwinding);
@@ -707,9 +683,11 @@ void interp_free(struct interp *in)
 	 * (Waiting was the last 1.5-7 ms of every snapshot.) */
 	kill_worker(&in->unwinding);
 	kill_worker(&in->symbols);
+	kill_worker(&in->go);
 	uint64_t give_up = monotonic_ns(); /* one look, no wait */
 	reap_worker(&in->unwinding, give_up);
 	reap_worker(&in->symbols, give_up);
+	reap_worker(&in->go, give_up);
 	free(in->uw_maps_sent);
 	unwinder_free(in->uw);
 	unwind_gate_free(in->gate);
@@ -1185,19 +1163,42 @@ uint64_t interp_unwinder_cpu_ns(struct interp *in)
 	return in->uw_cpu_ns;
 }
 
+/* The Go workers lost: its first start (on first use) is no restart, and
+ * one lost by the last request of a capture is never restarted. */
+static unsigned go_restarts(const struct interp *in)
+{
+	return in->go.lost;
+}
+
+int interp_go_call(struct interp *in, uint8_t kind, const struct byte_buf *body, uint8_t **reply,
+		   size_t *reply_len, unsigned timeout_ms)
+{
+	*reply = NULL;
+	*reply_len = 0;
+	/* Never in this process: a Go binary and its runtime's memory are
+	 * the target's to forge. */
+	if (!in->sandboxed)
+		return -ECHILD;
+	if (body->failed)
+		return -ENOMEM;
+	return round_trip(in, &in->go, kind, body, reply, reply_len, timeout_ms);
+}
+
 void interp_losses(const struct interp *in, struct interp_losses *ret)
 {
-	ret->worker_restarts = in->unwinding.restarts + in->symbols.restarts;
+	ret->worker_restarts = in->unwinding.restarts + in->symbols.restarts + go_restarts(in);
 	ret->stacks_lost = in->stacks_lost;
 	ret->symbol_batches_lost = in->batches_lost;
 }
 
 void interp_describe(const struct interp *in, cJSON *o)
 {
-	double cpu_ns = (double)(worker_cpu_ns(&in->unwinding) + worker_cpu_ns(&in->symbols));
+	double cpu_ns = (double)(worker_cpu_ns(&in->unwinding) + worker_cpu_ns(&in->symbols) +
+				 worker_cpu_ns(&in->go));
 	cJSON_AddNumberToObject(o, "worker_cpu_ms", cpu_ns / 1e6);
 	cJSON_AddBoolToObject(o, "sandboxed", in->sandboxed);
-	cJSON_AddNumberToObject(o, "worker_restarts", in->unwinding.restarts + in->symbols.restarts);
+	cJSON_AddNumberToObject(o, "worker_restarts",
+				in->unwinding.restarts + in->symbols.restarts + go_restarts(in));
 	cJSON_AddNumberToObject(o, "stacks_lost", (double)in->stacks_lost);
 	cJSON_AddNumberToObject(o, "symbol_batches_lost", (double)in->batches_lost);
 	/* "names": no file:line or inline frames were looked for. */

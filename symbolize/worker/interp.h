@@ -25,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "attach/attach.h"
+#include "symbolize/arrays.h"
 #include "symbolize/python/pyframes.h"
 #include "symbolize/unwind/unwind.h"
 #include "symbolize/worker/symtab.h"
@@ -85,6 +86,16 @@ struct interp_python {
 };
 int interp_python(struct interp *in, const char *maps_text, size_t maps_len, bool frames,
 		  struct interp_python *ret);
+
+/* A Go target's requests (go_serve.h: the kinds, their bodies and
+ * replies), answered by a third worker started on first use and kept at
+ * the tool's own priority (some run while every thread is held). *reply is
+ * malloc'd (the caller frees it, also when empty). 0; -ECHILD without a
+ * sandbox (a Go binary is never parsed in this process) or after too many
+ * restarts; -ETIMEDOUT, -EPIPE, ...: the worker was lost (crashed, hung or
+ * answered nonsense) and is restarted by the next request. */
+int interp_go_call(struct interp *in, uint8_t kind, const struct byte_buf *body, uint8_t **reply,
+		   size_t *reply_len, unsigned timeout_ms);
 
 /* While a capture stops no one: both workers yield to the target
  * (attach/tool_priority.h: a worker woken by a request runs after, not

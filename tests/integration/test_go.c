@@ -196,6 +196,47 @@ Test(go, stripped_thread_stacks_named)
 	run_end(&g);
 }
 
+/* The Go binary and the runtime's memory are parsed by a sandboxed worker,
+ * never by the process that holds the target: a worker that dies while
+ * every thread is held (as a hostile binary or runtime could make it) or
+ * while it writes the profiles costs the goroutines of that capture, said
+ * in the manifest, and nothing else: the target runs on, the thread stacks
+ * are still named from .gopclntab (by a restarted worker), the bundle
+ * verifies. */
+static void go_worker_crash_at(const char *kind)
+{
+	setenv("DIAG_ATTACH_TEST_GO_WORKER_CRASH", kind, 1);
+	struct target_run g;
+	snapshot_fixture(&g, "DIAG_GO_FIXTURE_STRIPPED");
+	unsetenv("DIAG_ATTACH_TEST_GO_WORKER_CRASH");
+	char why[256];
+	cr_expect(target_healthy(g.t.pid, false, why, sizeof(why)), "after a crash at '%s': %s", kind,
+		  why);
+	cr_expect(!path_exists(g.out, "goroutine.txt"), "goroutine.txt from a lost worker");
+	expect_member_has(g.out, "threads.txt", "runtime.", "thread stacks not named after the loss");
+	cJSON *m = manifest_need(g.out);
+	cJSON *go = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go");
+	const char *error = cJSON_GetStringValue(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(go, "goroutine_capture"), "error"));
+	cr_expect(error && strstr(error, "worker lost"), "crash at '%s': goroutine_capture.error %s", kind,
+		  error ? error : "absent");
+	cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(go, "parsed_in")), "sandboxed worker");
+	cr_expect_geq(number_at(m, "interpretation", "worker_restarts"), 1);
+	cJSON_Delete(m);
+	expect_verified(g.out, NULL);
+	run_end(&g);
+}
+
+Test(go, worker_crash_while_held_releases_the_target)
+{
+	go_worker_crash_at("h");
+}
+
+Test(go, worker_crash_while_writing_loses_only_goroutines)
+{
+	go_worker_crash_at("o");
+}
+
 Test(go, timeline_counts_goroutines)
 {
 	const char *argv[] = {fixture("DIAG_GO_FIXTURE"), NULL};

@@ -1,0 +1,660 @@
+/* The worker's side of a Go target (go_serve.h), and the tracer's decoding
+ * of what it sends back. */
+#include "symbolize/worker/go_serve.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "bundle/profile.h"
+#include "symbolize/go/goheap.h"
+#include "symbolize/go/goroutines.h"
+#include "symbolize/worker/symtab.h"
+
+#define MAX_GO_FRAMES GO_NAMES_MAX_FRAMES
+#define MAX_GO_LABELS 64
+#define MAX_HELD_THREADS 4096
+
+struct go_served {
+	pid_t pid;
+	int open_status;
+	struct go_target *target;
+	struct go_snapshot *snap; /* from the last GO_REQ_HELD */
+	int parked_error;         /* go_capture_parked() ran out of memory */
+	struct go_heap *heap;     /* heap-profile buckets from the same stop */
+	int heap_error;
+	int capture_error;
+	uint64_t capture_ns;
+	/* Interned strings of the frames handed to the pprof writers. */
+	char **strings;
+	size_t nstrings, strings_cap;
+};
+
+static uint64_t now_ns(int clock)
+{
+	struct timespec ts;
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* All-or-nothing vectored read; go_capture retries failed batches range by
+ * range. */
+static int read_ranges(void *ctx, const struct go_mem_range *ranges, size_t n)
+{
+	const struct go_served *g = ctx;
+	struct iovec local[GO_READ_MAX_RANGES], remote[GO_READ_MAX_RANGES];
+	size_t done = 0;
+	while (done < n) {
+		size_t k = 0;
+		size_t want = 0;
+		/* process_vm_readv takes at most IOV_MAX (1024) iovecs a call. */
+		while (k < GO_READ_MAX_RANGES && done + k < n) {
+			const struct go_mem_range *r = &ranges[done + k];
+			local[k].iov_base = r->buf;
+			local[k].iov_len = r->len;
+			remote[k].iov_base = (void *)(uintptr_t)r->addr;
+			remote[k].iov_len = r->len;
+			want += r->len;
+			k++;
+		}
+		ssize_t got = process_vm_readv(g->pid, local, k, remote, k, 0);
+		if (got < 0)
+			return -errno;
+		if ((size_t)got != want)
+			return -EFAULT;
+		done += k;
+	}
+	return 0;
+}
+
+/* The target, parsed once per worker and kept until it exits: a worker
+ * restarted after a crash parses it again on its first request. */
+static struct go_served *served_open(pid_t pid, pid_t ns_pid)
+{
+	struct go_served *g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->pid = pid;
+	char exe[64];
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	g->open_status = go_target_open(pid, exe, &g->target);
+	/* A stripped binary: its runtime.allgs and allm are looked for in its
+	 * memory (a failure is said in the manifest,
+	 * goroutines_unreadable_because). */
+	if (g->open_status == 0)
+		go_target_find_globals(g->target, ns_pid, read_ranges, g);
+	return g;
+}
+
+static bool listable(const struct go_served *g)
+{
+	return g->open_status == 0 && go_target_can_list_goroutines(g->target);
+}
+
+static void put_json(struct byte_buf *out, cJSON *o)
+{
+	char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+	msg_string(out, text);
+	if (!text)
+		out->failed = out->failed || o; /* an object that did not print: ENOMEM */
+	free(text);
+}
+
+static void serve_open(struct go_served *g, struct byte_buf *out)
+{
+	msg_u32(out, (uint32_t)g->open_status);
+	msg_u32(out, listable(g));
+	if (g->open_status < 0) {
+		msg_u32(out, 0);
+		return;
+	}
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "version", go_target_version(g->target));
+	cJSON_AddBoolToObject(o, "goroutines_readable", listable(g));
+	/* How the runtime's structs were read, and if goroutines could not
+	 * be, why: the user of a stripped binary learns what it costs. */
+	cJSON_AddStringToObject(o, "layouts", go_target_layout_source(g->target));
+	cJSON_AddStringToObject(o, "globals", go_target_globals_source(g->target));
+	cJSON_AddStringToObject(o, "heap_globals", go_target_heap_globals_source(g->target));
+	const char *why = go_target_goroutines_unreadable_because(g->target);
+	if (why)
+		cJSON_AddStringToObject(o, "goroutines_unreadable_because", why);
+	/* Said where it is done, for the user who wonders what parsed what. */
+	cJSON_AddStringToObject(o, "parsed_in", "sandboxed worker");
+	put_json(out, o);
+	cJSON_Delete(o);
+}
+
+/* Faults in, now, the heap the capture will allocate while every thread is
+ * held: a fresh page costs a fault inside the pause otherwise. glibc is
+ * told to serve such blocks from the heap rather than from new mappings
+ * and to keep freed memory instead of trimming it, so the blocks touched
+ * here are the ones the capture gets back. The worker is short-lived; its
+ * peak RSS does not change, it is only reached earlier. */
+static void prefault_heap(size_t bytes)
+{
+	enum { PIECE = 8 << 20 };
+	void *pieces[64];
+	size_t n = 0;
+	if (!bytes)
+		return;
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 512 << 20);
+	for (size_t done = 0; done < bytes && n < 64; done += PIECE) {
+		pieces[n] = malloc(PIECE);
+		if (!pieces[n])
+			break;
+		/* One store per page, through volatile: malloc+memset(0) is
+		 * turned into calloc, which skips fresh (known-zero) memory. */
+		volatile char *page = pieces[n++];
+		for (size_t off = 0; off < PIECE; off += 4096)
+			page[off] = 1;
+	}
+	while (n)
+		free(pieces[--n]);
+}
+
+static void serve_held(struct go_served *g, struct cursor *c, struct byte_buf *out)
+{
+	static struct go_thread_regs regs[MAX_HELD_THREADS];
+	uint32_t n = take_u32(c);
+	if (n > MAX_HELD_THREADS)
+		n = MAX_HELD_THREADS;
+	for (uint32_t i = 0; i < n; i++) {
+		regs[i].tid = (pid_t)take_u32(c);
+		regs[i].pc = take_u64(c);
+		regs[i].sp = take_u64(c);
+		regs[i].fp = take_u64(c);
+		regs[i].fs_base = take_u64(c);
+	}
+	go_snapshot_free(g->snap);
+	g->snap = NULL;
+	go_heap_free(g->heap);
+	g->heap = NULL;
+	g->parked_error = 0;
+	if (c->bad || !listable(g)) {
+		g->capture_error = c->bad ? -EBADMSG : -ENOTSUP;
+		g->heap_error = -ENOTSUP;
+	} else {
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+		const struct go_capture_limits lim = {.defer_parked_stacks = true};
+		g->capture_error = go_capture(g->target, read_ranges, g, regs, n, &lim, &g->snap);
+		/* The heap buckets too, in the same stop, so both describe one moment. */
+		g->heap_error = go_heap_supported(g->target)
+					? go_heap_capture(g->target, read_ranges, g, &g->heap)
+					: -ENOTSUP;
+		g->capture_ns = now_ns(CLOCK_MONOTONIC) - t0;
+	}
+	msg_u32(out, (uint32_t)g->capture_error);
+	msg_u32(out, (uint32_t)g->heap_error);
+}
+
+static const char *intern(struct go_served *g, const char *s)
+{
+	if (!s)
+		return NULL;
+	/* Few distinct names per session; a linear scan from the newest keeps
+	 * repeated lookups of a hot function cheap enough. */
+	for (size_t i = g->nstrings; i-- > 0;)
+		if (strcmp(g->strings[i], s) == 0)
+			return g->strings[i];
+	if (array_reserve(&g->strings, &g->strings_cap, g->nstrings + 1, sizeof(char *), 64) < 0)
+		return NULL;
+	char *copy = strdup(s);
+	if (!copy)
+		return NULL;
+	g->strings[g->nstrings++] = copy;
+	return copy;
+}
+
+struct frame_collect {
+	struct go_served *g;
+	struct sym_frame *out;
+	size_t n, max;
+	uint64_t addr;
+};
+
+static int collect_frame(void *ctx, const struct go_frame *f)
+{
+	struct frame_collect *c = ctx;
+	if (c->n == c->max)
+		return 1;
+	struct sym_frame *o = &c->out[c->n++];
+	memset(o, 0, sizeof(*o));
+	o->function = intern(c->g, f->function);
+	o->file = intern(c->g, f->file);
+	o->line = f->line;
+	o->function_start_line = f->start_line;
+	o->inlined = f->inlined;
+	o->function_offset = f->inlined ? 0 : c->addr - f->entry;
+	return 0;
+}
+
+static size_t frames_of(struct go_served *g, uint64_t addr, struct sym_frame *out, size_t max)
+{
+	struct frame_collect c = {.g = g, .out = out, .max = max, .addr = addr};
+	go_target_symbolize_pc(g->target, addr, collect_frame, &c);
+	return c.n;
+}
+
+/* ---- profiles ---- */
+
+struct pprof_ctx {
+	struct go_served *g;
+	struct profile_builder *pb;
+	const struct sym_module *modules;
+	size_t nmodules;
+	uint64_t *mapping_ids;
+	int error;
+};
+
+static uint64_t mapping_for(struct pprof_ctx *c, uint64_t addr)
+{
+	for (size_t i = 0; i < c->nmodules; i++)
+		if (addr >= c->modules[i].start && addr < c->modules[i].limit)
+			return c->mapping_ids[i];
+	return 0;
+}
+
+/* A Location for a Go address, its lines from pclntab (inlined frames
+ * grouped in one Location, as Go does). 0 on ENOMEM. */
+static uint64_t location_for_go(struct pprof_ctx *c, uint64_t addr)
+{
+	uint64_t id = profile_builder_find_location(c->pb, addr);
+	if (id)
+		return id;
+	struct sym_frame frames[MAX_GO_FRAMES];
+	size_t nf = frames_of(c->g, addr, frames, MAX_GO_FRAMES);
+	struct profile_line lines[MAX_GO_FRAMES];
+	size_t nl = 0;
+	for (size_t i = 0; i < nf; i++)
+		if (frames[i].function)
+			lines[nl++] = (struct profile_line){
+				.function = frames[i].function,
+				.filename = frames[i].file,
+				.start_line = frames[i].function_start_line,
+				.line = frames[i].line,
+			};
+	return profile_builder_add_location(c->pb, addr, mapping_for(c, addr), lines, nl);
+}
+
+static int add_go_sample(void *ctx, const struct go_sample *s)
+{
+	struct pprof_ctx *c = ctx;
+	uint64_t ids[512];
+	size_t nids = 0;
+	for (size_t i = 0; i < s->nlocs && nids < 512; i++) {
+		uint64_t id = location_for_go(c, s->locs[i]);
+		if (!id) {
+			c->error = -ENOMEM;
+			return 1;
+		}
+		ids[nids++] = id;
+	}
+	struct profile_label labels[MAX_GO_LABELS];
+	size_t nl = 0;
+	for (size_t i = 0; i < s->nlabels && nl < MAX_GO_LABELS; i++)
+		labels[nl++] = (struct profile_label){.key = s->labels[i].key, .str = s->labels[i].value};
+	int64_t count = (int64_t)s->count;
+	if (profile_builder_add_sample(c->pb, ids, nids, &count, labels, nl) < 0) {
+		c->error = -ENOMEM;
+		return 1;
+	}
+	return 0;
+}
+
+static int add_heap_record(void *ctx, const struct go_heap_record *rec)
+{
+	struct pprof_ctx *c = ctx;
+	uint64_t ids[1024];
+	size_t nids = 0;
+	for (size_t i = 0; i < rec->nlocs && nids < 1024; i++) {
+		uint64_t id = location_for_go(c, rec->locs[i]);
+		if (!id) {
+			c->error = -ENOMEM;
+			return 1;
+		}
+		ids[nids++] = id;
+	}
+	int64_t values[4] = {rec->alloc_objects, rec->alloc_space, rec->inuse_objects,
+			     rec->inuse_space};
+	struct profile_label label = {.key = "bytes", .num = rec->block_size};
+	if (profile_builder_add_sample(c->pb, ids, nids, values, &label, rec->block_size ? 1 : 0) < 0) {
+		c->error = -ENOMEM;
+		return 1;
+	}
+	return 0;
+}
+
+typedef int (*fill_fn)(struct pprof_ctx *c);
+
+static int fill_goroutines(struct pprof_ctx *c)
+{
+	return go_snapshot_foreach_sample(c->g->snap, add_go_sample, c);
+}
+
+static int fill_heap(struct pprof_ctx *c)
+{
+	return go_heap_foreach_record(c->g->heap, add_heap_record, c);
+}
+
+/* One Go profile, gzipped, appended to out as u32 len + bytes: mappings
+ * from the symbol table, samples from fill. Go symbolizes its own frames
+ * from pclntab, so the mappings really have functions, files and lines. */
+static int put_go_profile(struct go_served *g, struct byte_buf *out, const struct symtab *st,
+			  const struct profile_value_type *types, size_t ntypes,
+			  struct profile_value_type period_type, int64_t period, fill_fn fill)
+{
+	struct pprof_ctx c = {.g = g};
+	c.pb = profile_builder_new(types, ntypes, period_type, period);
+	if (!c.pb)
+		return -ENOMEM;
+	profile_builder_set_time(c.pb, (int64_t)now_ns(CLOCK_REALTIME), 0);
+	c.nmodules = symtab_modules(st, &c.modules);
+	c.mapping_ids = calloc(c.nmodules + 1, sizeof(uint64_t));
+	if (!c.mapping_ids) {
+		profile_builder_free(c.pb);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c.nmodules; i++) {
+		const struct sym_module *m = &c.modules[i];
+		c.mapping_ids[i] = profile_builder_add_mapping(c.pb, m->start, m->limit, m->offset,
+							       m->path, m->build_id, true, true, true);
+	}
+	int r = fill(&c);
+	if (c.error)
+		r = c.error;
+	uint8_t *gz = NULL;
+	size_t len = 0;
+	if (r == 0)
+		r = profile_builder_encode_gz(c.pb, &gz, &len);
+	if (r == 0)
+		msg_bytes(out, gz, len);
+	free(gz);
+	free(c.mapping_ids);
+	profile_builder_free(c.pb);
+	return r;
+}
+
+static void describe_capture(struct go_served *g, cJSON *o)
+{
+	if (!g->snap) {
+		cJSON_AddStringToObject(o, "error", strerror(g->capture_error < 0 ? -g->capture_error : EIO));
+		return;
+	}
+	struct go_capture_stats stats;
+	go_snapshot_stats(g->snap, &stats);
+	cJSON_AddNumberToObject(o, "goroutines", (double)stats.goroutines);
+	cJSON_AddNumberToObject(o, "read_us", (double)g->capture_ns / 1000.0);
+	cJSON_AddNumberToObject(o, "goroutines_us", (double)stats.pause_ns / 1000.0);
+	cJSON_AddNumberToObject(o, "bytes_read", (double)stats.bytes_read);
+	cJSON_AddNumberToObject(o, "stacks_truncated", (double)stats.stacks_truncated);
+	cJSON_AddNumberToObject(o, "unreadable", (double)stats.unreadable);
+	/* The pause covers the goroutine list and the stacks of the
+	 * goroutines not parked; parked ones are copied after release and
+	 * dropped if they ran before the copy finished. */
+	cJSON_AddNumberToObject(o, "stacks_copied_after_release", (double)stats.stacks_deferred);
+	cJSON_AddNumberToObject(o, "stacks_changed_before_copy", (double)stats.stacks_changed);
+	cJSON_AddNumberToObject(o, "after_release_us", (double)stats.parked_ns / 1000.0);
+	if (g->parked_error)
+		cJSON_AddStringToObject(o, "after_release_error", strerror(-g->parked_error));
+}
+
+static void describe_heap(struct go_served *g, cJSON *o)
+{
+	if (g->heap) {
+		struct go_heap_stats st;
+		go_heap_stats(g->heap, &st);
+		cJSON_AddBoolToObject(o, "enabled", true);
+		cJSON_AddNumberToObject(o, "rate", (double)go_heap_rate(g->heap));
+		cJSON_AddNumberToObject(o, "buckets", (double)st.buckets);
+		cJSON_AddBoolToObject(o, "truncated", st.truncated);
+		return;
+	}
+	cJSON_AddBoolToObject(o, "enabled", false);
+	if (g->heap_error == -ENODATA) {
+		struct go_heap_config cfg = {0};
+		bool by_linker = go_heap_read_config(g->target, read_ranges, g, &cfg) == 0 &&
+				 cfg.disabled_by_linker;
+		cJSON_AddStringToObject(o, "reason",
+					by_linker ? "heap profiling disabled in target (MemProfileRate=0): "
+						    "program does not link runtime/pprof"
+						  : "heap profiling disabled in target (MemProfileRate=0)");
+	} else {
+		cJSON_AddStringToObject(o, "reason", g->heap_error == -ENOTSUP
+							     ? "heap buckets not readable in this binary"
+							     : strerror(-g->heap_error));
+	}
+}
+
+/* The members of GO_REQ_WRITE after the JSON: goroutine.txt,
+ * goroutine.pprof, heap.pprof. */
+static int put_members(struct go_served *g, const struct symtab *st, struct byte_buf *out)
+{
+	int r = go_snapshot_unwind(g->snap);
+	if (r < 0)
+		return r;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return -ENOMEM;
+	go_snapshot_write_debug2(g->snap, f);
+	if (fclose(f) != 0) {
+		free(text);
+		return -ENOMEM;
+	}
+	msg_bytes(out, text, len);
+	free(text);
+	static const struct profile_value_type goroutine[] = {{"goroutine", "count"}};
+	r = put_go_profile(g, out, st, goroutine, 1, goroutine[0], 1, fill_goroutines);
+	if (r < 0 || !g->heap)
+		return r; /* no heap: said so in the manifest, no empty profile */
+	/* heap.pprof shaped like Go's own (runtime/pprof writeHeapProto). */
+	static const struct profile_value_type heap[] = {
+		{"alloc_objects", "count"},
+		{"alloc_space", "bytes"},
+		{"inuse_objects", "count"},
+		{"inuse_space", "bytes"},
+	};
+	return put_go_profile(g, out, st, heap, 4, (struct profile_value_type){"space", "bytes"},
+			      go_heap_rate(g->heap), fill_heap);
+}
+
+static void serve_write(struct go_served *g, struct cursor *c, struct byte_buf *out)
+{
+	struct symtab *st = NULL;
+	size_t stlen = c->len - c->off;
+	if (symtab_decode(take(c, stlen), stlen, &st) < 0)
+		st = symtab_new();
+	cJSON *o = cJSON_CreateObject();
+	describe_capture(g, cJSON_AddObjectToObject(o, "goroutine_capture"));
+	size_t json_at = out->len;
+	if (g->snap)
+		describe_heap(g, cJSON_AddObjectToObject(o, "heap_profile"));
+	put_json(out, o);
+	cJSON_Delete(o);
+	int r = g->snap && st ? put_members(g, st, out) : 0;
+	if (r < 0) {
+		/* Nothing half-written: the manifest says what failed. */
+		out->len = json_at;
+		o = cJSON_CreateObject();
+		cJSON *e = cJSON_AddObjectToObject(o, "goroutine_capture");
+		cJSON_AddStringToObject(e, "error", strerror(-r));
+		put_json(out, o);
+		cJSON_Delete(o);
+	}
+	symtab_free(st);
+}
+
+static void serve_dump_text(struct go_served *g, struct byte_buf *out)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct go_capture_stats stats = {0};
+	if (g->snap && go_snapshot_unwind(g->snap) == 0) {
+		go_snapshot_stats(g->snap, &stats);
+		FILE *f = open_memstream(&text, &len);
+		if (f) {
+			go_snapshot_write_debug2(g->snap, f);
+			fclose(f);
+		}
+	}
+	if (!text) {
+		msg_u64(out, 0);
+		msg_u64(out, 0);
+		msg_u32(out, 0);
+		return;
+	}
+	msg_u64(out, stats.user_goroutines);
+	msg_u64(out, stats.goroutines - stats.user_goroutines);
+	msg_bytes(out, text, len);
+	free(text);
+}
+
+struct json_collect {
+	struct go_served *g;
+	cJSON *list;
+	cJSON *frames; /* of the sample being added */
+};
+
+static int json_frame(void *ctx, const struct go_frame *f)
+{
+	struct json_collect *c = ctx;
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return -ENOMEM;
+	cJSON_AddItemToArray(c->frames, o);
+	cJSON_AddStringToObject(o, "function", f->function ? f->function : "?");
+	if (f->file) {
+		cJSON_AddStringToObject(o, "file", f->file);
+		cJSON_AddNumberToObject(o, "line", f->line);
+	}
+	if (f->inlined)
+		cJSON_AddTrueToObject(o, "inlined");
+	return 0;
+}
+
+static int json_sample(void *ctx, const struct go_sample *s)
+{
+	struct json_collect *c = ctx;
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return -ENOMEM;
+	cJSON_AddItemToArray(c->list, o);
+	cJSON_AddNumberToObject(o, "count", (double)s->count);
+	if (s->has_labels) {
+		cJSON *labels = cJSON_AddObjectToObject(o, "labels");
+		for (size_t i = 0; labels && i < s->nlabels; i++)
+			cJSON_AddStringToObject(labels, s->labels[i].key, s->labels[i].value);
+	}
+	c->frames = cJSON_AddArrayToObject(o, "frames");
+	if (!c->frames)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nlocs; i++) {
+		int r = go_target_symbolize_pc(c->g->target, s->locs[i], json_frame, c);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void serve_dump_json(struct go_served *g, struct byte_buf *out)
+{
+	struct go_capture_stats stats;
+	if (!g->snap || go_snapshot_unwind(g->snap) < 0) {
+		msg_u32(out, 0);
+		return;
+	}
+	go_snapshot_stats(g->snap, &stats);
+	cJSON *doc = cJSON_CreateObject();
+	cJSON_AddNumberToObject(doc, "goroutines_total", (double)stats.user_goroutines);
+	struct json_collect c = {.g = g, .list = cJSON_AddArrayToObject(doc, "goroutines")};
+	if (!c.list || go_snapshot_foreach_sample(g->snap, json_sample, &c) < 0)
+		out->failed = true;
+	put_json(out, doc);
+	cJSON_Delete(doc);
+}
+
+static void serve_counters(struct go_served *g, struct byte_buf *out)
+{
+	int64_t goroutines = -1, heap_live = -1;
+	if (g->open_status == 0 &&
+	    go_read_counters(g->target, read_ranges, g, &goroutines, &heap_live) < 0)
+		goroutines = heap_live = -1;
+	msg_u64(out, (uint64_t)goroutines);
+	msg_u64(out, (uint64_t)heap_live);
+}
+
+static void serve_names(struct go_served *g, struct cursor *c, struct byte_buf *out)
+{
+	uint32_t n = take_u32(c);
+	for (uint32_t i = 0; i < n && !c->bad; i++) {
+		uint64_t addr = take_u64(c);
+		struct sym_frame frames[MAX_GO_FRAMES];
+		size_t nf = c->bad || g->open_status < 0 ? 0 : frames_of(g, addr, frames, MAX_GO_FRAMES);
+		msg_u32(out, (uint32_t)nf);
+		for (size_t k = 0; k < nf; k++) {
+			msg_u32(out, (uint32_t)frames[k].line);
+			msg_u32(out, (uint32_t)frames[k].function_start_line);
+			msg_u32(out, frames[k].inlined);
+			msg_u64(out, frames[k].function_offset);
+			msg_string(out, frames[k].function);
+			msg_string(out, frames[k].file);
+		}
+	}
+}
+
+bool go_serve_handles(uint8_t kind)
+{
+	return kind && strchr("gahrodjcn", kind) != NULL;
+}
+
+void go_serve(struct go_served **state, pid_t pid, uint8_t kind, struct cursor *c,
+	      struct byte_buf *out)
+{
+	pid_t ns_pid = (pid_t)take_u32(c);
+	if (!*state)
+		*state = served_open(pid, ns_pid);
+	struct go_served *g = *state;
+	if (!g) {
+		out->failed = true;
+		return;
+	}
+	switch ((enum go_request)kind) {
+	case GO_REQ_OPEN:
+		serve_open(g, out);
+		break;
+	case GO_REQ_ARM:
+		if (listable(g))
+			prefault_heap(go_capture_heap_hint(g->target, read_ranges, g));
+		break;
+	case GO_REQ_HELD:
+		serve_held(g, c, out);
+		break;
+	case GO_REQ_RELEASED:
+		/* Out of memory: the parked goroutines print "stack unavailable". */
+		if (g->snap && go_capture_parked(g->snap, read_ranges, g) < 0)
+			g->parked_error = -ENOMEM;
+		break;
+	case GO_REQ_WRITE:
+		serve_write(g, c, out);
+		break;
+	case GO_REQ_DUMP_TEXT:
+		serve_dump_text(g, out);
+		break;
+	case GO_REQ_DUMP_JSON:
+		serve_dump_json(g, out);
+		break;
+	case GO_REQ_COUNTERS:
+		serve_counters(g, out);
+		break;
+	case GO_REQ_NAMES:
+		serve_names(g, c, out);
+		break;
+	}
+}
