@@ -154,6 +154,15 @@ void profile_builder_set_time(struct profile_builder *pb, int64_t time_nanos, in
 	pb->duration_nanos = duration_nanos;
 }
 
+int profile_builder_set_default_sample_type(struct profile_builder *pb, const char *type)
+{
+	int64_t s = intern(pb, type);
+	if (s < 0)
+		return -ENOMEM;
+	pb->default_sample_type = s;
+	return 0;
+}
+
 int profile_builder_add_comment(struct profile_builder *pb, const char *comment)
 {
 	int64_t s;

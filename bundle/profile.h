@@ -41,6 +41,9 @@ void profile_builder_free(struct profile_builder *pb);
 
 /* time_nanos / duration_nanos of the Profile. */
 void profile_builder_set_time(struct profile_builder *pb, int64_t time_nanos, int64_t duration_nanos);
+/* The sample type pprof shows by default (Profile.default_sample_type),
+ * e.g. "alloc_space" for Go's allocs profile. 0 or -ENOMEM. */
+int profile_builder_set_default_sample_type(struct profile_builder *pb, const char *type);
 /* Add a comment string. */
 int profile_builder_add_comment(struct profile_builder *pb, const char *comment);
 

@@ -194,6 +194,7 @@ static int build(const struct profile_builder *pb, struct msgs *x, Perftools__Pr
 	p->string_table = pb->strs.v;
 	p->n_comment = pb->comments.n;
 	p->comment = pb->comments.v;
+	p->default_sample_type = pb->default_sample_type;
 	if ((r = build_samples(pb, x, p)) < 0 || (r = build_mappings(pb, x, p)) < 0 ||
 	    (r = build_locations(pb, x, p)) < 0)
 		return r;

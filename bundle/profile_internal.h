@@ -80,6 +80,7 @@ struct profile_builder {
 	int64_t period_type[2];
 	int64_t period;
 	int64_t time_nanos, duration_nanos;
+	int64_t default_sample_type; /* string index, 0: not set */
 };
 
 #endif

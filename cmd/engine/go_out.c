@@ -64,10 +64,12 @@ struct go_session *go_session_open(struct interp *in, pid_t ns_pid)
 	size_t jlen;
 	const char *json = take_bytes(&c, 65536, &jlen);
 	g->describe = cJSON_CreateObject();
-	/* Not a Go program (or the worker could not tell): no Go session. */
+	/* Not a Go program (or the worker could not tell): no Go session,
+	 * and no third worker for the rest of the capture. */
 	if (status < 0 || c.bad || !g->describe || go_json_copy(g->describe, json, jlen) < 0) {
 		free(reply);
 		go_session_free(g);
+		interp_go_done(in);
 		return NULL;
 	}
 	free(reply);
@@ -204,13 +206,26 @@ int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 	const char *json = take_bytes(&c, 1 << 20, &jlen);
 	if (!c.bad && manifest_go)
 		r = go_json_copy(manifest_go, json, jlen);
-	/* goroutine.txt, goroutine.pprof, heap.pprof: each there or not. */
-	static const char *const members[] = {"goroutine.txt", "goroutine.pprof", "heap.pprof"};
-	for (size_t i = 0; i < 3 && r >= 0 && !c.bad && c.off < c.len; i++) {
-		size_t blen;
+	/* The members the worker wrote, each named: only these names, each
+	 * once (the worker may be confused; the bundle's names are ours). */
+	static const char *const members[] = {"goroutine.txt", "goroutine.labels.txt", "goroutine.pprof",
+					      "threadcreate.pprof", "heap.pprof", "allocs.pprof",
+					      "block.pprof", "mutex.pprof"};
+	enum { NMEMBERS = sizeof(members) / sizeof(members[0]) };
+	bool written[NMEMBERS] = {false};
+	while (r >= 0 && !c.bad && c.off < c.len) {
+		size_t nlen, blen;
+		const char *name = take_bytes(&c, 64, &nlen);
 		const char *bytes = take_bytes(&c, c.len, &blen);
-		if (!c.bad)
-			r = write_member(b, prefix, members[i], bytes, blen);
+		size_t i = 0;
+		while (!c.bad && i < NMEMBERS && (strlen(members[i]) != nlen || memcmp(members[i], name, nlen)))
+			i++;
+		if (c.bad || i == NMEMBERS || written[i]) {
+			c.bad = true;
+			break;
+		}
+		written[i] = true;
+		r = write_member(b, prefix, members[i], bytes, blen);
 	}
 	if (r >= 0 && c.bad)
 		describe_lost(g, manifest_go, -EBADMSG);

@@ -15,6 +15,9 @@
 #include <string.h>
 #include <time.h>
 
+/* The most Ms whose creation stack is kept (the threadcreate profile). */
+#define MAX_CREATESTACKS 100000
+
 struct rd {
 	go_read_mem_fn fn;
 	void *ctx;
@@ -362,6 +365,7 @@ void go_snapshot_free(struct go_snapshot *s)
 {
 	if (!s)
 		return;
+	free(s->createstacks);
 	for (size_t i = 0; i < s->ngs; i++) {
 		free(s->gs[i].frames);
 		free(s->gs[i].pcs);
@@ -515,6 +519,16 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 				goto fail;
 			}
 			ms = nm;
+		}
+		/* the threadcreate profile: each M's creation stack, as
+		 * runtime.ThreadCreateProfile copies it (allm order) */
+		if (L->m_createstack >= 0 && nms < MAX_CREATESTACKS) {
+			uint64_t *cs = realloc(s->createstacks, (s->ncreatestacks + 1) * 8 * GO_CREATESTACK);
+			if (cs) {
+				s->createstacks = cs;
+				memcpy(cs + s->ncreatestacks++ * GO_CREATESTACK, mb + L->m_createstack,
+				       8 * GO_CREATESTACK);
+			}
 		}
 		ms[nms++] = (struct mrec){m, go_u64(mb + L->m_procid), go_u64(mb + L->m_curg),
 					  L->m_vdsosp >= 0 ? go_u64(mb + L->m_vdsosp) : 0,

@@ -18,7 +18,21 @@
  * from 1.19 to 1.27 the first load from a RIP-relative address in
  *   runtime.mProf_FlushLocked  is  runtime.mbuckets,
  *   runtime.mProf_Flush        is  runtime.mProfCycle,
- *   runtime.allocmcache        is  runtime.MemProfileRate (nextSample, inlined).
+ *   runtime.allocmcache        is  runtime.MemProfileRate (nextSample, inlined),
+ * and the only one in
+ *   runtime.isSystemGoroutine  is  runtime.fingStatus (1.20 on; a uint32
+ *                              whose fingRunningFinalizer bit says the
+ *                              finalizer goroutine runs user code and is
+ *                              listed) or runtime.fingRunning (1.19, a bool,
+ *                              loaded with MOVZX).
+ * The block and mutex profiles' the same way: the first load in
+ *   runtime.blockProfileInternal (1.23 on) or BlockProfile  is  runtime.bbuckets,
+ *   runtime.mutexProfileInternal (1.23 on) or MutexProfile  is  runtime.xbuckets,
+ *   runtime.blockevent                                     is  runtime.blockprofilerate,
+ *   runtime.mutexevent (1.27) or sync.event (its linkname)  is  runtime.mutexprofilerate,
+ *   runtime.ticksPerSecond (1.22 on) or tickspersecond     is  runtime.ticks.val
+ * (the fast path: the value once measured; ticks.val moved from +16 to +8
+ * in 1.21 and to +24 in 1.22, and no DWARF is needed to follow it).
  * The tests compare all of them with the .symtab of a plain build of each
  * release. */
 #include "internal.h"
@@ -181,9 +195,10 @@ static uint64_t find_allm(const struct go_target *t, struct reader *r, const uin
 
 enum { FUNC_MAX = 64 << 10 }; /* the functions above are a few hundred bytes */
 
-/* The link-time address the first MOV of function fn loads from, when
- * that is RIP-relative; 0 if fn is absent or has no such load. */
-static uint64_t first_rip_load(const struct go_target *t, csh cs, const char *fn)
+/* The link-time address the first MOV (or MOVZX, with zero_extend) of
+ * function fn loads from, when that is RIP-relative; 0 if fn is absent or
+ * has no such load. */
+static uint64_t first_rip_load(const struct go_target *t, csh cs, const char *fn, bool zero_extend)
 {
 	uint64_t entry, end;
 	if (!go_func_by_name(t, fn, &entry, &end) || end - entry > FUNC_MAX)
@@ -197,7 +212,8 @@ static uint64_t first_rip_load(const struct go_target *t, csh cs, const char *fn
 	size_t size = (size_t)(end - entry);
 	uint64_t pc = entry, found = 0;
 	while (!found && cs_disasm_iter(cs, &code, &size, &pc, insn)) {
-		if (insn->id != X86_INS_MOV || !insn->detail || insn->detail->x86.op_count != 2)
+		bool load = insn->id == X86_INS_MOV || (zero_extend && insn->id == X86_INS_MOVZX);
+		if (!load || !insn->detail || insn->detail->x86.op_count != 2)
 			continue;
 		const cs_x86_op *src = &insn->detail->x86.operands[1];
 		if (src->type == X86_OP_MEM && src->mem.base == X86_REG_RIP && src->mem.index == X86_REG_INVALID)
@@ -209,6 +225,7 @@ static uint64_t first_rip_load(const struct go_target *t, csh cs, const char *fn
 
 struct heap_globals {
 	uint64_t mbuckets, mprofcycle, memprofilerate;
+	uint64_t fing; /* fingStatus, or fingRunning before 1.20; not needed for the heap */
 };
 
 static bool heap_globals_scan(const struct go_target *t, struct heap_globals *ret)
@@ -218,9 +235,10 @@ static bool heap_globals_scan(const struct go_target *t, struct heap_globals *re
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
 		return false;
 	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-	ret->mbuckets = first_rip_load(t, cs, "runtime.mProf_FlushLocked");
-	ret->mprofcycle = first_rip_load(t, cs, "runtime.mProf_Flush");
-	ret->memprofilerate = first_rip_load(t, cs, "runtime.allocmcache");
+	ret->mbuckets = first_rip_load(t, cs, "runtime.mProf_FlushLocked", false);
+	ret->mprofcycle = first_rip_load(t, cs, "runtime.mProf_Flush", false);
+	ret->memprofilerate = first_rip_load(t, cs, "runtime.allocmcache", false);
+	ret->fing = first_rip_load(t, cs, "runtime.isSystemGoroutine", true);
 	cs_close(&cs);
 	return ret->mbuckets && ret->mprofcycle && ret->memprofilerate;
 }
@@ -228,6 +246,16 @@ static bool heap_globals_scan(const struct go_target *t, struct heap_globals *re
 void go_heap_globals_from_code(struct go_target *t)
 {
 	struct heap_globals h;
+	bool have_fing = t->sym_fingrunning || t->sym_fingstatus;
+	if (!have_fing && t->minor >= 19) {
+		/* Without it the finalizer goroutine is taken as idle: hidden
+		 * from the dump even while it runs a finalizer. */
+		heap_globals_scan(t, &h);
+		if (t->minor == 19)
+			t->sym_fingrunning = h.fing;
+		else
+			t->sym_fingstatus = h.fing;
+	}
 	if (t->sym_mbuckets || t->sym_mprofcycle || t->sym_mprof || t->sym_memprofilerate) {
 		t->heap_globals_source = "symtab";
 		return;
@@ -243,6 +271,74 @@ void go_heap_globals_from_code(struct go_target *t)
 	t->heap_globals_source = "disasm";
 }
 
+struct contention_globals {
+	uint64_t bbuckets, xbuckets, blockrate, mutexrate, ticksval;
+};
+
+/* The first of the functions that exists and has a RIP-relative load. */
+static uint64_t first_rip_load_of(const struct go_target *t, csh cs, const char *a, const char *b)
+{
+	uint64_t found = first_rip_load(t, cs, a, false);
+	return found || !b ? found : first_rip_load(t, cs, b, false);
+}
+
+static void contention_scan(const struct go_target *t, struct contention_globals *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	csh cs;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	ret->bbuckets = first_rip_load_of(t, cs, "runtime.blockProfileInternal", "runtime.BlockProfile");
+	ret->xbuckets = first_rip_load_of(t, cs, "runtime.mutexProfileInternal", "runtime.MutexProfile");
+	ret->blockrate = first_rip_load_of(t, cs, "runtime.blockevent", NULL);
+	ret->mutexrate = first_rip_load_of(t, cs, "runtime.mutexevent", "sync.event");
+	ret->ticksval = first_rip_load_of(t, cs, "runtime.ticksPerSecond", "runtime.tickspersecond");
+	cs_close(&cs);
+}
+
+void go_contention_globals_from_code(struct go_target *t)
+{
+	struct contention_globals c;
+	contention_scan(t, &c);
+	t->sym_ticksval = c.ticksval;
+	if (t->sym_bbuckets || t->sym_xbuckets) {
+		t->contention_globals_source = "symtab";
+		return;
+	}
+	if (t->minor < 19 || !c.bbuckets || !c.xbuckets || !c.blockrate || !c.mutexrate) {
+		t->contention_globals_source = "none";
+		return;
+	}
+	t->sym_bbuckets = c.bbuckets;
+	t->sym_xbuckets = c.xbuckets;
+	t->sym_blockrate = c.blockrate;
+	t->sym_mutexrate = c.mutexrate;
+	t->contention_globals_source = "disasm";
+}
+
+/* The block and mutex globals from the code against .symtab's; ticks.val
+ * inside runtime.ticks. 1, or 0 and why. */
+static int check_contention_globals(const struct go_target *t, char *why, size_t size)
+{
+	struct contention_globals c;
+	contention_scan(t, &c);
+	if (c.bbuckets != t->sym_bbuckets || c.xbuckets != t->sym_xbuckets ||
+	    c.blockrate != t->sym_blockrate || c.mutexrate != t->sym_mutexrate ||
+	    !t->sym_ticks || c.ticksval < t->sym_ticks || c.ticksval >= t->sym_ticks + 64) {
+		snprintf(why, size, "go1.%d: bbuckets %#llx (symtab %#llx), xbuckets %#llx (%#llx), "
+			 "blockprofilerate %#llx (%#llx), mutexprofilerate %#llx (%#llx), ticks.val %#llx "
+			 "(ticks %#llx)", t->minor, (unsigned long long)c.bbuckets,
+			 (unsigned long long)t->sym_bbuckets, (unsigned long long)c.xbuckets,
+			 (unsigned long long)t->sym_xbuckets, (unsigned long long)c.blockrate,
+			 (unsigned long long)t->sym_blockrate, (unsigned long long)c.mutexrate,
+			 (unsigned long long)t->sym_mutexrate, (unsigned long long)c.ticksval,
+			 (unsigned long long)t->sym_ticks);
+		return 0;
+	}
+	return 1;
+}
+
 int go_target_check_heap_globals(const struct go_target *t, char *why, size_t size)
 {
 	if (!t->sym_mbuckets || !t->sym_mprofcycle || !t->sym_memprofilerate ||
@@ -250,6 +346,12 @@ int go_target_check_heap_globals(const struct go_target *t, char *why, size_t si
 		return -ENOENT;
 	struct heap_globals h;
 	heap_globals_scan(t, &h);
+	uint64_t fing = t->minor == 19 ? t->sym_fingrunning : t->sym_fingstatus;
+	if (h.fing != fing) {
+		snprintf(why, size, "go1.%d: finalizer state %#llx (symtab %#llx)", t->minor,
+			 (unsigned long long)h.fing, (unsigned long long)fing);
+		return 0;
+	}
 	if (h.mbuckets != t->sym_mbuckets || h.mprofcycle != t->sym_mprofcycle ||
 	    h.memprofilerate != t->sym_memprofilerate) {
 		snprintf(why, size, "go1.%d: mbuckets %#llx (symtab %#llx), mProfCycle %#llx (%#llx), "
@@ -259,7 +361,7 @@ int go_target_check_heap_globals(const struct go_target *t, char *why, size_t si
 			 (unsigned long long)t->sym_memprofilerate);
 		return 0;
 	}
-	return 1;
+	return check_contention_globals(t, why, size);
 }
 
 struct found {

@@ -88,7 +88,9 @@ bool go_target_can_list_goroutines(const struct go_target *t);
 const char *go_target_heap_globals_source(const struct go_target *t);
 
 /* For the tests: on a binary with .symtab, do the instructions give the
- * addresses .symtab gives? 1 yes; 0 no, and why says what they gave;
+ * addresses .symtab gives (the three above, the finalizer goroutine's
+ * state, runtime.fingStatus or fingRunning, and the block and mutex
+ * profiles' bbuckets, xbuckets, their rates and runtime.ticks.val)? 1 yes; 0 no, and why says what they gave;
  * -ENOENT when there is no .symtab to compare with. */
 int go_target_check_heap_globals(const struct go_target *t, char *why, size_t size);
 

@@ -485,6 +485,17 @@ static size_t locs_for_stack(const struct go_target *t, const uint64_t *stk, siz
 	return nout;
 }
 
+size_t go_pprof_locations(const struct go_target *t, const uint64_t *stk, size_t n, uint64_t *out)
+{
+	uint64_t *expanded = malloc((n + 1000) * sizeof(*expanded));
+	if (!expanded)
+		return 0;
+	size_t k = expand_final(t, stk, n, expanded);
+	size_t nlocs = locs_for_stack(t, expanded, k, out);
+	free(expanded);
+	return nlocs;
+}
+
 static int build_locs(struct go_heap *h)
 {
 	const struct go_target *t = h->t;

@@ -25,12 +25,16 @@ enum { FUNCFLAG_TOPFRAME = 1, FUNCFLAG_SPWRITE = 2, FUNCFLAG_ASM = 4 };
 enum { PCDATA_INLTREE = 2, PCDATA_ARGLIVE = 3, FUNCDATA_INLTREE = 3, FUNCDATA_ARGINFO = 5, FUNCDATA_ARGLIVE = 6 };
 
 /* Field offsets, from DWARF (or the 1.19 table). -1 = absent. */
+/* Words of m.createstack, every release. */
+#define GO_CREATESTACK 32
+
 struct go_layout {
 	int g_stack_lo, g_stack_hi, g_m, g_sched_sp, g_sched_pc, g_sched_bp;
 	int g_syscallsp, g_syscallpc, g_atomicstatus, g_goid, g_waitsince, g_waitreason;
 	int g_lockedm, g_gopc, g_startpc, g_labels, g_parentgoid;
 	size_t g_read;  /* bytes of g to copy: covers every field above */
 	int m_procid, m_curg, m_alllink, m_vdsosp, m_vdsopc;
+	int m_createstack;  /* [32]uintptr: callers() of the M's creation */
 	size_t m_read;
 	int md_gofunc, md_text;     /* runtime.moduledata */
 	/* runtime.NumGoroutine(): sched.gFree.n, sched.ngsys, p.gFree.n */
@@ -104,6 +108,13 @@ struct go_target {
 	const char *heap_globals_source;
 	/* heap profile (heap.c): mProfCycle is 1.19+; 1.18 has mProf.cycle */
 	uint64_t sym_mbuckets, sym_mprofcycle, sym_mprof, sym_memprofilerate, sym_disablememprof;
+	/* block and mutex profiles (contention.c): the bucket lists, the
+	 * rates, and runtime.ticks.val (cputicks per second, 0 until the
+	 * runtime measured it), from .symtab or the code (globals.c; ticks.val
+	 * always from the code: .symtab names only the struct) */
+	uint64_t sym_bbuckets, sym_xbuckets, sym_blockrate, sym_mutexrate, sym_ticksval;
+	uint64_t sym_ticks; /* .symtab only: the tests check sym_ticksval against it */
+	const char *contention_globals_source;
 	char **waitreasons;
 	size_t nwaitreasons;
 	struct go_layout L;
@@ -116,6 +127,9 @@ struct go_target {
 /* globals.c: the heap profile's globals of a binary without .symtab,
  * from the instructions of the runtime functions that read them. */
 void go_heap_globals_from_code(struct go_target *t);
+/* The same for the block and mutex profiles' globals (and always
+ * runtime.ticks.val): sets contention_globals_source. */
+void go_contention_globals_from_code(struct go_target *t);
 
 /* image.c: file image bytes at a link-time address, or NULL if not
  * backed by the file (every length bounds-checked against the mapping). */
@@ -194,10 +208,20 @@ struct go_snapshot {
 	size_t nlsets;
 	int64_t nanotime;  /* CLOCK_MONOTONIC at capture = the target's nanotime() */
 	bool fing_running;
+	/* Each M's createstack (GO_CREATESTACK words, 0-padded), in allm order:
+	 * the threadcreate profile. */
+	uint64_t *createstacks;
+	size_t ncreatestacks;
 	struct go_capture_stats stats;
 	bool unwound;
 	bool deferred_pending; /* go_capture_parked() still to run */
 };
+
+/* A stack of return PCs (link-time) as runtime/pprof's profileBuilder
+ * makes Locations of it (appendLocsForStack, after
+ * expandFinalInlineFrame): the run-time address of each Location, into
+ * out, which has room for n + 1000. Returns how many. heap.c. */
+size_t go_pprof_locations(const struct go_target *t, const uint64_t *stk, size_t n, uint64_t *out);
 
 /* little-endian readers */
 static inline uint64_t go_u64(const void *p)

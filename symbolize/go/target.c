@@ -130,6 +130,11 @@ static void read_symbols(struct go_target *t, uint64_t *wr_addr, uint64_t *wr_si
 		{"runtime.mProf", &t->sym_mprof, NULL},
 		{"runtime.MemProfileRate", &t->sym_memprofilerate, NULL},
 		{"runtime.disableMemoryProfiling", &t->sym_disablememprof, NULL},
+		{"runtime.bbuckets", &t->sym_bbuckets, NULL},
+		{"runtime.xbuckets", &t->sym_xbuckets, NULL},
+		{"runtime.blockprofilerate", &t->sym_blockrate, NULL},
+		{"runtime.mutexprofilerate", &t->sym_mutexrate, NULL},
+		{"runtime.ticks", &t->sym_ticks, NULL},
 		{"runtime.waitReasonStrings", wr_addr, wr_size},
 		{"runtime.buildVersion", bv_addr, NULL},
 		{"runtime.firstmoduledata", fmd_addr, NULL},
@@ -289,6 +294,7 @@ static bool read_dwarf_layout(struct go_target *t)
 		L->m_alllink = member_offset(m, "alllink");
 		L->m_vdsosp = member_offset(m, "vdsoSP");
 		L->m_vdsopc = member_offset(m, "vdsoPC");
+		L->m_createstack = member_offset(m, "createstack");
 		L->md_gofunc = have[S_MD] ? member_offset(&found[S_MD], "gofunc") : -1;
 		L->md_text = have[S_MD] ? member_offset(&found[S_MD], "text") : -1;
 		L->sched_gfree_n = have[S_SCHED] ? member_offset(&found[S_SCHED], "gFree.n") : -1;
@@ -309,7 +315,8 @@ static void layout_sizes(struct go_layout *L)
 	int gf[] = {L->g_stack_lo, L->g_stack_hi, L->g_m, L->g_sched_sp, L->g_sched_pc, L->g_sched_bp,
 		    L->g_syscallsp, L->g_syscallpc, L->g_atomicstatus, L->g_goid, L->g_waitsince,
 		    L->g_waitreason, L->g_lockedm, L->g_gopc, L->g_startpc, L->g_labels, L->g_parentgoid};
-	int mf[] = {L->m_procid, L->m_curg, L->m_alllink, L->m_vdsosp, L->m_vdsopc};
+	int mf[] = {L->m_procid, L->m_curg, L->m_alllink, L->m_vdsosp, L->m_vdsopc,
+		    L->m_createstack >= 0 ? L->m_createstack + 8 * (GO_CREATESTACK - 1) : -1};
 	L->g_read = 0;
 	for (size_t i = 0; i < sizeof(gf) / sizeof(gf[0]); i++)
 		if (gf[i] >= 0 && (size_t)gf[i] + 8 > L->g_read)
@@ -552,6 +559,7 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 	if (!wr_addr)
 		waitreasons_from_data(t, &wr_addr, &wr_size);
 	go_heap_globals_from_code(t);
+	go_contention_globals_from_code(t);
 	load_waitreasons(t, wr_addr, wr_size);
 
 	if (pid > 0 && eh.e_type == ET_DYN) {
@@ -658,7 +666,8 @@ int go_target_check_layout_table(const struct go_target *t, char *why, size_t si
 	SAME(L, t->L, g_lockedm) SAME(L, t->L, g_gopc) SAME(L, t->L, g_startpc)
 	SAME(L, t->L, g_labels) SAME(L, t->L, g_parentgoid) SAME(L, t->L, m_procid)
 	SAME(L, t->L, m_curg) SAME(L, t->L, m_alllink) SAME(L, t->L, m_vdsosp)
-	SAME(L, t->L, m_vdsopc) SAME(L, t->L, md_gofunc) SAME(L, t->L, md_text)
+	SAME(L, t->L, m_vdsopc) SAME(L, t->L, m_createstack) SAME(L, t->L, md_gofunc)
+	SAME(L, t->L, md_text)
 	SAME(L, t->L, sched_gfree_n) SAME(L, t->L, sched_ngsys) SAME(L, t->L, p_gfree_n)
 	SAME(L, t->L, gc_heaplive)
 	if (t->have_heap_layout) {

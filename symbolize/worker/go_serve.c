@@ -12,6 +12,7 @@
 
 #include "bundle/profile.h"
 #include "symbolize/go/goheap.h"
+#include "symbolize/go/goprofiles.h"
 #include "symbolize/go/goroutines.h"
 #include "symbolize/worker/symtab.h"
 
@@ -27,6 +28,8 @@ struct go_served {
 	int parked_error;         /* go_capture_parked() ran out of memory */
 	struct go_heap *heap;     /* heap-profile buckets from the same stop */
 	int heap_error;
+	struct go_contention *contention[2]; /* block, mutex: from the same stop */
+	int contention_error[2];
 	int capture_error;
 	uint64_t capture_ns;
 	/* Interned strings of the frames handed to the pprof writers. */
@@ -120,6 +123,7 @@ static void serve_open(struct go_served *g, struct byte_buf *out)
 	cJSON_AddStringToObject(o, "layouts", go_target_layout_source(g->target));
 	cJSON_AddStringToObject(o, "globals", go_target_globals_source(g->target));
 	cJSON_AddStringToObject(o, "heap_globals", go_target_heap_globals_source(g->target));
+	cJSON_AddStringToObject(o, "contention_globals", go_target_contention_globals_source(g->target));
 	const char *why = go_target_goroutines_unreadable_because(g->target);
 	if (why)
 		cJSON_AddStringToObject(o, "goroutines_unreadable_because", why);
@@ -175,6 +179,11 @@ static void serve_held(struct go_served *g, struct cursor *c, struct byte_buf *o
 	g->snap = NULL;
 	go_heap_free(g->heap);
 	g->heap = NULL;
+	for (int k = 0; k < 2; k++) {
+		go_contention_free(g->contention[k]);
+		g->contention[k] = NULL;
+		g->contention_error[k] = -ENOTSUP;
+	}
 	g->parked_error = 0;
 	if (c->bad || !listable(g)) {
 		g->capture_error = c->bad ? -EBADMSG : -ENOTSUP;
@@ -187,6 +196,10 @@ static void serve_held(struct go_served *g, struct cursor *c, struct byte_buf *o
 		g->heap_error = go_heap_supported(g->target)
 					? go_heap_capture(g->target, read_ranges, g, &g->heap)
 					: -ENOTSUP;
+		/* and the block and mutex buckets: short lists */
+		for (int k = 0; k < 2; k++)
+			g->contention_error[k] = go_contention_capture(g->target, (enum go_contention_kind)k,
+								       read_ranges, g, &g->contention[k]);
 		g->capture_ns = now_ns(CLOCK_MONOTONIC) - t0;
 	}
 	msg_u32(out, (uint32_t)g->capture_error);
@@ -345,14 +358,19 @@ static int fill_heap(struct pprof_ctx *c)
 /* One Go profile, gzipped, appended to out as u32 len + bytes: mappings
  * from the symbol table, samples from fill. Go symbolizes its own frames
  * from pclntab, so the mappings really have functions, files and lines. */
-static int put_go_profile(struct go_served *g, struct byte_buf *out, const struct symtab *st,
-			  const struct profile_value_type *types, size_t ntypes,
-			  struct profile_value_type period_type, int64_t period, fill_fn fill)
+static int put_go_profile(struct go_served *g, struct byte_buf *out, const char *name,
+			  const struct symtab *st, const struct profile_value_type *types, size_t ntypes,
+			  struct profile_value_type period_type, int64_t period,
+			  const char *default_type, fill_fn fill)
 {
 	struct pprof_ctx c = {.g = g};
 	c.pb = profile_builder_new(types, ntypes, period_type, period);
 	if (!c.pb)
 		return -ENOMEM;
+	if (default_type && profile_builder_set_default_sample_type(c.pb, default_type) < 0) {
+		profile_builder_free(c.pb);
+		return -ENOMEM;
+	}
 	profile_builder_set_time(c.pb, (int64_t)now_ns(CLOCK_REALTIME), 0);
 	c.nmodules = symtab_modules(st, &c.modules);
 	c.mapping_ids = calloc(c.nmodules + 1, sizeof(uint64_t));
@@ -372,8 +390,10 @@ static int put_go_profile(struct go_served *g, struct byte_buf *out, const struc
 	size_t len = 0;
 	if (r == 0)
 		r = profile_builder_encode_gz(c.pb, &gz, &len);
-	if (r == 0)
+	if (r == 0) {
+		msg_string(out, name);
 		msg_bytes(out, gz, len);
+	}
 	free(gz);
 	free(c.mapping_ids);
 	profile_builder_free(c.pb);
@@ -431,38 +451,158 @@ static void describe_heap(struct go_served *g, cJSON *o)
 	}
 }
 
-/* The members of GO_REQ_WRITE after the JSON: goroutine.txt,
- * goroutine.pprof, heap.pprof. */
-static int put_members(struct go_served *g, const struct symtab *st, struct byte_buf *out)
+static int add_threadcreate(void *ctx, const struct go_threadcreate_sample *smp)
 {
-	int r = go_snapshot_unwind(g->snap);
-	if (r < 0)
-		return r;
+	struct pprof_ctx *c = ctx;
+	uint64_t ids[1100]; /* a createstack (32 PCs) and its inlined frames */
+	size_t nids = 0;
+	for (size_t i = 0; i < smp->nlocs && nids < sizeof(ids) / sizeof(ids[0]); i++) {
+		uint64_t id = location_for_go(c, smp->locs[i]);
+		if (!id) {
+			c->error = -ENOMEM;
+			return 1;
+		}
+		ids[nids++] = id;
+	}
+	if (profile_builder_add_sample(c->pb, ids, nids, &smp->count, NULL, 0) < 0) {
+		c->error = -ENOMEM;
+		return 1;
+	}
+	return 0;
+}
+
+static int fill_threadcreate(struct pprof_ctx *c)
+{
+	int r = go_snapshot_foreach_threadcreate(c->g->snap, add_threadcreate, c);
+	return r < 0 ? r : 0;
+}
+
+static int add_contention(void *ctx, const struct go_contention_record *rec)
+{
+	struct pprof_ctx *c = ctx;
+	uint64_t ids[2048];
+	size_t nids = 0;
+	for (size_t i = 0; i < rec->nlocs && nids < 2048; i++) {
+		uint64_t id = location_for_go(c, rec->locs[i]);
+		if (!id) {
+			c->error = -ENOMEM;
+			return 1;
+		}
+		ids[nids++] = id;
+	}
+	int64_t values[2] = {rec->contentions, rec->delay_ns};
+	if (profile_builder_add_sample(c->pb, ids, nids, values, NULL, 0) < 0) {
+		c->error = -ENOMEM;
+		return 1;
+	}
+	return 0;
+}
+
+static int fill_block(struct pprof_ctx *c)
+{
+	return go_contention_foreach(c->g->contention[GO_BLOCK_PROFILE], add_contention, c);
+}
+
+static int fill_mutex(struct pprof_ctx *c)
+{
+	return go_contention_foreach(c->g->contention[GO_MUTEX_PROFILE], add_contention, c);
+}
+
+static void describe_contention(struct go_served *g, enum go_contention_kind k, cJSON *o)
+{
+	struct go_contention *c = g->contention[k];
+	if (c) {
+		struct go_contention_info info;
+		go_contention_info(c, &info);
+		cJSON_AddBoolToObject(o, "enabled", true);
+		cJSON_AddNumberToObject(o, "rate", (double)info.rate);
+		cJSON_AddNumberToObject(o, "buckets", (double)info.buckets);
+		cJSON_AddBoolToObject(o, "truncated", info.truncated);
+		/* The delays are CPU ticks converted as runtime/pprof does;
+		 * when the runtime had not measured the rate yet (it does on
+		 * first use), it was measured here on the same clock. */
+		cJSON_AddNumberToObject(o, "ticks_per_second", info.ticks_per_second);
+		cJSON_AddStringToObject(o, "ticks_per_second_from",
+					info.ticks_from_runtime ? "runtime"
+								: "measured by diag-attach (not yet by the runtime)");
+		return;
+	}
+	cJSON_AddBoolToObject(o, "enabled", false);
+	int e = g->contention_error[k];
+	const char *reason =
+		e == -ENODATA ? (k == GO_BLOCK_PROFILE ? "block profiling not enabled in target "
+							 "(runtime.SetBlockProfileRate never called)"
+						       : "mutex profiling not enabled in target "
+							 "(runtime.SetMutexProfileFraction never called)")
+		: e == -ENOTSUP ? "profile buckets not readable in this binary"
+				: strerror(-e);
+	cJSON_AddStringToObject(o, "reason", reason);
+}
+
+/* A text member of GO_REQ_WRITE written by fn into memory. */
+static int put_text(struct byte_buf *out, const char *name, struct go_snapshot *snap,
+		    int (*fn)(struct go_snapshot *, FILE *))
+{
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 	if (!f)
 		return -ENOMEM;
-	go_snapshot_write_debug2(g->snap, f);
+	fn(snap, f);
 	if (fclose(f) != 0) {
 		free(text);
 		return -ENOMEM;
 	}
+	msg_string(out, name);
 	msg_bytes(out, text, len);
 	free(text);
+	return 0;
+}
+
+/* The members of GO_REQ_WRITE after the JSON, each {name, bytes}. */
+static int put_members(struct go_served *g, const struct symtab *st, struct byte_buf *out)
+{
+	int r = go_snapshot_unwind(g->snap);
+	if (r == 0)
+		r = put_text(out, "goroutine.txt", g->snap, go_snapshot_write_debug2);
+	/* The runtime's debug=1 text: goroutines grouped by stack, with
+	 * their labels (the design's goroutine.labels.txt). */
+	if (r == 0)
+		r = put_text(out, "goroutine.labels.txt", g->snap, go_snapshot_write_debug1);
 	static const struct profile_value_type goroutine[] = {{"goroutine", "count"}};
-	r = put_go_profile(g, out, st, goroutine, 1, goroutine[0], 1, fill_goroutines);
-	if (r < 0 || !g->heap)
-		return r; /* no heap: said so in the manifest, no empty profile */
-	/* heap.pprof shaped like Go's own (runtime/pprof writeHeapProto). */
+	if (r == 0)
+		r = put_go_profile(g, out, "goroutine.pprof", st, goroutine, 1, goroutine[0], 1, NULL,
+				   fill_goroutines);
+	static const struct profile_value_type threadcreate[] = {{"threadcreate", "count"}};
+	if (r == 0 && go_threadcreate_supported(g->target))
+		r = put_go_profile(g, out, "threadcreate.pprof", st, threadcreate, 1, threadcreate[0], 1,
+				   NULL, fill_threadcreate);
+	/* heap.pprof and allocs.pprof shaped like Go's own (runtime/pprof
+	 * writeHeapProto): the same buckets, allocs shown by default as
+	 * alloc_space. No heap: said so in the manifest, no empty profile. */
 	static const struct profile_value_type heap[] = {
 		{"alloc_objects", "count"},
 		{"alloc_space", "bytes"},
 		{"inuse_objects", "count"},
 		{"inuse_space", "bytes"},
 	};
-	return put_go_profile(g, out, st, heap, 4, (struct profile_value_type){"space", "bytes"},
-			      go_heap_rate(g->heap), fill_heap);
+	const struct profile_value_type space = {"space", "bytes"};
+	if (r == 0 && g->heap)
+		r = put_go_profile(g, out, "heap.pprof", st, heap, 4, space, go_heap_rate(g->heap), NULL,
+				   fill_heap);
+	if (r == 0 && g->heap)
+		r = put_go_profile(g, out, "allocs.pprof", st, heap, 4, space, go_heap_rate(g->heap),
+				   "alloc_space", fill_heap);
+	/* printCountCycleProfile's shape */
+	static const struct profile_value_type contention[] = {{"contentions", "count"},
+							       {"delay", "nanoseconds"}};
+	if (r == 0 && g->contention[GO_BLOCK_PROFILE])
+		r = put_go_profile(g, out, "block.pprof", st, contention, 2, contention[0], 1, NULL,
+				   fill_block);
+	if (r == 0 && g->contention[GO_MUTEX_PROFILE])
+		r = put_go_profile(g, out, "mutex.pprof", st, contention, 2, contention[0], 1, NULL,
+				   fill_mutex);
+	return r;
 }
 
 static void serve_write(struct go_served *g, struct cursor *c, struct byte_buf *out)
@@ -474,8 +614,11 @@ static void serve_write(struct go_served *g, struct cursor *c, struct byte_buf *
 	cJSON *o = cJSON_CreateObject();
 	describe_capture(g, cJSON_AddObjectToObject(o, "goroutine_capture"));
 	size_t json_at = out->len;
-	if (g->snap)
+	if (g->snap) {
 		describe_heap(g, cJSON_AddObjectToObject(o, "heap_profile"));
+		describe_contention(g, GO_BLOCK_PROFILE, cJSON_AddObjectToObject(o, "block_profile"));
+		describe_contention(g, GO_MUTEX_PROFILE, cJSON_AddObjectToObject(o, "mutex_profile"));
+	}
 	put_json(out, o);
 	cJSON_Delete(o);
 	int r = g->snap && st ? put_members(g, st, out) : 0;

@@ -28,9 +28,12 @@
  *   GO_REQ_RELEASED  -> empty (the parked goroutines' stacks copied)
  *   GO_REQ_WRITE     the symbol table (symtab_encode), for the profiles'
  *                    mappings -> u32 len + JSON {goroutine_capture,
- *                       heap_profile}, then u32 len + bytes of
- *                       goroutine.txt, goroutine.pprof, heap.pprof (gzipped
- *                       pprof; length 0: not to be written)
+ *                       heap_profile, block_profile, mutex_profile}, then
+ *                       the members to write, each {u32 len + name, u32 len
+ *                       + bytes}: goroutine.txt, goroutine.labels.txt,
+ *                       goroutine.pprof, threadcreate.pprof, heap.pprof,
+ *                       allocs.pprof, block.pprof, mutex.pprof (the
+ *                       profiles gzipped pprof), those there are
  *   GO_REQ_DUMP_TEXT -> u64 goroutines shown, u64 the runtime's own left
  *                       out, u32 len, the debug=2 text (all 0: none)
  *   GO_REQ_DUMP_JSON -> u32 len, JSON {goroutines_total, goroutines} (len 0:

@@ -1184,6 +1184,16 @@ int interp_go_call(struct interp *in, uint8_t kind, const struct byte_buf *body,
 	return round_trip(in, &in->go, kind, body, reply, reply_len, timeout_ms);
 }
 
+void interp_go_done(struct interp *in)
+{
+	/* Waited for: it parsed one ELF header and holds little, and a
+	 * zombie would stay our child (and in /proc's list of them) for the
+	 * whole capture. */
+	unsigned lost = in->go.lost;
+	stop_worker(&in->go);
+	in->go.lost = lost;
+}
+
 void interp_losses(const struct interp *in, struct interp_losses *ret)
 {
 	ret->worker_restarts = in->unwinding.restarts + in->symbols.restarts + go_restarts(in);

@@ -97,6 +97,10 @@ int interp_python(struct interp *in, const char *maps_text, size_t maps_len, boo
 int interp_go_call(struct interp *in, uint8_t kind, const struct byte_buf *body, uint8_t **reply,
 		   size_t *reply_len, unsigned timeout_ms);
 
+/* The target is not a Go program: the Go worker (if started) is stopped,
+ * so that it costs nothing for the rest of the capture. Not a loss. */
+void interp_go_done(struct interp *in);
+
 /* While a capture stops no one: both workers yield to the target
  * (attach/tool_priority.h: a worker woken by a request runs after, not
  * before, a target thread that woke with it; keep_pace when the sampler

@@ -19,9 +19,10 @@ MAY_INCLUDE = {
     'timeline': set(),
     'bundle': set(),
     # Interpretation of captures: the unwinder over attach's copies, and the
-    # sandboxed workers that unwind and symbolize.
+    # sandboxed workers that unwind, symbolize and read a Go runtime (whose
+    # profiles they encode with bundle/profile.h).
     'symbolize/unwind': {'attach', 'symbolize'},
-    'symbolize/worker': {'attach', 'symbolize', 'symbolize/unwind'},
+    'symbolize/worker': {'attach', 'symbolize', 'symbolize/unwind', 'symbolize/go', 'bundle'},
     # Reading and rendering finished bundles.
     'bundle/read': {'bundle', 'timeline'},
     # The subcommands' shared helpers, and the capture engine.
