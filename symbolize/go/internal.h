@@ -86,6 +86,7 @@ struct go_target {
 	/* pclntab (all pointers into the file image) */
 	const uint8_t *pcln;
 	size_t pcln_len;
+	uint64_t pcln_addr; /* link-time address of the pcHeader */
 	uint32_t magic;
 	uint64_t nfunc, text_start;
 	const uint8_t *funcnametab, *cutab, *filetab, *pctab, *ftab;

@@ -14,6 +14,28 @@
 #include <gelf.h>
 #include <string.h>
 
+/* Does p (len bytes to the end of its section) start a pcHeader? Its
+ * magic (1.18-1.19, 1.20+), pad, minLC 1, ptrSize 8, some functions, and
+ * its tables' offsets in order and inside the section. */
+static bool looks_like_pcheader(const uint8_t *p, size_t len)
+{
+	if (len < 72)
+		return false;
+	uint32_t magic = go_u32(p);
+	if ((magic != 0xfffffff0 && magic != 0xfffffff1) || p[4] || p[5] || p[6] != 1 || p[7] != 8)
+		return false;
+	uint64_t nfunc = go_u64(p + 8);
+	uint64_t off[5];
+	for (int i = 0; i < 5; i++)
+		off[i] = go_u64(p + 32 + 8 * i);
+	if (nfunc == 0 || nfunc > len / 8 || off[0] < 72)
+		return false;
+	for (int i = 0; i < 4; i++)
+		if (off[i] > off[i + 1])
+			return false;
+	return off[4] < len;
+}
+
 static const uint8_t *find_pclntab(struct go_target *t, size_t *ret_len)
 {
 	size_t shstrndx;
@@ -29,7 +51,27 @@ static const uint8_t *find_pclntab(struct go_target *t, size_t *ret_len)
 			if (sh.sh_offset > t->map_len || sh.sh_size > t->map_len - sh.sh_offset)
 				return NULL;
 			*ret_len = sh.sh_size;
+			t->pcln_addr = sh.sh_addr;
 			return t->map + sh.sh_offset;
+		}
+	}
+	/* External linking (cgo) of a PIE before Go 1.26: gcc's linker merged
+	 * the pclntab into .data.rel.ro with no name of its own. Its header is
+	 * found there (8-aligned, checked field by field); its length is what
+	 * is left of the section, every table bounded by it. */
+	static const char *const merged[] = {".data.rel.ro", ".rodata"};
+	for (size_t k = 0; k < 2; k++) {
+		GElf_Shdr sh;
+		if (!go_find_section(t->elf, merged[k], &sh) || sh.sh_type == SHT_NOBITS ||
+		    sh.sh_offset > t->map_len || sh.sh_size > t->map_len - sh.sh_offset)
+			continue;
+		const uint8_t *base = t->map + sh.sh_offset;
+		for (size_t off = 0; off + 72 <= sh.sh_size; off += 8) {
+			if (looks_like_pcheader(base + off, sh.sh_size - off)) {
+				*ret_len = sh.sh_size - off;
+				t->pcln_addr = sh.sh_addr + off;
+				return base + off;
+			}
 		}
 	}
 	return NULL;

@@ -517,10 +517,7 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 		/* Stripped: moduledata starts with a pointer to the pcHeader
 		 * (eBPF profiler doc/gopclntab.md); scan the data sections. */
 		static const char *const secs[] = {".noptrdata", ".data", ".go.module"};
-		uint64_t want = 0;
-		GElf_Shdr psh;
-		if (go_find_section(t->elf, ".gopclntab", &psh) || go_find_section(t->elf, ".data.rel.ro.gopclntab", &psh))
-			want = psh.sh_addr;
+		uint64_t want = t->pcln_addr;
 		for (size_t k = 0; want && !fmd && k < 3; k++) {
 			GElf_Shdr sh;
 			if (!go_find_section(t->elf, secs[k], &sh) || sh.sh_type == SHT_NOBITS ||

@@ -67,7 +67,10 @@ static const cJSON *expect_version(const cJSON *m, const char *v)
 	return go;
 }
 
-/* Every frame of threads.txt is named: none reads BINARY+0xOFF. */
+/* Every frame of threads.txt is named: none reads BINARY+0xOFF, but in a
+ * thread inside a cgo call (runtime.asmcgocall below it), whose C frames
+ * (cgo.go's block_in_c and cgo's wrapper) a stripped binary has no name
+ * for, as for eu-stack. */
 static void expect_threads_named(const char *out, const char *path)
 {
 	char *txt = read_in(out, "threads.txt");
@@ -75,8 +78,17 @@ static void expect_threads_named(const char *out, const char *path)
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	char unnamed[600];
 	snprintf(unnamed, sizeof(unnamed), "%s+0x", base);
-	const char *u = strstr(txt, unnamed);
-	cr_expect(!u, "an unnamed frame of %s: %.120s", base, u ? u : "");
+	for (char *th = strstr(txt, "\nThread "); th; ) {
+		char *next = strstr(th + 1, "\nThread ");
+		if (next)
+			*next = '\0';
+		const char *u = strstr(th, unnamed);
+		cr_expect(!u || strstr(th, "runtime.asmcgocall"),
+			  "an unnamed frame of %s outside a cgo call: %.120s", base, u ? u : "");
+		if (next)
+			*next = '\n';
+		th = next;
+	}
 	cr_expect(strstr(txt, "runtime."), "no runtime frame in:\n%.1500s", txt);
 	free(txt);
 }
