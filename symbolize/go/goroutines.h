@@ -115,6 +115,10 @@ struct go_frame {
 	int start_line;        /* line of the func keyword; 0 before Go 1.20 */
 	uint64_t entry;        /* run-time entry of the physical function */
 	bool inlined;          /* true for all but the last (outermost) frame */
+	/* A compiler-generated wrapper (a go statement's gowrapN, a method
+	 * value's -fm...) that runtime.CallersFrames leaves out, so runtime/pprof
+	 * never shows it: a profile writer skips it to match Go's own. */
+	bool pprof_elided;
 };
 
 /* Return non-zero to stop; that value is then returned by the caller. */

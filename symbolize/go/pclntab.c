@@ -347,6 +347,12 @@ int go_target_symbolize_pc(const struct go_target *t, uint64_t addr, go_frame_fn
 	uint64_t tree = go_funcdata(t, &f, FUNCDATA_INLTREE);
 	uint64_t tracepc = pc;
 	char name[512];
+	/* runtime.Frames.Next: a wrapper is dropped unless it called gopanic,
+	 * sigpanic or panicwrap (elideWrapperCalling), looking at the frame
+	 * before it (for allFrames, within this PC: normal at first) */
+	int last = 0;
+#define ELIDED(id) ((id) == t->fid_wrapper && (id) >= 0 && last != t->fid_gopanic && \
+		    last != t->fid_sigpanic && last != t->fid_panicwrap)
 	/* A sane binary inlines a few levels deep (the inliner's budget);
 	 * a hostile inline tree can point a call at itself forever. */
 	for (int depth = 0; tree && depth < GO_MAX_INLINE_DEPTH; depth++) {
@@ -358,6 +364,8 @@ int go_target_symbolize_pc(const struct go_target *t, uint64_t addr, go_frame_fn
 		go_print_name(raw ? raw : "?", name, sizeof(name));
 		struct go_frame fr = {.function = name, .entry = f.entry + t->bias, .start_line = ic.start_line, .inlined = true};
 		fr.file = go_funcline(t, &f, tracepc, &fr.line);
+		fr.pprof_elided = ELIDED((int)ic.funcid);
+		last = ic.funcid;
 		int r = cb(ctx, &fr);
 		if (r)
 			return r;
@@ -367,6 +375,8 @@ int go_target_symbolize_pc(const struct go_target *t, uint64_t addr, go_frame_fn
 	go_print_name(go_funcname(t, &f), name, sizeof(name));
 	struct go_frame fr = {.function = name, .entry = f.entry + t->bias, .start_line = f.start_line};
 	fr.file = go_funcline(t, &f, tracepc, &fr.line);
+	fr.pprof_elided = ELIDED((int)f.funcid);
+#undef ELIDED
 	int r = cb(ctx, &fr);
 	return r ? r : n + 1;
 }

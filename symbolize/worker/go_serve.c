@@ -229,11 +229,14 @@ struct frame_collect {
 	struct sym_frame *out;
 	size_t n, max;
 	uint64_t addr;
+	bool as_pprof; /* leave out the wrappers runtime/pprof never shows */
 };
 
 static int collect_frame(void *ctx, const struct go_frame *f)
 {
 	struct frame_collect *c = ctx;
+	if (c->as_pprof && f->pprof_elided)
+		return 0;
 	if (c->n == c->max)
 		return 1;
 	struct sym_frame *o = &c->out[c->n++];
@@ -247,9 +250,13 @@ static int collect_frame(void *ctx, const struct go_frame *f)
 	return 0;
 }
 
-static size_t frames_of(struct go_served *g, uint64_t addr, struct sym_frame *out, size_t max)
+/* The frames of addr, innermost first: all of them (a thread's stack,
+ * named as any symbolizer would), or as_pprof as runtime/pprof's
+ * profileBuilder lists them (a Location's Lines). */
+static size_t frames_of(struct go_served *g, uint64_t addr, struct sym_frame *out, size_t max,
+			bool as_pprof)
 {
-	struct frame_collect c = {.g = g, .out = out, .max = max, .addr = addr};
+	struct frame_collect c = {.g = g, .out = out, .max = max, .addr = addr, .as_pprof = as_pprof};
 	go_target_symbolize_pc(g->target, addr, collect_frame, &c);
 	return c.n;
 }
@@ -281,7 +288,7 @@ static uint64_t location_for_go(struct pprof_ctx *c, uint64_t addr)
 	if (id)
 		return id;
 	struct sym_frame frames[MAX_GO_FRAMES];
-	size_t nf = frames_of(c->g, addr, frames, MAX_GO_FRAMES);
+	size_t nf = frames_of(c->g, addr, frames, MAX_GO_FRAMES, true);
 	struct profile_line lines[MAX_GO_FRAMES];
 	size_t nl = 0;
 	for (size_t i = 0; i < nf; i++)
@@ -668,6 +675,8 @@ struct json_collect {
 static int json_frame(void *ctx, const struct go_frame *f)
 {
 	struct json_collect *c = ctx;
+	if (f->pprof_elided)
+		return 0; /* as goroutine.pprof lists it */
 	cJSON *o = cJSON_CreateObject();
 	if (!o)
 		return -ENOMEM;
@@ -739,7 +748,7 @@ static void serve_names(struct go_served *g, struct cursor *c, struct byte_buf *
 	for (uint32_t i = 0; i < n && !c->bad; i++) {
 		uint64_t addr = take_u64(c);
 		struct sym_frame frames[MAX_GO_FRAMES];
-		size_t nf = c->bad || g->open_status < 0 ? 0 : frames_of(g, addr, frames, MAX_GO_FRAMES);
+		size_t nf = c->bad || g->open_status < 0 ? 0 : frames_of(g, addr, frames, MAX_GO_FRAMES, false);
 		msg_u32(out, (uint32_t)nf);
 		for (size_t k = 0; k < nf; k++) {
 			msg_u32(out, (uint32_t)frames[k].line);

@@ -109,6 +109,220 @@ static const char *goroutine_block(const char *dump, long goid, size_t *len)
 	return NULL;
 }
 
+/* ---- the other Go members (issue 17), against the program's own ---- */
+
+/* One sample of a profile: its stack as "function:line;..." (leaf first,
+ * inlined frames included) and its first two values, summed over the
+ * samples of the same key. */
+struct keyed {
+	char key[2048];
+	int64_t v[2];
+};
+
+static size_t keyed_samples(const Perftools__Profiles__Profile *p, struct keyed *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const Perftools__Profiles__Sample *smp = p->sample[i];
+		char key[2048] = "";
+		size_t len = 0;
+		for (size_t k = 0; k < smp->n_location_id; k++) {
+			const Perftools__Profiles__Location *loc = pprof_location(p, smp->location_id[k]);
+			for (size_t j = 0; loc && j < loc->n_line; j++) {
+				const Perftools__Profiles__Function *f = pprof_function(p, loc->line[j]->function_id);
+				const char *name = f ? pprof_str(p, f->name) : "?";
+				/* Go 1.23-1.27's own threadcreate profile keeps the
+				 * zero words after a creation stack as PC 0 frames
+				 * with no name (profilerecord.StackRecord is not cut
+				 * at the first 0, as StackRecord.Stack() was): the
+				 * same stack, padded */
+				if (name && !*name)
+					continue;
+				int w = snprintf(key + len, sizeof(key) - len, "%s:%lld;", name ? name : "?",
+						 (long long)loc->line[j]->line);
+				if (w > 0 && (size_t)w < sizeof(key) - len)
+					len += (size_t)w;
+			}
+		}
+		size_t at = 0;
+		while (at < n && strcmp(out[at].key, key) != 0)
+			at++;
+		if (at == n) {
+			if (n == max)
+				continue;
+			snprintf(out[n].key, sizeof(out[n].key), "%s", key);
+			out[n].v[0] = out[n].v[1] = 0;
+			n++;
+		}
+		for (size_t k = 0; k < 2 && k < smp->n_value; k++)
+			out[at].v[k] += smp->value[k];
+	}
+	return n;
+}
+
+static const struct keyed *find_key(const struct keyed *ks, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(ks[i].key, key))
+			return &ks[i];
+	return NULL;
+}
+
+/* Ours and the program's own profile of name (the fixture writes it right
+ * after our snapshot), decoded; NULL (and a failed expectation) if either
+ * is missing. */
+static bool both_profiles(struct target_run *g, const char *v, const char *kind, const char *name,
+			  Perftools__Profiles__Profile **ours, Perftools__Profiles__Profile **theirs)
+{
+	char path[400], cmd[600];
+	snprintf(path, sizeof(path), "%s/theirs-%s.pprof", g->dir, name);
+	snprintf(cmd, sizeof(cmd), "profile %s %s", name, path);
+	go_fixture_command(&g->t, cmd);
+	*ours = *theirs = NULL;
+	cr_expect_eq(pprof_read_file(path, theirs), 0, "Go %s%s: the program's own %s profile", v, kind, name);
+	snprintf(path, sizeof(path), "%s/%s.pprof", g->out, name);
+	cr_expect_eq(pprof_read_file(path, ours), 0, "Go %s%s: no %s.pprof", v, kind, name);
+	return *ours && *theirs;
+}
+
+static void free_profiles(Perftools__Profiles__Profile *a, Perftools__Profiles__Profile *b)
+{
+	if (a)
+		perftools__profiles__profile__free_unpacked(a, NULL);
+	if (b)
+		perftools__profiles__profile__free_unpacked(b, NULL);
+}
+
+/* block and mutex: the fixture records its events before it is ready and
+ * none after, so every stack of ours through main.* is in the program's
+ * profile with the same count of contentions and the same delay (CPU
+ * ticks converted with the same rate, to 1 %), and every one of its
+ * stacks through events_fn is in ours. The runtime's own lock contention
+ * (1.22+: runtime._LostContendedRuntimeLock, runtime.unlock) goes on
+ * between the two reads: there, the program's counts are at least ours. */
+static void contention_matches(struct target_run *g, const char *v, const char *kind, const char *name,
+			       const char *events_fn)
+{
+	Perftools__Profiles__Profile *ours, *theirs;
+	if (!both_profiles(g, v, kind, name, &ours, &theirs)) {
+		free_profiles(ours, theirs);
+		return;
+	}
+	cr_expect_str_eq(pprof_str(ours, ours->sample_type[1]->type), "delay");
+	cr_expect_str_eq(pprof_str(ours, ours->sample_type[1]->unit), "nanoseconds");
+	static struct keyed a[512], b[512];
+	size_t na = keyed_samples(ours, a, 512), nb = keyed_samples(theirs, b, 512);
+	bool events = false;
+	for (size_t i = 0; i < na; i++) {
+		events |= strstr(a[i].key, events_fn) != NULL;
+		const struct keyed *t = find_key(b, nb, a[i].key);
+		cr_expect(t, "Go %s%s %s: our stack %s is not in the program's profile", v, kind, name, a[i].key);
+		if (!t)
+			continue;
+		if (!strstr(a[i].key, "main.")) {
+			cr_expect_leq(a[i].v[0], t->v[0], "Go %s%s %s: %lld contentions at %s, the program says %lld",
+				      v, kind, name, (long long)a[i].v[0], a[i].key, (long long)t->v[0]);
+			continue;
+		}
+		cr_expect_eq(a[i].v[0], t->v[0], "Go %s%s %s: %lld contentions at %s, the program says %lld", v,
+			     kind, name, (long long)a[i].v[0], a[i].key, (long long)t->v[0]);
+		double d = (double)a[i].v[1] - (double)t->v[1];
+		cr_expect(d * d <= 1e-4 * (double)t->v[1] * (double)t->v[1] + 4,
+			  "Go %s%s %s: delay %lld ns at %s, the program says %lld", v, kind, name,
+			  (long long)a[i].v[1], a[i].key, (long long)t->v[1]);
+	}
+	cr_expect(events, "Go %s%s %s: no stack through %s", v, kind, name, events_fn);
+	for (size_t i = 0; i < nb; i++)
+		if (strstr(b[i].key, events_fn))
+			cr_expect(find_key(a, na, b[i].key), "Go %s%s %s: the program's %s is not in ours", v,
+				  kind, name, b[i].key);
+	free_profiles(ours, theirs);
+}
+
+/* threadcreate: every M we saw was created where the program says, and it
+ * counts at least as many there (an M may be started after our read). */
+static void threadcreate_matches(struct target_run *g, const char *v, const char *kind)
+{
+	Perftools__Profiles__Profile *ours, *theirs;
+	if (!both_profiles(g, v, kind, "threadcreate", &ours, &theirs)) {
+		free_profiles(ours, theirs);
+		return;
+	}
+	static struct keyed a[512], b[512];
+	size_t na = keyed_samples(ours, a, 512), nb = keyed_samples(theirs, b, 512);
+	int64_t total = 0;
+	for (size_t i = 0; i < na; i++) {
+		total += a[i].v[0];
+		const struct keyed *t = find_key(b, nb, a[i].key);
+		cr_expect(t && t->v[0] >= a[i].v[0], "Go %s%s threadcreate: %lld Ms from %s, the program says %lld",
+			  v, kind, (long long)a[i].v[0], a[i].key, t ? (long long)t->v[0] : 0LL);
+	}
+	cr_expect_geq(total, 2, "Go %s%s: only %lld Ms in threadcreate.pprof", v, kind, (long long)total);
+	free_profiles(ours, theirs);
+}
+
+/* allocs: Go's own shape (the heap's four values, alloc_space shown by
+ * default), and every stack of ours is in the program's (buckets are
+ * never freed). */
+static void allocs_matches(struct target_run *g, const char *v, const char *kind)
+{
+	Perftools__Profiles__Profile *ours, *theirs;
+	if (!both_profiles(g, v, kind, "allocs", &ours, &theirs)) {
+		free_profiles(ours, theirs);
+		return;
+	}
+	cr_expect_str_eq(pprof_str(ours, ours->default_sample_type), "alloc_space");
+	cr_expect_str_eq(pprof_str(theirs, theirs->default_sample_type), "alloc_space");
+	cr_expect_eq(ours->n_sample_type, theirs->n_sample_type);
+	static struct keyed a[4096], b[4096];
+	size_t na = keyed_samples(ours, a, 4096), nb = keyed_samples(theirs, b, 4096);
+	size_t missing = 0;
+	for (size_t i = 0; i < na; i++)
+		if (!find_key(b, nb, a[i].key) && missing++ == 0)
+			cr_log_error("Go %s%s allocs: our stack %s is not in the program's", v, kind, a[i].key);
+	cr_expect_eq(missing, 0, "Go %s%s allocs: %zu stacks not in the program's profile", v, kind, missing);
+	free_profiles(ours, theirs);
+}
+
+/* goroutine.labels.txt against the program's debug=1 dump: the same
+ * total, and every record (goroutines grouped by stack, with their
+ * labels) the same text, but for goroutine 1's (main.main, writing the
+ * dump). */
+static void labels_text_matches(struct target_run *g, const char *v, const char *kind)
+{
+	char theirs_path[300], cmd[400];
+	snprintf(theirs_path, sizeof(theirs_path), "%s/theirs1.txt", g->dir);
+	snprintf(cmd, sizeof(cmd), "dump1 %s", theirs_path);
+	go_fixture_command(&g->t, cmd);
+	char *ours = read_in(g->out, "goroutine.labels.txt");
+	char *theirs = read_file(theirs_path, NULL);
+	cr_assert(ours, "Go %s%s: no goroutine.labels.txt", v, kind);
+	cr_assert(theirs);
+	cr_expect(strstr(ours, "# labels: {"), "Go %s%s: no labels in goroutine.labels.txt", v, kind);
+	size_t first = strcspn(theirs, "\n") + 1;
+	cr_expect(strncmp(ours, theirs, first) == 0, "Go %s%s: %.*s, the program: %.*s", v, kind,
+		  (int)strcspn(ours, "\n"), ours, (int)first - 1, theirs);
+	size_t differ = 0;
+	for (char *rec = strstr(theirs, "\n\n"); rec; ) {
+		rec += 2;
+		char *end = strstr(rec, "\n\n");
+		size_t len = end ? (size_t)(end - rec) + 1 : strlen(rec);
+		char save = rec[len];
+		rec[len] = '\0';
+		if (*rec && !strstr(rec, "main.main")) {
+			const char *at = strstr(ours, rec);
+			if (!at && differ++ == 0)
+				cr_log_error("Go %s%s: the program's record\n%s\nis not in goroutine.labels.txt", v,
+					     kind, rec);
+		}
+		rec[len] = save;
+		rec = end;
+	}
+	cr_expect_eq(differ, 0, "Go %s%s: %zu debug=1 records differ", v, kind, differ);
+	free(ours);
+	free(theirs);
+}
+
 /* Every goroutine of the runtime's own dump, its labels, the version,
  * every thread named; layouts from DWARF or, for a build without it (-w,
  * -s -w), from the built-in row of its release; runtime.allgs and allm
@@ -196,8 +410,9 @@ static void goroutines_match(const char *v, const char *kind, const char *layout
 		char path_env[4096];
 		snprintf(path_env, sizeof(path_env), "/usr/lib/go-%s/bin:%s", v, getenv("PATH") ? getenv("PATH") : "");
 		setenv("PATH", path_env, 1);
-		static const char *const members[] = {"goroutine.pprof", "heap.pprof"};
-		for (size_t i = 0; i < 2; i++) {
+		static const char *const members[] = {"goroutine.pprof", "heap.pprof", "allocs.pprof",
+						      "block.pprof", "mutex.pprof", "threadcreate.pprof"};
+		for (size_t i = 0; i < 6; i++) {
 			static char out[1 << 16], err[4096];
 			snprintf(pp, sizeof(pp), "%s/%s", g.out, members[i]);
 			int rc = go_pprof("-raw", pp, out, sizeof(out), err, sizeof(err));
@@ -206,7 +421,21 @@ static void goroutines_match(const char *v, const char *kind, const char *layout
 				  members[i], err);
 		}
 	}
+	/* the rest of the design's Go members, each against the program's
+	 * own profile of the same moment (issue 17) */
+	src = cJSON_GetStringValue(cJSON_GetObjectItem(go, "contention_globals"));
+	cr_expect(src && strcmp(src, heap_globals) == 0, "Go %s%s: block/mutex globals from %s, not %s", v,
+		  kind, src ? src : "(not said)", heap_globals);
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(go, "block_profile"), "enabled")),
+		  "Go %s%s: block profile not read", v, kind);
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(go, "mutex_profile"), "enabled")),
+		  "Go %s%s: mutex profile not read", v, kind);
 	cJSON_Delete(m);
+	labels_text_matches(&g, v, kind);
+	contention_matches(&g, v, kind, "block", "main.blockEvents");
+	contention_matches(&g, v, kind, "mutex", "main.mutexEvents");
+	threadcreate_matches(&g, v, kind);
+	allocs_matches(&g, v, kind);
 	expect_threads_named(g.out, path);
 	run_end(&g);
 }
