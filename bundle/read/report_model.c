@@ -790,10 +790,15 @@ out:
 static void add_profiles(struct bundle_reader *r, const struct report_options *opt, cJSON *doc,
 			 cJSON *warnings)
 {
-	static const char *const kinds[] = {"cpu", "wall"};
+	/* cpu and wall, and a Go program's block and mutex profiles (where
+	 * goroutines waited, by delay) and threadcreate (where its threads
+	 * were created): top functions of each; flame graphs of the first two.
+	 * "counts" names what the first value counts. */
+	static const char *const kinds[] = {"cpu", "wall", "block", "mutex", "threadcreate"};
+	static const char *const counts[] = {"samples", "samples", "contentions", "contentions", "threads"};
 	cJSON *profiles = cJSON_AddObjectToObject(doc, "profiles");
 	cJSON *flame = opt->with_flame ? cJSON_AddObjectToObject(doc, "flame") : NULL;
-	for (size_t k = 0; k < 2; k++) {
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		char member[32];
 		snprintf(member, sizeof(member), "%s.pprof", kinds[k]);
 		if (!bundle_reader_has(r, member))
@@ -811,9 +816,10 @@ static void add_profiles(struct bundle_reader *r, const struct report_options *o
 			continue;
 		cJSON *pj = fn_table_json(&t, opt->top ? opt->top : 15);
 		cJSON_AddNumberToObject(pj, "functions", (double)t.nfns);
+		cJSON_AddStringToObject(pj, "counts", counts[k]);
 		cJSON_AddItemToObject(profiles, kinds[k], pj);
 		fn_table_release(&t);
-		if (flame)
+		if (flame && k < 2)
 			cJSON_AddItemToObject(flame, kinds[k], flame_json(p));
 	}
 }

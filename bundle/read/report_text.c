@@ -158,8 +158,8 @@ static void print_table(const char *title, const cJSON *pj, FILE *out, const str
 	const char *unit = str(pj, "unit", "");
 	char tot[32];
 	format_profile_value(num(pj, "total", 0), unit, tot, sizeof(tot));
-	fprintf(out, "\n%s%s%s  %.0f samples, %s\n", st->bold, title, st->off,
-		num(pj, "samples", 0), tot);
+	fprintf(out, "\n%s%s%s  %.0f %s, %s\n", st->bold, title, st->off, num(pj, "samples", 0),
+		str(pj, "counts", "samples"), tot);
 	static const char *const lists[] = {"top_flat", "top_cum"};
 	static const char *const heads[] = {"by flat (self)", "by cumulative (self + callees)"};
 	for (size_t l = 0; l < 2; l++) {
@@ -381,6 +381,15 @@ static void print_report_escaped(const cJSON *doc, FILE *out, bool color, size_t
 		print_table("CPU", get(profiles, "cpu"), out, st, top);
 	if (get(profiles, "wall"))
 		print_table("WALL", get(profiles, "wall"), out, st, top);
+	/* A Go program's own profiles, read from its runtime */
+	if (get(profiles, "block"))
+		print_table("BLOCK (Go: where goroutines waited, by delay)", get(profiles, "block"), out, st,
+			    top);
+	if (get(profiles, "mutex"))
+		print_table("MUTEX (Go: contended locks, by delay)", get(profiles, "mutex"), out, st, top);
+	if (get(profiles, "threadcreate"))
+		print_table("THREADCREATE (Go: where threads were created)", get(profiles, "threadcreate"),
+			    out, st, top);
 	print_threads(doc, out, st);
 	print_goroutines(doc, out, st);
 	print_counters(doc, out, st);

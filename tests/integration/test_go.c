@@ -296,6 +296,72 @@ Test(go, heap_disabled_is_said_not_written)
 	cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(heap, "enabled")));
 	cJSON *reason = cJSON_GetObjectItem(heap, "reason");
 	cr_expect(reason && strstr(reason->valuestring, "disabled"), "no reason given");
+	cr_expect(!path_exists(g.out, "allocs.pprof"), "allocs.pprof written for a disabled heap profile");
+	/* neither SetBlockProfileRate nor SetMutexProfileFraction was called:
+	 * said so, and no empty profile written */
+	cJSON *go = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go");
+	static const char *const kinds[] = {"block", "mutex"};
+	for (int k = 0; k < 2; k++) {
+		char key[32], member[32];
+		snprintf(key, sizeof(key), "%s_profile", kinds[k]);
+		snprintf(member, sizeof(member), "%s.pprof", kinds[k]);
+		cJSON *o = cJSON_GetObjectItem(go, key);
+		cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(o, "enabled")), "%s not said off", key);
+		const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(o, "reason"));
+		cr_expect(why && strstr(why, "not enabled"), "%s: reason %s", key, why ? why : "(none)");
+		cr_expect(!path_exists(g.out, member), "%s written though profiling is off", member);
+	}
 	cJSON_Delete(m);
+	run_end(&g);
+}
+
+/* report, text and HTML, shows a Go program's block, mutex and
+ * threadcreate profiles: the fixture's blocking and contended call sites
+ * (main.blockEvents, main.mutexEvents) and where its threads were made. */
+Test(go, report_shows_contention_and_thread_creation, .timeout = 240)
+{
+	struct target_run g;
+	snapshot_fixture(&g, "DIAG_GO_FIXTURE");
+	struct tool_result r;
+	const char *text[] = {"report", "--top", "40", g.out, NULL};
+	tool_run_ok(&r, text);
+	const char *block = strstr(r.out, "BLOCK (Go");
+	const char *mutex = strstr(r.out, "MUTEX (Go");
+	const char *threads = strstr(r.out, "THREADCREATE (Go");
+	cr_expect(block && mutex && threads, "report lacks a Go table:\n%s", r.out);
+	cr_expect(block && strstr(block, "main.blockEvents"), "no blocking call site in the report");
+	cr_expect(mutex && strstr(mutex, "main.mutexEvents"), "no contended lock in the report");
+	cr_expect(threads && strstr(threads, "runtime.newm"), "no thread creation site in the report");
+	char html[400];
+	snprintf(html, sizeof(html), "%s/report.html", g.dir);
+	const char *h[] = {"report", "--html", html, g.out, NULL};
+	tool_run_ok(&r, h);
+	char *page = read_file(html, NULL);
+	cr_assert(page);
+	cr_expect(strstr(page, "main.blockEvents"), "the HTML report's data lacks the block profile");
+	free(page);
+	const char *chromium = NULL;
+	static const char *const names[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser"};
+	for (size_t i = 0; i < 2 && !chromium; i++)
+		if (access(names[i], X_OK) == 0)
+			chromium = names[i];
+	if (chromium) {
+		char cmd[2048], dom[400];
+		snprintf(dom, sizeof(dom), "%s/dom.html", g.dir);
+		snprintf(cmd, sizeof(cmd),
+			 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --no-first-run "
+			 "--disable-background-networking --disable-component-update --disable-sync "
+			 "--user-data-dir='%s/profile' --dump-dom 'file://%s' > '%s' 2>/dev/null",
+			 chromium, g.dir, html, dom);
+		cr_assert_eq(system(cmd), 0, "chromium --dump-dom failed");
+		char *d = read_file(dom, NULL);
+		cr_assert(d);
+		cr_expect(strstr(d, "data-rendered=\"1\""), "the script did not finish rendering");
+		cr_expect(!strstr(d, "data-errors=\"1\""), "the page reported script errors");
+		static const char *const ids[] = {"id=\"top-block\"", "id=\"top-mutex\"", "id=\"top-threadcreate\""};
+		for (int i = 0; i < 3; i++)
+			cr_expect(strstr(d, ids[i]), "no %s table in the rendered page", ids[i]);
+		free(d);
+	}
 	run_end(&g);
 }
