@@ -231,16 +231,21 @@ static double mono_ns(void)
 
 /* The runtime's cputicks are the TSC (RDTSC on amd64), which every
  * process reads alike: when it has not measured their rate yet, measure
- * it here as it would, against CLOCK_MONOTONIC (its nanotime), over 20 ms. */
+ * it here as it would, against CLOCK_MONOTONIC (its nanotime), over 20 ms,
+ * once per process (the rate is the machine's). */
 static double measure_ticks_per_second(void)
 {
+	static double measured;
+	if (measured > 0)
+		return measured;
 	double t0 = mono_ns();
 	uint64_t c0 = __rdtsc();
 	struct timespec pause = {0, 20 * 1000 * 1000};
 	nanosleep(&pause, NULL);
 	double t1 = mono_ns();
 	uint64_t c1 = __rdtsc();
-	return t1 > t0 ? (double)(c1 - c0) * 1e9 / (t1 - t0) : 0;
+	measured = t1 > t0 ? (double)(c1 - c0) * 1e9 / (t1 - t0) : 0;
+	return measured;
 }
 
 static double ticks_per_second(struct go_contention *c)

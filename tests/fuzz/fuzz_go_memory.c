@@ -2,9 +2,11 @@
  * fuzz_go_memory: symbolize/go's readers of a Go target's memory, which the
  * target controls: go_capture (allgs, allm, every g, its stack, its pprof
  * labels), go_capture_parked, the unwinder and the debug=2, debug=1 and
- * pprof writers on what was read, go_heap_capture (the bucket list) and
- * go_read_counters. They run in the tracer, during the hold; a hostile
- * g or bucket must cost neither a crash nor unbounded memory.
+ * pprof writers on what was read, the threadcreate profile of the Ms read,
+ * go_heap_capture (the bucket list), go_contention_capture (the block and
+ * mutex bucket lists) and go_read_counters. They run in the sandboxed Go
+ * worker, partly during the hold; a hostile g or bucket must cost neither
+ * a crash nor unbounded memory.
  *
  * The binary is real (FUZZ_GO_BASES, as fuzz_go_binary: its layouts and
  * .symtab addresses hold; the plain builds are used, since a stripped one
@@ -31,6 +33,7 @@
 #include <sys/wait.h>
 
 #include "symbolize/go/goheap.h"
+#include "symbolize/go/goprofiles.h"
 #include "symbolize/go/goroutines.h"
 
 enum { MAX_BASES = 8, MAX_RECORDS = 4096 };
@@ -128,6 +131,11 @@ static void record_seeds(const char *dir)
 		struct go_heap *h = NULL;
 		if (go_heap_supported(t) && go_heap_capture(t, recording_read, NULL, &h) == 0)
 			go_heap_free(h);
+		for (int k = 0; k < 2; k++) {
+			struct go_contention *c = NULL;
+			if (go_contention_capture(t, (enum go_contention_kind)k, recording_read, NULL, &c) == 0)
+				go_contention_free(c);
+		}
 		go_read_counters(t, recording_read, NULL, NULL, NULL);
 		fclose(record_out);
 		kill(pid, SIGKILL);
@@ -174,6 +182,20 @@ static int count_sample(void *ctx, const struct go_sample *s)
 	return 0;
 }
 
+static int count_threads(void *ctx, const struct go_threadcreate_sample *smp)
+{
+	FUZZ_CHECK(smp->count > 0 && (smp->nlocs == 0 || smp->locs));
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
+static int count_contention(void *ctx, const struct go_contention_record *r)
+{
+	FUZZ_CHECK(r->nlocs == 0 || r->locs);
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
 static int count_record(void *ctx, const struct go_heap_record *r)
 {
 	(void)r;
@@ -216,6 +238,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fclose(null);
 		size_t samples = 0;
 		FUZZ_CHECK(go_snapshot_foreach_sample(s, count_sample, &samples) <= 0);
+		size_t tc = 0;
+		FUZZ_CHECK(go_snapshot_foreach_threadcreate(s, count_threads, &tc) <= 0);
 		go_snapshot_free(s);
 	} else {
 		FUZZ_CHECK(s == NULL);
@@ -228,6 +252,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			size_t n = 0;
 			FUZZ_CHECK(go_heap_foreach_record(h, count_record, &n) <= 0);
 			go_heap_free(h);
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		struct go_contention *c = NULL;
+		r = go_contention_capture(t, (enum go_contention_kind)k, fake_read, &m, &c);
+		FUZZ_CHECK(r <= 0);
+		if (r == 0) {
+			struct go_contention_info info;
+			go_contention_info(c, &info);
+			size_t n = 0;
+			FUZZ_CHECK(go_contention_foreach(c, count_contention, &n) <= 0);
+			FUZZ_CHECK(n == info.buckets);
+			go_contention_free(c);
 		}
 	}
 	int64_t goroutines, live;
