@@ -195,10 +195,11 @@ static uint64_t find_allm(const struct go_target *t, struct reader *r, const uin
 
 enum { FUNC_MAX = 64 << 10 }; /* the functions above are a few hundred bytes */
 
-/* The link-time address the first MOV (or MOVZX, with zero_extend) of
- * function fn loads from, when that is RIP-relative; 0 if fn is absent or
- * has no such load. */
-static uint64_t first_rip_load(const struct go_target *t, csh cs, const char *fn, bool zero_extend)
+/* The link-time address the first MOV (or MOVZX, with zero_extend; or
+ * LEA, with lea) of function fn loads from, when that is RIP-relative; 0
+ * if fn is absent or has no such load. */
+static uint64_t first_rip_ref(const struct go_target *t, csh cs, const char *fn, bool zero_extend,
+			      bool lea)
 {
 	uint64_t entry, end;
 	if (!go_func_by_name(t, fn, &entry, &end) || end - entry > FUNC_MAX)
@@ -212,7 +213,8 @@ static uint64_t first_rip_load(const struct go_target *t, csh cs, const char *fn
 	size_t size = (size_t)(end - entry);
 	uint64_t pc = entry, found = 0;
 	while (!found && cs_disasm_iter(cs, &code, &size, &pc, insn)) {
-		bool load = insn->id == X86_INS_MOV || (zero_extend && insn->id == X86_INS_MOVZX);
+		bool load = lea ? insn->id == X86_INS_LEA
+				: insn->id == X86_INS_MOV || (zero_extend && insn->id == X86_INS_MOVZX);
 		if (!load || !insn->detail || insn->detail->x86.op_count != 2)
 			continue;
 		const cs_x86_op *src = &insn->detail->x86.operands[1];
@@ -223,9 +225,15 @@ static uint64_t first_rip_load(const struct go_target *t, csh cs, const char *fn
 	return found;
 }
 
+static uint64_t first_rip_load(const struct go_target *t, csh cs, const char *fn, bool zero_extend)
+{
+	return first_rip_ref(t, cs, fn, zero_extend, false);
+}
+
 struct heap_globals {
 	uint64_t mbuckets, mprofcycle, memprofilerate;
 	uint64_t fing; /* fingStatus, or fingRunning before 1.20; not needed for the heap */
+	uint64_t gccontroller; /* the timeline's live heap; not needed for the profile */
 };
 
 static bool heap_globals_scan(const struct go_target *t, struct heap_globals *ret)
@@ -239,6 +247,9 @@ static bool heap_globals_scan(const struct go_target *t, struct heap_globals *re
 	ret->mprofcycle = first_rip_load(t, cs, "runtime.mProf_Flush", false);
 	ret->memprofilerate = first_rip_load(t, cs, "runtime.allocmcache", false);
 	ret->fing = first_rip_load(t, cs, "runtime.isSystemGoroutine", true);
+	/* gcTrigger.test's gcController.heapLive.Load() >= trigger: its only
+	 * address taken (LEA) is &gcController, 1.19-1.27 */
+	ret->gccontroller = first_rip_ref(t, cs, "runtime.gcTrigger.test", false, true);
 	cs_close(&cs);
 	return ret->mbuckets && ret->mprofcycle && ret->memprofilerate;
 }
@@ -247,14 +258,17 @@ void go_heap_globals_from_code(struct go_target *t)
 {
 	struct heap_globals h;
 	bool have_fing = t->sym_fingrunning || t->sym_fingstatus;
-	if (!have_fing && t->minor >= 19) {
+	if ((!have_fing || !t->sym_gccontroller) && t->minor >= 19) {
 		/* Without it the finalizer goroutine is taken as idle: hidden
 		 * from the dump even while it runs a finalizer. */
 		heap_globals_scan(t, &h);
-		if (t->minor == 19)
+		if (!have_fing && t->minor == 19)
 			t->sym_fingrunning = h.fing;
-		else
+		else if (!have_fing)
 			t->sym_fingstatus = h.fing;
+		/* and the timeline's live heap (heapLive, from the layout) */
+		if (!t->sym_gccontroller)
+			t->sym_gccontroller = h.gccontroller;
 	}
 	if (t->sym_mbuckets || t->sym_mprofcycle || t->sym_mprof || t->sym_memprofilerate) {
 		t->heap_globals_source = "symtab";
@@ -347,9 +361,10 @@ int go_target_check_heap_globals(const struct go_target *t, char *why, size_t si
 	struct heap_globals h;
 	heap_globals_scan(t, &h);
 	uint64_t fing = t->minor == 19 ? t->sym_fingrunning : t->sym_fingstatus;
-	if (h.fing != fing) {
-		snprintf(why, size, "go1.%d: finalizer state %#llx (symtab %#llx)", t->minor,
-			 (unsigned long long)h.fing, (unsigned long long)fing);
+	if (h.fing != fing || h.gccontroller != t->sym_gccontroller) {
+		snprintf(why, size, "go1.%d: finalizer state %#llx (symtab %#llx), gcController %#llx (%#llx)",
+			 t->minor, (unsigned long long)h.fing, (unsigned long long)fing,
+			 (unsigned long long)h.gccontroller, (unsigned long long)t->sym_gccontroller);
 		return 0;
 	}
 	if (h.mbuckets != t->sym_mbuckets || h.mprofcycle != t->sym_mprofcycle ||

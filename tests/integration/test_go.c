@@ -237,9 +237,11 @@ Test(go, worker_crash_while_writing_loses_only_goroutines)
 	go_worker_crash_at("o");
 }
 
-Test(go, timeline_counts_goroutines)
+/* The timeline's goroutine and live-heap counters, of a plain and of a
+ * stripped build (runtime.gcController found from the code there). */
+static void timeline_counts(const char *var)
 {
-	const char *argv[] = {fixture("DIAG_GO_FIXTURE"), NULL};
+	const char *argv[] = {fixture(var), NULL};
 	struct target_run g;
 	run_begin(&g, argv, "pid", "b");
 	struct tool_result r;
@@ -249,11 +251,24 @@ Test(go, timeline_counts_goroutines)
 	cr_assert(tl);
 	const char *gc = strstr(tl, "\"goroutines\":");
 	cr_assert(gc, "no goroutines counter");
-	cr_expect_gt(atol(gc + 13), 10, "goroutines counter %ld", atol(gc + 13));
+	cr_expect_gt(atol(gc + 13), 10, "%s: goroutines counter %ld", var, atol(gc + 13));
+	const char *heap = strstr(tl, "\"heap_live_bytes\":");
+	cr_expect(heap && atol(strchr(heap, ':') + 1) > 0, "%s: no live heap in the timeline: %.300s", var,
+		  tl);
 	free(tl);
 	expect_member_has(g.out, "goroutine.txt", "goroutine 1 [",
 			  "final snapshot has no goroutines");
 	run_end(&g);
+}
+
+Test(go, timeline_counts_goroutines)
+{
+	timeline_counts("DIAG_GO_FIXTURE");
+}
+
+Test(go, timeline_counts_goroutines_stripped)
+{
+	timeline_counts("DIAG_GO_FIXTURE_STRIPPED");
 }
 
 Test(go, heap_profile_like_go)
