@@ -29,6 +29,7 @@ struct go_session {
 	bool listable;
 	cJSON *describe;  /* the manifest's target.go, as the worker gave it */
 	bool armed;
+	bool held;        /* the last armed capture held the threads: the worker read them */
 	int capture_lost; /* the worker was lost during the last capture: why */
 };
 
@@ -115,14 +116,19 @@ static void while_held(void *ctx, const struct process_capture *pc)
 	uint8_t *reply;
 	size_t len;
 	/* The statuses of the reply are the worker's to report in the
-	 * manifest (GO_REQ_WRITE); here only whether it was lost. */
-	g->capture_lost = call(g, GO_REQ_HELD, &m, &reply, &len, HELD_TIMEOUT_MS);
+	 * manifest (GO_REQ_WRITE); here only whether it was lost. Only the
+	 * worker armed for it: a new one would parse the binary in the pause. */
+	g->capture_lost = m.failed ? -ENOMEM
+				   : interp_go_call_running(g->interp, GO_REQ_HELD, &m, &reply, &len,
+							    HELD_TIMEOUT_MS);
+	free(m.p);
+	g->held = true;
 	free(reply);
 }
 
 void go_session_released(struct go_session *g)
 {
-	if (!g || !g->armed || g->capture_lost)
+	if (!g || !g->armed || !g->held || g->capture_lost)
 		return;
 	struct byte_buf m = {0};
 	body_start(g, &m);
@@ -141,12 +147,22 @@ void go_session_arm(struct go_session *g, struct attach_options *opts)
 	body_start(g, &m);
 	uint8_t *reply;
 	size_t len;
-	/* The worker faults in the heap the capture will fill: a lost worker
-	 * here is restarted by the capture's own request. */
-	call(g, GO_REQ_ARM, &m, &reply, &len, LONG_TIMEOUT_MS);
+	/* The worker faults in the heap the capture will fill. A worker lost
+	 * here is asked once more (the new one parses the binary now, not
+	 * inside the pause); lost again, the capture holds nothing for Go. */
+	int r = call(g, GO_REQ_ARM, &m, &reply, &len, LONG_TIMEOUT_MS);
 	free(reply);
+	if (r < 0 && r != -ENOMEM) {
+		struct byte_buf again = {0};
+		body_start(g, &again);
+		r = call(g, GO_REQ_ARM, &again, &reply, &len, LONG_TIMEOUT_MS);
+		free(reply);
+	}
 	g->armed = true;
-	g->capture_lost = 0;
+	g->held = false;
+	g->capture_lost = r < 0 ? r : 0;
+	if (r < 0)
+		return;
 	opts->while_held = while_held;
 	opts->while_held_ctx = g;
 }
@@ -156,13 +172,18 @@ static void describe_lost(struct go_session *g, cJSON *manifest_go, int why)
 {
 	if (!manifest_go)
 		return;
-	cJSON_DeleteItemFromObject(manifest_go, "goroutine_capture");
+	/* nothing of this capture's profiles either */
+	static const char *const said[] = {"goroutine_capture", "heap_profile", "block_profile",
+					   "mutex_profile"};
+	for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++)
+		cJSON_DeleteItemFromObject(manifest_go, said[i]);
 	cJSON *o = cJSON_AddObjectToObject(manifest_go, "goroutine_capture");
 	char text[160];
 	snprintf(text, sizeof(text), "Go interpretation worker lost (%s): no goroutines",
 		 strerror(-why));
 	cJSON_AddStringToObject(o, "error", text);
-	g->capture_lost = 0;
+	/* capture_lost stays set until the next capture is armed: the dumps
+	 * that follow ask no new worker for what this one lost. */
 }
 
 static int write_member(struct bundle *b, const char *prefix, const char *name,
@@ -180,6 +201,17 @@ int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 		return 0;
 	if (g->capture_lost) {
 		describe_lost(g, manifest_go, g->capture_lost);
+		return 0;
+	}
+	/* The capture failed before it held the threads: the worker's
+	 * goroutines are an earlier capture's, never to be shown as this
+	 * one's. */
+	if (!g->held) {
+		if (manifest_go) {
+			cJSON_DeleteItemFromObject(manifest_go, "goroutine_capture");
+			cJSON *o = cJSON_AddObjectToObject(manifest_go, "goroutine_capture");
+			cJSON_AddStringToObject(o, "error", "the threads were not held: no goroutines read");
+		}
 		return 0;
 	}
 	struct byte_buf m = {0};
@@ -201,36 +233,62 @@ int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 		describe_lost(g, manifest_go, r);
 		return 0;
 	}
-	struct cursor c = {.p = reply, .len = len};
-	size_t jlen;
-	const char *json = take_bytes(&c, 1 << 20, &jlen);
-	if (!c.bad && manifest_go)
-		r = go_json_copy(manifest_go, json, jlen);
-	/* The members the worker wrote, each named: only these names, each
-	 * once (the worker may be confused; the bundle's names are ours). */
+	/* The whole reply is checked before anything of it is kept: the
+	 * manifest's fields, then the members, each a name of ours, once. */
 	static const char *const members[] = {"goroutine.txt", "goroutine.labels.txt", "goroutine.pprof",
 					      "threadcreate.pprof", "heap.pprof", "allocs.pprof",
 					      "block.pprof", "mutex.pprof"};
 	enum { NMEMBERS = sizeof(members) / sizeof(members[0]) };
-	bool written[NMEMBERS] = {false};
-	while (r >= 0 && !c.bad && c.off < c.len) {
+	struct {
+		const char *bytes;
+		size_t len;
+		bool there;
+	} got[NMEMBERS] = {{0}};
+	struct cursor c = {.p = reply, .len = len};
+	size_t jlen;
+	const char *json = take_bytes(&c, 1 << 20, &jlen);
+	while (!c.bad && c.off < c.len) {
 		size_t nlen, blen;
 		const char *name = take_bytes(&c, 64, &nlen);
 		const char *bytes = take_bytes(&c, c.len, &blen);
 		size_t i = 0;
 		while (!c.bad && i < NMEMBERS && (strlen(members[i]) != nlen || memcmp(members[i], name, nlen)))
 			i++;
-		if (c.bad || i == NMEMBERS || written[i]) {
+		if (c.bad || i == NMEMBERS || got[i].there) {
 			c.bad = true;
 			break;
 		}
-		written[i] = true;
-		r = write_member(b, prefix, members[i], bytes, blen);
+		got[i].bytes = bytes;
+		got[i].len = blen;
+		got[i].there = true;
 	}
-	if (r >= 0 && c.bad)
+	cJSON *fields = cJSON_CreateObject();
+	int jr = !fields ? -ENOMEM : c.bad ? -EBADMSG : go_json_copy(fields, json, jlen);
+	if (jr == -ENOMEM) {
+		cJSON_Delete(fields);
+		free(reply);
+		return jr;
+	}
+	if (jr < 0) {
+		/* Nonsense from the worker: none of it is kept, the worker is
+		 * stopped (a new one answers the next request), the loss said. */
+		cJSON_Delete(fields);
+		free(reply);
+		interp_go_done(g->interp);
 		describe_lost(g, manifest_go, -EBADMSG);
+		return 0;
+	}
+	while (manifest_go && fields->child) {
+		cJSON *it = cJSON_DetachItemViaPointer(fields, fields->child);
+		cJSON_DeleteItemFromObject(manifest_go, it->string);
+		cJSON_AddItemToObject(manifest_go, it->string, it); /* copies the key first */
+	}
+	for (size_t i = 0; i < NMEMBERS && r >= 0; i++)
+		if (got[i].there)
+			r = write_member(b, prefix, members[i], got[i].bytes, got[i].len);
+	cJSON_Delete(fields);
 	free(reply);
-	return r == -EBADMSG ? 0 : r;
+	return r;
 }
 
 /* One line of the worker's dump, escaped for the terminal but for its
@@ -247,7 +305,7 @@ static void print_escaped_line(FILE *f, char *line)
 
 long go_session_print(struct go_session *g, FILE *f)
 {
-	if (!g || !g->listable || !g->armed || g->capture_lost)
+	if (!g || !g->listable || !g->armed || !g->held || g->capture_lost)
 		return 0;
 	struct byte_buf m = {0};
 	body_start(g, &m);
@@ -279,7 +337,7 @@ long go_session_print(struct go_session *g, FILE *f)
 
 int go_session_json(struct go_session *g, cJSON *doc)
 {
-	if (!g || !g->listable || !g->armed || g->capture_lost)
+	if (!g || !g->listable || !g->armed || !g->held || g->capture_lost)
 		return 0;
 	struct byte_buf m = {0};
 	body_start(g, &m);

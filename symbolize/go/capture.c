@@ -502,7 +502,7 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 	s->stats.goroutines = s->ngs;
 
 	/* D: the Ms, for running goroutines and vDSO calls. Few, so serial. */
-	size_t nms = 0, mcap = 16;
+	size_t nms = 0, mcap = 16, cs_cap = 0;
 	ms = calloc(mcap, sizeof(*ms));
 	uint8_t *mb = malloc(L->m_read);
 	if (!ms || !mb) {
@@ -523,12 +523,17 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 		/* the threadcreate profile: each M's creation stack, as
 		 * runtime.ThreadCreateProfile copies it (allm order) */
 		if (L->m_createstack >= 0 && nms < MAX_CREATESTACKS) {
-			uint64_t *cs = realloc(s->createstacks, (s->ncreatestacks + 1) * 8 * GO_CREATESTACK);
-			if (cs) {
-				s->createstacks = cs;
-				memcpy(cs + s->ncreatestacks++ * GO_CREATESTACK, mb + L->m_createstack,
-				       8 * GO_CREATESTACK);
+			if (s->ncreatestacks == cs_cap) {
+				size_t ncap = cs_cap ? 2 * cs_cap : 16;
+				uint64_t *cs = realloc(s->createstacks, ncap * 8 * GO_CREATESTACK);
+				if (cs) {
+					s->createstacks = cs;
+					cs_cap = ncap;
+				}
 			}
+			if (s->ncreatestacks < cs_cap)
+				memcpy(s->createstacks + s->ncreatestacks++ * GO_CREATESTACK,
+				       mb + L->m_createstack, 8 * GO_CREATESTACK);
 		}
 		ms[nms++] = (struct mrec){m, go_u64(mb + L->m_procid), go_u64(mb + L->m_curg),
 					  L->m_vdsosp >= 0 ? go_u64(mb + L->m_vdsosp) : 0,

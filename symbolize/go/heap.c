@@ -531,7 +531,10 @@ static int build_locs(struct go_heap *h)
 			if (hide) {
 				for (size_t k = 0; k < b->nstk; k++) {
 					const char *name = func_for_pc(t, tmp[k]);
-					if (name && has_prefix(name, "runtime."))
+					/* 1.24 on hides internal/runtime/... (the
+					 * maps, atomics) the same way */
+					if (name && (has_prefix(name, "runtime.") ||
+						     (t->minor >= 24 && has_prefix(name, "internal/runtime/"))))
 						continue;
 					skip = k;
 					break;

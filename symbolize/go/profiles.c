@@ -20,6 +20,9 @@
 
 #define MAX_BUCKETS 100000u
 #define MAX_NSTK 1024u
+/* All the stacks' PCs together: real programs have a few thousand; a
+ * forged list is cut here (truncated), not at 100,000 x 1024. */
+#define MAX_PCS (1u << 20)
 #define BLOCK_RECORD 16 /* blockRecord: count float64, cycles int64 */
 
 /* ---- threadcreate ---- */
@@ -153,14 +156,18 @@ int go_contention_capture(struct go_target *t, enum go_contention_kind kind, go_
 	const struct go_heap_layout *H = &t->HL;
 	uint64_t head = 0, ticks = 0;
 	int64_t rate = 0;
-	struct go_mem_range rg[3] = {
+	struct go_mem_range rg[2] = {
 		{(kind == GO_BLOCK_PROFILE ? t->sym_bbuckets : t->sym_xbuckets) + t->bias, &head, 8},
 		{(kind == GO_BLOCK_PROFILE ? t->sym_blockrate : t->sym_mutexrate) + t->bias, &rate, 8},
-		{t->sym_ticksval + t->bias, &ticks, 8},
 	};
-	int r = read(read_ctx, rg, t->sym_ticksval ? 3 : 2);
+	int r = read(read_ctx, rg, 2);
 	if (r < 0)
 		return r;
+	/* ticks.val apart: an address from the code that reads wrong costs
+	 * the runtime's rate (measured here instead), not the profile */
+	struct go_mem_range tr = {t->sym_ticksval + t->bias, &ticks, 8};
+	if (!t->sym_ticksval || read(read_ctx, &tr, 1) < 0)
+		ticks = 0;
 	if (!head && rate == 0)
 		return -ENODATA;
 	struct go_contention *c = calloc(1, sizeof(*c));
@@ -178,10 +185,22 @@ int go_contention_capture(struct go_target *t, enum go_contention_kind kind, go_
 		go_contention_free(c);
 		return -ENOMEM;
 	}
+	/* Brent's cycle check: a forged allnext loop ends at once */
+	uint64_t saved = head;
+	size_t power = 1, lam = 0;
 	for (uint64_t a = head; a;) {
-		if (c->nb == MAX_BUCKETS) {
+		if (c->nb == MAX_BUCKETS || c->npcs > MAX_PCS) {
 			c->truncated = true;
 			break;
+		}
+		if (c->nb && a == saved) {
+			c->truncated = true;
+			break;
+		}
+		if (++lam == power) {
+			saved = a;
+			power *= 2;
+			lam = 0;
 		}
 		struct go_mem_range h = {a, buf, hdr};
 		uint64_t nstk = 0;

@@ -193,7 +193,9 @@ static int member_offset(Dwarf_Die *s, const char *path)
 				continue;
 			Dwarf_Attribute a;
 			Dwarf_Word off;
-			if (!dwarf_attr(&child, DW_AT_data_member_location, &a) || dwarf_formudata(&a, &off) != 0)
+			/* a forged offset: no runtime struct is 64 KiB */
+			if (!dwarf_attr(&child, DW_AT_data_member_location, &a) || dwarf_formudata(&a, &off) != 0 ||
+			    off > 65536 || total > 65536)
 				return -1;
 			total += (int)off;
 			found = true;
@@ -263,9 +265,21 @@ static bool read_dwarf_layout(struct go_target *t)
 		H->cyc_frees = member_offset(c, "frees");
 		H->cyc_alloc_bytes = member_offset(c, "alloc_bytes");
 		H->cyc_free_bytes = member_offset(c, "free_bytes");
-		t->have_heap_layout = H->bucket_size > 0 && H->b_allnext >= 0 && H->b_size >= 0 && H->b_nstk >= 0 &&
-				      H->mr_active >= 0 && H->mr_future >= 0 && H->cyc_size > 0 &&
-				      H->cyc_allocs >= 0 && H->cyc_frees >= 0;
+		/* The binary's DWARF is the target's to forge: every field must
+		 * lie inside its struct, and the structs be of a sane size
+		 * (readers copy bucket_size bytes and index into them). */
+#define INSIDE(off, size) ((off) >= 0 && (off) + 8 <= (size))
+#define INSIDE_OR_ABSENT(off, size) ((off) == -1 || INSIDE(off, size))
+		t->have_heap_layout = H->bucket_size > 0 && H->bucket_size <= 4096 && H->cyc_size > 0 &&
+				      H->cyc_size <= 256 && INSIDE(H->b_allnext, H->bucket_size) &&
+				      INSIDE(H->b_size, H->bucket_size) && INSIDE(H->b_nstk, H->bucket_size) &&
+				      INSIDE_OR_ABSENT(H->b_typ, H->bucket_size) && H->mr_active >= 0 &&
+				      H->mr_active <= 4096 && H->mr_future >= 0 && H->mr_future <= 4096 &&
+				      INSIDE(H->cyc_allocs, H->cyc_size) && INSIDE(H->cyc_frees, H->cyc_size) &&
+				      INSIDE_OR_ABSENT(H->cyc_alloc_bytes, H->cyc_size) &&
+				      INSIDE_OR_ABSENT(H->cyc_free_bytes, H->cyc_size);
+#undef INSIDE
+#undef INSIDE_OR_ABSENT
 	}
 	bool ok = false;
 	if (have[S_G] && have[S_M]) {
@@ -504,6 +518,9 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 	}
 	if (t->have_layout)
 		layout_sizes(&t->L);
+	/* every g and m read copies this much: a forged layout is refused */
+	if (t->have_layout && (t->L.g_read > 65536 || t->L.m_read > 65536))
+		t->have_layout = false;
 	if (!t->have_heap_layout && have_table) {
 		t->HL = heap_table;
 		t->have_heap_layout = true;

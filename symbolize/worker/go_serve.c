@@ -555,10 +555,12 @@ static int put_text(struct byte_buf *out, const char *name, struct go_snapshot *
 	FILE *f = open_memstream(&text, &len);
 	if (!f)
 		return -ENOMEM;
-	fn(snap, f);
-	if (fclose(f) != 0) {
-		free(text);
-		return -ENOMEM;
+	int r = fn(snap, f);
+	if (fclose(f) != 0 && r == 0)
+		r = -ENOMEM;
+	if (r < 0) {
+		free(text); /* never a member that looks whole and is not */
+		return r;
 	}
 	msg_string(out, name);
 	msg_bytes(out, text, len);
@@ -650,8 +652,11 @@ static void serve_dump_text(struct go_served *g, struct byte_buf *out)
 		go_snapshot_stats(g->snap, &stats);
 		FILE *f = open_memstream(&text, &len);
 		if (f) {
-			go_snapshot_write_debug2(g->snap, f);
-			fclose(f);
+			int r = go_snapshot_write_debug2(g->snap, f);
+			if (fclose(f) != 0 || r < 0) {
+				free(text);
+				text = NULL;
+			}
 		}
 	}
 	if (!text) {

@@ -1184,6 +1184,16 @@ int interp_go_call(struct interp *in, uint8_t kind, const struct byte_buf *body,
 	return round_trip(in, &in->go, kind, body, reply, reply_len, timeout_ms);
 }
 
+int interp_go_call_running(struct interp *in, uint8_t kind, const struct byte_buf *body, uint8_t **reply,
+			   size_t *reply_len, unsigned timeout_ms)
+{
+	*reply = NULL;
+	*reply_len = 0;
+	if (in->go.fd < 0)
+		return -ECHILD;
+	return interp_go_call(in, kind, body, reply, reply_len, timeout_ms);
+}
+
 void interp_go_done(struct interp *in)
 {
 	/* Waited for: it parsed one ELF header and holds little, and a

@@ -97,6 +97,12 @@ int interp_python(struct interp *in, const char *maps_text, size_t maps_len, boo
 int interp_go_call(struct interp *in, uint8_t kind, const struct byte_buf *body, uint8_t **reply,
 		   size_t *reply_len, unsigned timeout_ms);
 
+/* The same, but only to a worker already running (-ECHILD if there is
+ * none): for the requests made while every thread is held, which must not
+ * wait for a new worker to parse the binary. */
+int interp_go_call_running(struct interp *in, uint8_t kind, const struct byte_buf *body, uint8_t **reply,
+			   size_t *reply_len, unsigned timeout_ms);
+
 /* The target is not a Go program: the Go worker (if started) is stopped,
  * so that it costs nothing for the rest of the capture. Not a loss. */
 void interp_go_done(struct interp *in);
