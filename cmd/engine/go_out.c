@@ -303,15 +303,23 @@ static void print_escaped_line(FILE *f, char *line)
 	escape_text_put(line, f);
 }
 
-long go_session_print(struct go_session *g, FILE *f)
+/* A dump's request about the last armed capture: 0 and *reply, or -1
+ * when that capture read no goroutines (none to list, lost, not held) or
+ * the worker did not answer. */
+static int ask_about_capture(struct go_session *g, enum go_request kind, uint8_t **reply, size_t *len)
 {
 	if (!g || !g->listable || !g->armed || !g->held || g->capture_lost)
-		return 0;
+		return -1;
 	struct byte_buf m = {0};
 	body_start(g, &m);
+	return call(g, kind, &m, reply, len, LONG_TIMEOUT_MS) < 0 ? -1 : 0;
+}
+
+long go_session_print(struct go_session *g, FILE *f)
+{
 	uint8_t *reply;
 	size_t len;
-	if (call(g, GO_REQ_DUMP_TEXT, &m, &reply, &len, LONG_TIMEOUT_MS) < 0)
+	if (ask_about_capture(g, GO_REQ_DUMP_TEXT, &reply, &len) < 0)
 		return 0;
 	struct cursor c = {.p = reply, .len = len};
 	uint64_t shown = take_u64(&c), hidden = take_u64(&c);
@@ -337,13 +345,9 @@ long go_session_print(struct go_session *g, FILE *f)
 
 int go_session_json(struct go_session *g, cJSON *doc)
 {
-	if (!g || !g->listable || !g->armed || !g->held || g->capture_lost)
-		return 0;
-	struct byte_buf m = {0};
-	body_start(g, &m);
 	uint8_t *reply;
 	size_t len;
-	if (call(g, GO_REQ_DUMP_JSON, &m, &reply, &len, LONG_TIMEOUT_MS) < 0)
+	if (ask_about_capture(g, GO_REQ_DUMP_JSON, &reply, &len) < 0)
 		return 0;
 	struct cursor c = {.p = reply, .len = len};
 	size_t jlen;

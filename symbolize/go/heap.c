@@ -18,6 +18,7 @@
  */
 #include "goheap.h"
 #include "internal.h"
+#include "symbolize/arrays.h"
 
 #include <errno.h>
 #include <math.h>
@@ -132,21 +133,6 @@ static const uint8_t *win_get(struct win *w, uint64_t addr, size_t len)
 	return NULL;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 256;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 static int64_t field(const uint8_t *p, int off)
 {
 	return off >= 0 ? (int64_t)go_u64(p + off) : 0;
@@ -255,8 +241,8 @@ int go_heap_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, st
 			h->stats.truncated = true;
 			break;
 		}
-		if (grow((void **)&h->b, &h->cap_b, h->nb + 1, sizeof(*h->b)) < 0 ||
-		    grow((void **)&h->pcs, &h->cap_pcs, h->npcs + nstk, sizeof(*h->pcs)) < 0) {
+		if (array_reserve(&h->b, &h->cap_b, h->nb + 1, sizeof(*h->b), 256) < 0 ||
+		    array_reserve(&h->pcs, &h->cap_pcs, h->npcs + nstk, sizeof(*h->pcs), 256) < 0) {
 			r = -ENOMEM;
 			free(w.buf);
 			goto fail;
@@ -326,7 +312,7 @@ void go_heap_free(struct go_heap *h)
 /* A bucket's counts are the target's to write: a value no real program
  * reaches must saturate, not overflow (undefined in C). NaN (0/0 of a
  * hostile bucket) is 0. */
-static int64_t clamp_to_int64(double v)
+int64_t go_clamp_to_int64(double v)
 {
 	if (v != v)
 		return 0;
@@ -352,8 +338,8 @@ void go_heap_scale(int64_t count, int64_t size, int64_t rate, int64_t *ret_count
 	 * truncation below that can, rarely, move a value by one. */
 	double avg = (double)size / (double)count;
 	double scale = 1 / (1 - exp(-avg / (double)rate));
-	*ret_count = clamp_to_int64((double)count * scale);
-	*ret_size = clamp_to_int64((double)size * scale);
+	*ret_count = go_clamp_to_int64((double)count * scale);
+	*ret_size = go_clamp_to_int64((double)size * scale);
 }
 
 /* ---- stacks to Locations (runtime/pprof, go1.19) ---- */
@@ -517,7 +503,7 @@ static int build_locs(struct go_heap *h)
 		const uint64_t *pcs = b->nstk ? h->pcs + b->stk_off : NULL;
 		for (size_t k = 0; k < b->nstk; k++)
 			tmp[k] = pcs[k] - t->bias;
-		if (grow((void **)&h->locs, &cap, h->nlocs + b->nstk + 1000, sizeof(*h->locs)) < 0) {
+		if (array_reserve(&h->locs, &cap, h->nlocs + b->nstk + 1000, sizeof(*h->locs), 256) < 0) {
 			r = -ENOMEM;
 			goto out;
 		}

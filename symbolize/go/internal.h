@@ -224,6 +224,10 @@ struct go_snapshot {
  * out, which has room for n + 1000. Returns how many. heap.c. */
 size_t go_pprof_locations(const struct go_target *t, const uint64_t *stk, size_t n, uint64_t *out);
 
+/* A double read from the target (a count, a scaled value) as int64,
+ * saturating where C's conversion would be undefined; NaN is 0. heap.c. */
+int64_t go_clamp_to_int64(double v);
+
 /* little-endian readers */
 static inline uint64_t go_u64(const void *p)
 {

@@ -10,6 +10,7 @@
  */
 #include "goprofiles.h"
 #include "internal.h"
+#include "symbolize/arrays.h"
 
 #include <errno.h>
 #include <math.h>
@@ -123,21 +124,6 @@ bool go_contention_supported(const struct go_target *t, enum go_contention_kind 
 	return t->have_heap_layout && list && rate;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 void go_contention_free(struct go_contention *c)
 {
 	if (!c)
@@ -220,8 +206,8 @@ int go_contention_capture(struct go_target *t, enum go_contention_kind kind, go_
 			c->truncated = true;
 			break;
 		}
-		if (grow((void **)&c->b, &c->cap_b, c->nb + 1, sizeof(*c->b)) < 0 ||
-		    grow((void **)&c->pcs, &c->cap_pcs, c->npcs + nstk + 1, sizeof(*c->pcs)) < 0) {
+		if (array_reserve(&c->b, &c->cap_b, c->nb + 1, sizeof(*c->b), 64) < 0 ||
+		    array_reserve(&c->pcs, &c->cap_pcs, c->npcs + nstk + 1, sizeof(*c->pcs), 64) < 0) {
 			free(buf);
 			go_contention_free(c);
 			return -ENOMEM;
@@ -285,19 +271,6 @@ void go_contention_info(struct go_contention *c, struct go_contention_info *ret)
 	};
 }
 
-/* A double of the target's to int64 as Go's conversion would give for
- * any sane value, saturating (C's is undefined out of range). */
-static int64_t to_int64(double v)
-{
-	if (v != v)
-		return 0;
-	if (v >= 9223372036854775807.0)
-		return INT64_MAX;
-	if (v <= -9223372036854775808.0)
-		return INT64_MIN;
-	return (int64_t)v;
-}
-
 static int build_locs(struct go_contention *c)
 {
 	uint64_t *link = malloc((MAX_NSTK + 1) * sizeof(*link));
@@ -308,7 +281,7 @@ static int build_locs(struct go_contention *c)
 		struct cbucket *b = &c->b[i];
 		for (size_t k = 0; k < b->nstk; k++)
 			link[k] = c->pcs[b->stk_off + k] - c->t->bias;
-		if (grow((void **)&c->locs, &cap, c->nlocs + b->nstk + 1000, sizeof(*c->locs)) < 0) {
+		if (array_reserve(&c->locs, &cap, c->nlocs + b->nstk + 1000, sizeof(*c->locs), 64) < 0) {
 			free(link);
 			return -ENOMEM;
 		}
@@ -342,15 +315,15 @@ int go_contention_foreach(struct go_contention *c, go_contention_fn cb, void *ct
 	double scale = c->kind == GO_MUTEX_PROFILE && c->t->minor < 20 ? (double)c->rate : 1;
 	for (size_t i = 0; i < c->nb; i++) {
 		const struct cbucket *b = &c->b[i];
-		int64_t count = to_int64(b->count);
+		int64_t count = go_clamp_to_int64(b->count);
 		/* BlockProfile: "Prevent callers from having to worry about
 		 * division by zero errors" */
 		if (c->kind == GO_BLOCK_PROFILE && count == 0)
 			count = 1;
 		double ns = ghz > 0 ? (double)b->cycles / ghz : 0;
 		struct go_contention_record rec = {
-			.contentions = to_int64((double)count * scale),
-			.delay_ns = to_int64(ns * scale),
+			.contentions = go_clamp_to_int64((double)count * scale),
+			.delay_ns = go_clamp_to_int64(ns * scale),
 			.locs = b->nlocs ? c->locs + b->loc_off : NULL,
 			.nlocs = b->nlocs,
 		};

@@ -302,19 +302,28 @@ static uint64_t location_for_go(struct pprof_ctx *c, uint64_t addr)
 	return profile_builder_add_location(c->pb, addr, mapping_for(c, addr), lines, nl);
 }
 
+/* The Location ids of the first max of locs, into ids: their count, or
+ * -ENOMEM (said in c->error too, for the fill's caller). */
+static int location_ids(struct pprof_ctx *c, const uint64_t *locs, size_t n, uint64_t *ids, size_t max)
+{
+	size_t nids = 0;
+	for (size_t i = 0; i < n && nids < max; i++) {
+		uint64_t id = location_for_go(c, locs[i]);
+		if (!id)
+			return c->error = -ENOMEM;
+		ids[nids++] = id;
+	}
+	return (int)nids;
+}
+
 static int add_go_sample(void *ctx, const struct go_sample *s)
 {
 	struct pprof_ctx *c = ctx;
 	uint64_t ids[512];
-	size_t nids = 0;
-	for (size_t i = 0; i < s->nlocs && nids < 512; i++) {
-		uint64_t id = location_for_go(c, s->locs[i]);
-		if (!id) {
-			c->error = -ENOMEM;
-			return 1;
-		}
-		ids[nids++] = id;
-	}
+	int got = location_ids(c, s->locs, s->nlocs, ids, sizeof(ids) / sizeof(ids[0]));
+	if (got < 0)
+		return 1;
+	size_t nids = (size_t)got;
 	struct profile_label labels[MAX_GO_LABELS];
 	size_t nl = 0;
 	for (size_t i = 0; i < s->nlabels && nl < MAX_GO_LABELS; i++)
@@ -331,15 +340,10 @@ static int add_heap_record(void *ctx, const struct go_heap_record *rec)
 {
 	struct pprof_ctx *c = ctx;
 	uint64_t ids[1024];
-	size_t nids = 0;
-	for (size_t i = 0; i < rec->nlocs && nids < 1024; i++) {
-		uint64_t id = location_for_go(c, rec->locs[i]);
-		if (!id) {
-			c->error = -ENOMEM;
-			return 1;
-		}
-		ids[nids++] = id;
-	}
+	int got = location_ids(c, rec->locs, rec->nlocs, ids, sizeof(ids) / sizeof(ids[0]));
+	if (got < 0)
+		return 1;
+	size_t nids = (size_t)got;
 	int64_t values[4] = {rec->alloc_objects, rec->alloc_space, rec->inuse_objects,
 			     rec->inuse_space};
 	struct profile_label label = {.key = "bytes", .num = rec->block_size};
@@ -462,15 +466,10 @@ static int add_threadcreate(void *ctx, const struct go_threadcreate_sample *smp)
 {
 	struct pprof_ctx *c = ctx;
 	uint64_t ids[1100]; /* a createstack (32 PCs) and its inlined frames */
-	size_t nids = 0;
-	for (size_t i = 0; i < smp->nlocs && nids < sizeof(ids) / sizeof(ids[0]); i++) {
-		uint64_t id = location_for_go(c, smp->locs[i]);
-		if (!id) {
-			c->error = -ENOMEM;
-			return 1;
-		}
-		ids[nids++] = id;
-	}
+	int got = location_ids(c, smp->locs, smp->nlocs, ids, sizeof(ids) / sizeof(ids[0]));
+	if (got < 0)
+		return 1;
+	size_t nids = (size_t)got;
 	if (profile_builder_add_sample(c->pb, ids, nids, &smp->count, NULL, 0) < 0) {
 		c->error = -ENOMEM;
 		return 1;
@@ -488,15 +487,10 @@ static int add_contention(void *ctx, const struct go_contention_record *rec)
 {
 	struct pprof_ctx *c = ctx;
 	uint64_t ids[2048];
-	size_t nids = 0;
-	for (size_t i = 0; i < rec->nlocs && nids < 2048; i++) {
-		uint64_t id = location_for_go(c, rec->locs[i]);
-		if (!id) {
-			c->error = -ENOMEM;
-			return 1;
-		}
-		ids[nids++] = id;
-	}
+	int got = location_ids(c, rec->locs, rec->nlocs, ids, sizeof(ids) / sizeof(ids[0]));
+	if (got < 0)
+		return 1;
+	size_t nids = (size_t)got;
 	int64_t values[2] = {rec->contentions, rec->delay_ns};
 	if (profile_builder_add_sample(c->pb, ids, nids, values, NULL, 0) < 0) {
 		c->error = -ENOMEM;
