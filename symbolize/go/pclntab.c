@@ -109,7 +109,9 @@ int go_pclntab_init(struct go_target *t)
 	    !sub_table(t, pc, pl, &t->pctab, &t->pctab_len) ||
 	    !sub_table(t, pl, t->pcln_len, &t->ftab, &t->ftab_len))
 		return -EINVAL;
-	if (t->nfunc == 0 || (t->nfunc + 1) * 8 > t->ftab_len)
+	/* (nfunc + 1) * 8 > ftab_len, without the multiplication: a forged
+	 * nfunc near 2^61 wrapped it and the loop below read past the file */
+	if (t->nfunc == 0 || t->nfunc >= t->ftab_len / 8)
 		return -EINVAL;
 
 	/* funcIDs are renumbered between releases: learn the ones we need by
