@@ -1,6 +1,6 @@
 /* On-CPU samples from cpu-clock perf events, and switch-out samples from
- * context-switches events, one ring buffer per CPU (perf.h says why that
- * layout). */
+ * the sched_switch tracepoint (or context-switches events), one ring
+ * buffer per CPU (perf.h says why that layout). */
 #include "attach/perf.h"
 
 #include <dirent.h>
@@ -35,6 +35,20 @@
  * 64-bit process (perf_reg_validate), so bits 12-15 stay clear. */
 #define REGS_MASK (((1ull << 24) - 1) & ~(0xfull << 12))
 #define NREGS 20
+
+/* Where the kernel lists the sched_switch tracepoint's id: tracefs, or
+ * its older place under debugfs (which mounts it on first access, as
+ * perf's lookup does). */
+static const char *const SCHED_SWITCH_ID_PATHS[] = {
+	"/sys/kernel/tracing/events/sched/sched_switch/id",
+	"/sys/kernel/debug/tracing/events/sched/sched_switch/id",
+};
+
+/* Going to sleep: prev_state has TASK_INTERRUPTIBLE (S) or
+ * TASK_UNINTERRUPTIBLE (D). A preempted thread's is TASK_REPORT_MAX
+ * (0x100) or 0, so the filter drops every preemption in the kernel,
+ * before anything is copied. */
+#define SLEEPS_ONLY_FILTER "prev_state & 3"
 
 struct ring {
 	int fd;                 /* the event whose buffer this is; -1: none yet */
@@ -179,14 +193,70 @@ static int open_into_ring(struct perf_sampler *ps, struct perf_event_attr *a, pi
 	return fd;
 }
 
-/* The switch-out event of tid on cpu, its id remembered. A kernel that
- * refuses it on the first thread turns switch-out samples off (counted:
+/* Close fd, the event open_into_ring kept last, when it is not the one
+ * whose ring the CPU's others write into. */
+static void close_last_fd(struct perf_sampler *ps, int fd)
+{
+	for (int cpu = 0; cpu < ps->ncpus; cpu++)
+		if (ps->rings[cpu].fd == fd)
+			return;
+	if (ps->nfds && ps->fds[ps->nfds - 1] == fd)
+		ps->nfds--;
+	close(fd);
+}
+
+/* The sched_switch tracepoint's id, or -errno (no tracefs, not root). */
+static long sched_switch_id(void)
+{
+	int err = -ENOENT;
+	for (size_t i = 0; i < sizeof(SCHED_SWITCH_ID_PATHS) / sizeof(SCHED_SWITCH_ID_PATHS[0]); i++) {
+		FILE *f = fopen(SCHED_SWITCH_ID_PATHS[i], "re");
+		if (!f) {
+			err = -errno;
+			continue;
+		}
+		long id = -1;
+		int n = fscanf(f, "%ld", &id);
+		fclose(f);
+		if (n == 1 && id >= 0)
+			return id;
+		err = -EINVAL;
+	}
+	return err;
+}
+
+/* The switch-out event: sched_switch going to sleep when the kernel lets
+ * us filter it, else every context switch (perf.h says what that costs). */
+static void switch_attr_for(struct perf_sampler *ps, bool sleeps_only)
+{
+	struct perf_event_attr *w = &ps->switch_attr;
+	long id = sleeps_only ? sched_switch_id() : -1;
+	ps->stats.switch_sleeps_only = id >= 0;
+	w->type = id >= 0 ? PERF_TYPE_TRACEPOINT : PERF_TYPE_SOFTWARE;
+	w->config = id >= 0 ? (uint64_t)id : PERF_COUNT_SW_CONTEXT_SWITCHES;
+}
+
+/* The switch-out event of tid on cpu, filtered to sleeps if it is the
+ * tracepoint, its id remembered. A kernel that refuses the tracepoint or
+ * its filter on the first thread gets the context-switches event; one
+ * that refuses that as well turns switch-out samples off (counted:
  * switch_refused) rather than the whole sampler. */
 static int open_switch_event(struct perf_sampler *ps, pid_t tid, int cpu)
 {
+	bool first = ps->followed.n == 0 && ps->switch_ids.n == 0;
 	int fd = open_into_ring(ps, &ps->switch_attr, tid, cpu);
+	if (fd >= 0 && ps->stats.switch_sleeps_only &&
+	    ioctl(fd, PERF_EVENT_IOC_SET_FILTER, SLEEPS_ONLY_FILTER) < 0) {
+		int err = -errno;
+		close_last_fd(ps, fd);
+		fd = err;
+	}
+	if (fd < 0 && first && ps->stats.switch_sleeps_only && fd != -ENOMEM && fd != -ESRCH) {
+		switch_attr_for(ps, false);
+		fd = open_into_ring(ps, &ps->switch_attr, tid, cpu);
+	}
 	if (fd < 0) {
-		if (ps->followed.n == 0 && fd != -ENOMEM && fd != -ESRCH) {
+		if (first && fd != -ENOMEM && fd != -ESRCH) {
 			ps->opt.switch_freq = 0;
 			ps->stats.switch_refused = -fd;
 			return 0;
@@ -335,7 +405,7 @@ int perf_sampler_open(pid_t pid, const struct perf_sampler_options *o, struct pe
 	 * the cpu-clock events only. */
 	struct perf_event_attr *w = &ps->switch_attr;
 	*w = *a;
-	w->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	switch_attr_for(ps, true);
 	w->sample_type &= ~(uint64_t)PERF_SAMPLE_CALLCHAIN;
 	w->freq = 1;
 	w->sample_freq = o->switch_freq;

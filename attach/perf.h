@@ -9,11 +9,21 @@
  * time asks for, wherever that time went (user code or the kernel).
  *
  * With switch_freq, a second event per (thread, CPU) samples the thread
- * when it leaves the CPU (PERF_COUNT_SW_CONTEXT_SWITCHES): its user
- * registers and stack at that moment, which stay its registers and stack
- * until it runs again. That is a wall-clock sample taken without stopping
- * anyone. Both kinds share the rings; PERF_SAMPLE_IDENTIFIER tells them
- * apart (an inherited event reports its parent's id).
+ * when it goes to sleep: its user registers and stack at that moment,
+ * which stay its registers and stack until it runs again. That is a
+ * wall-clock sample taken without stopping anyone. The event is the
+ * sched_switch tracepoint with a filter on prev_state (S or D), which
+ * needs its id from tracefs (root): a preempted thread is not sampled.
+ * That matters to the target: a switch-out sample is copied in the
+ * scheduler, before the thread that preempted runs, and on a saturated
+ * box every wakeup of a target thread preempts another one. Sampling
+ * preemptions too (the context-switches event, used when the tracepoint
+ * is not to be had) left a 1 ms ticker in the target late at its p99
+ * 1.25x unprofiled, 1.09x with the filter, with perf record itself as
+ * the sampler (bench/RESULTS.md). A preempted thread's place is its
+ * latest cpu-clock sample. Both kinds share the rings;
+ * PERF_SAMPLE_IDENTIFIER tells them apart (an inherited event reports its
+ * parent's id; the kernel applies the parent's filter to it).
  *
  * Layout, as perf record does it: one event per (thread, CPU), all the
  * events of one CPU writing into that CPU's one ring buffer
@@ -53,8 +63,9 @@ struct perf_sampler_options {
 	uint64_t period_ns;   /* CPU time between two samples of a thread */
 	size_t stack_bytes;   /* user stack copied per sample (<= PERF_STACK_BYTES_MAX) */
 	bool kernel_frames;   /* also the kernel call chain (sampling kernel time does not depend on it) */
-	/* Also sample threads as they leave a CPU (they block, or are
-	 * preempted): a context-switches event in frequency mode, at most
+	/* Also sample threads as they leave a CPU (they go to sleep; with
+	 * the context-switches event, also when preempted), in frequency
+	 * mode, at most
 	 * about this many samples a second per (thread, CPU). The kernel sets
 	 * the period from the rate it sees: 1 (every switch-out) at first,
 	 * more for a chatty thread, which bounds what it costs the target
@@ -93,6 +104,9 @@ struct perf_sampler_stats {
 	uint64_t switch_samples;     /* switch-out samples */
 	uint64_t switch_lost, switch_throttled;
 	int switch_refused;          /* errno of a kernel that refused the switch event; 0 */
+	/* The switch event is sched_switch filtered to threads going to
+	 * sleep (S or D); false: context-switches, preemptions included. */
+	bool switch_sleeps_only;
 	uint64_t lost;               /* samples the kernel could not write (ring full) */
 	uint64_t throttled;          /* THROTTLE records */
 	uint64_t stacks_truncated;

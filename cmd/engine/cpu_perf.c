@@ -426,6 +426,10 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 		cJSON_AddNumberToObject(w, "unwound", (double)cp->switch_unwound);
 		if (st.switch_refused)
 			cJSON_AddStringToObject(w, "refused", strerror(st.switch_refused));
+		else
+			cJSON_AddStringToObject(w, "event", st.switch_sleeps_only
+								   ? "sched:sched_switch, going to sleep"
+								   : "context-switches");
 	}
 	cJSON_AddNumberToObject(o, "samples_without_user_context", (double)cp->kernel_only);
 	cJSON_AddNumberToObject(o, "samples_without_user_frames", (double)cp->user_unwound_empty);

@@ -22,7 +22,7 @@
 
 enum moment_kind {
 	MOMENT_CPU = 0,     /* a cpu-clock sample: it was running there */
-	MOMENT_SWITCH_OUT,  /* it left the CPU there (blocked or preempted) */
+	MOMENT_SWITCH_OUT,  /* it left the CPU there (to sleep; or preempted: perf.h) */
 	/* Stopped once while asleep there, for its registers in full (its
 	 * stack read from /proc had not unwound): a sleep, as a switch-out's */
 	MOMENT_STOPPED_ASLEEP,

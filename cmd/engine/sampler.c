@@ -1323,6 +1323,11 @@ int sampler_run(struct capture_session *s)
 			r = sample_tick(&sp);
 			if (!sp.perf)
 				note_target_cpu(&sp);
+			/* The tick drained the rings: no drain of its own before
+			 * PERF_DRAIN_EVERY_NS more (each is a wakeup of ours, and
+			 * of the worker, that a target thread may wait behind). */
+			if (sp.wall_perf)
+				next_drain = monotonic_ns() + PERF_DRAIN_EVERY_NS;
 			/* A tick that stops no one costs the target only the CPU we
 			 * take (ours and the unwinding worker's); waiting for a CPU
 			 * on a busy machine is no cost to it, and must not thin the

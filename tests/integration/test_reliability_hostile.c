@@ -186,8 +186,10 @@ static struct run tool(pid_t pid, const char *out, const char *const *args, int 
 {
 	char pidbuf[16], errp[320], outp[320];
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
-	snprintf(errp, sizeof(errp), "%s.stderr", out);
-	snprintf(outp, sizeof(outp), "%s.stdout", out);
+	/* Our output paths are short: a cut one would write elsewhere. */
+	if (snprintf(errp, sizeof(errp), "%s.stderr", out) >= (int)sizeof(errp) ||
+	    snprintf(outp, sizeof(outp), "%s.stdout", out) >= (int)sizeof(outp))
+		cr_assert_fail("output path too long: %s", out);
 	close(open(errp, O_CREAT | O_WRONLY | O_TRUNC, 0600));
 	close(open(outp, O_CREAT | O_WRONLY | O_TRUNC, 0600));
 	const char *argv[48];

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -76,6 +77,41 @@ static const char *root_of(const struct kind *k)
  * that keeps one, so each thread found asleep so, in a call where a stop
  * is harmless, is stopped once for its registers: fp asks its stacks to
  * reach the thread's root, and allows those stops. */
+/* Whether this process can read the sched_switch tracepoint's id, which
+ * the tool needs to sample only threads going to sleep (attach/perf.h). */
+static bool tracepoint_readable(void)
+{
+	return access("/sys/kernel/tracing/events/sched/sched_switch/id", R_OK) == 0 ||
+	       access("/sys/kernel/debug/tracing/events/sched/sched_switch/id", R_OK) == 0;
+}
+
+/* tracefs out of this test's sight (and its children's), as on a box
+ * where it is not mounted and debugfs is not there: an empty tmpfs over
+ * both places, in a mount namespace of the test's own (criterion runs
+ * each test in a process of its own). */
+static void hide_tracefs(void)
+{
+	cr_assert_eq(unshare(CLONE_NEWNS), 0, "unshare: %s", strerror(errno));
+	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0, "mount: %s",
+		     strerror(errno));
+	const char *places[] = {"/sys/kernel/tracing", "/sys/kernel/debug"};
+	for (size_t i = 0; i < 2; i++)
+		if (access(places[i], F_OK) == 0)
+			cr_assert_eq(mount("none", places[i], "tmpfs", 0, NULL), 0, "mount %s: %s",
+				     places[i], strerror(errno));
+	cr_assert(!tracepoint_readable(), "tracefs still in sight");
+}
+
+/* The switch-out event the manifest names. */
+static const char *switch_event(const cJSON *m)
+{
+	const cJSON *o = cJSON_GetObjectItem(m, "capture");
+	const char *path[] = {"cpu", "perf", "switch_out", "event"};
+	for (size_t i = 0; i < 4 && o; i++)
+		o = cJSON_GetObjectItem(o, path[i]);
+	return cJSON_IsString(o) ? o->valuestring : "none";
+}
+
 static void wall_truth_run(const char *target, bool fp)
 {
 	pid_t l[2];
@@ -99,6 +135,13 @@ static void wall_truth_run(const char *target, bool fp)
 	const cJSON *we = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "wall_engine");
 	cr_assert(cJSON_IsString(we) && strcmp(we->valuestring, "perf") == 0, "wall engine %s",
 		  cJSON_IsString(we) ? we->valuestring : "none");
+	/* Sleeps only where the tracepoint can be had; every switch-out
+	 * (preemptions too) where it cannot. The figures below hold for
+	 * both. */
+	const char *want_event = tracepoint_readable() ? "sched:sched_switch, going to sleep"
+						       : "context-switches";
+	cr_expect_str_eq(switch_event(m), want_event);
+	fprintf(stderr, "%s: switch-out event %s\n", target, switch_event(m));
 	/* No tick stopped anyone but for registers: the other stop is the
 	 * final snapshot's. Without frame pointers /proc's registers do. */
 	const cJSON *wall_o = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "wall");
@@ -233,6 +276,15 @@ Test(wall_truth, every_thread_at_every_tick_without_stops_loaded, .timeout = 120
 Test(wall_truth, frame_pointer_code_unwinds_whole_loaded, .timeout = 120)
 {
 	wall_truth_run("wall_mix_fp", true);
+}
+
+/* Without tracefs the tool falls back to the context-switches event,
+ * which samples preemptions as well: every thread is still accounted,
+ * with the same shares. */
+Test(wall_truth, every_thread_without_tracefs_loaded, .timeout = 120)
+{
+	hide_tracefs();
+	wall_truth_run("wall_mix", false);
 }
 
 static void snapshot_of(pid_t pid, const char *out, bool no_interrupt)
