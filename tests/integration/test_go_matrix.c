@@ -212,6 +212,27 @@ static void contention_matches(struct target_run *g, const char *v, const char *
 	cr_expect_str_eq(pprof_str(ours, ours->sample_type[1]->unit), "nanoseconds");
 	static struct keyed a[512], b[512];
 	size_t na = keyed_samples(ours, a, 512), nb = keyed_samples(theirs, b, 512);
+	/* The fixture's events wait 3 x 5 ms (main.go), whatever any clock
+	 * says. The runtime converts CPU ticks with a rate it measures once
+	 * (runtime.ticksPerSecond); on these VMs that rate was once measured
+	 * some 700,000x too high, and the program's own profile said 21 ns
+	 * for the 15.6 ms we reported (CI of 1de18fb, Go 1.25 under ASan).
+	 * A program that puts its own events under 10 ms is no reference for
+	 * delays: ours are held to the waits themselves instead. */
+	int64_t our_wait = 0, their_wait = 0;
+	for (size_t i = 0; i < na; i++)
+		our_wait += strstr(a[i].key, events_fn) ? a[i].v[1] : 0;
+	for (size_t i = 0; i < nb; i++)
+		their_wait += strstr(b[i].key, events_fn) ? b[i].v[1] : 0;
+	bool their_clock_sane = their_wait >= 10000000;
+	if (!their_clock_sane) {
+		cr_log_warn("Go %s%s %s: the program's own profile puts its 3 x 5 ms of waits at %lld ns "
+			    "(its tick rate is off); ours: %lld ns\n",
+			    v, kind, name, (long long)their_wait, (long long)our_wait);
+		cr_expect(our_wait >= 14000000 && our_wait <= 1000000000,
+			  "Go %s%s %s: %lld ns of waits through %s, the fixture waits 3 x 5 ms", v, kind,
+			  name, (long long)our_wait, events_fn);
+	}
 	bool events = false;
 	for (size_t i = 0; i < na; i++) {
 		events |= strstr(a[i].key, events_fn) != NULL;
@@ -227,7 +248,7 @@ static void contention_matches(struct target_run *g, const char *v, const char *
 		cr_expect_eq(a[i].v[0], t->v[0], "Go %s%s %s: %lld contentions at %s, the program says %lld", v,
 			     kind, name, (long long)a[i].v[0], a[i].key, (long long)t->v[0]);
 		double d = (double)a[i].v[1] - (double)t->v[1];
-		cr_expect(d * d <= 1e-4 * (double)t->v[1] * (double)t->v[1] + 4,
+		cr_expect(!their_clock_sane || d * d <= 1e-4 * (double)t->v[1] * (double)t->v[1] + 4,
 			  "Go %s%s %s: delay %lld ns at %s, the program says %lld", v, kind, name,
 			  (long long)a[i].v[1], a[i].key, (long long)t->v[1]);
 	}
