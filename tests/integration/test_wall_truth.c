@@ -71,12 +71,6 @@ static const char *root_of(const struct kind *k)
 	return strcmp(k->function, "main") == 0 ? "__libc_start_call_main" : "start_thread";
 }
 
-/* wall_mix (or wall_mix_fp, built with frame pointers) sampled 5 s at
- * 99 Hz with both cores loaded. With frame pointers a stack read from
- * /proc (SP, PC, argument registers: no rbp) stops at the first frame
- * that keeps one, so each thread found asleep so, in a call where a stop
- * is harmless, is stopped once for its registers: fp asks its stacks to
- * reach the thread's root, and allows those stops. */
 /* Whether this process can read the sched_switch tracepoint's id, which
  * the tool needs to sample only threads going to sleep (attach/perf.h). */
 static bool tracepoint_readable(void)
@@ -112,6 +106,12 @@ static const char *switch_event(const cJSON *m)
 	return cJSON_IsString(o) ? o->valuestring : "none";
 }
 
+/* wall_mix (or wall_mix_fp, built with frame pointers) sampled 5 s at
+ * 99 Hz with both cores loaded. With frame pointers a stack read from
+ * /proc (SP, PC, argument registers: no rbp) stops at the first frame
+ * that keeps one, so each thread found asleep so, in a call where a stop
+ * is harmless, is stopped once for its registers: fp asks its stacks to
+ * reach the thread's root, and allows those stops. */
 static void wall_truth_run(const char *target, bool fp)
 {
 	pid_t l[2];
