@@ -2,6 +2,7 @@
  * the sched_switch tracepoint (or context-switches events), one ring
  * buffer per CPU (perf.h says why that layout). */
 #include "attach/perf.h"
+#include "attach/attach.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -205,24 +206,19 @@ static void close_last_fd(struct perf_sampler *ps, int fd)
 	close(fd);
 }
 
-/* The sched_switch tracepoint's id, or -errno (no tracefs, not root). */
+/* The sched_switch tracepoint's id, or -ENOENT (no tracefs, not root). */
 static long sched_switch_id(void)
 {
-	int err = -ENOENT;
 	for (size_t i = 0; i < sizeof(SCHED_SWITCH_ID_PATHS) / sizeof(SCHED_SWITCH_ID_PATHS[0]); i++) {
-		FILE *f = fopen(SCHED_SWITCH_ID_PATHS[i], "re");
-		if (!f) {
-			err = -errno;
+		char buf[32], *end;
+		if (attach_read_small_file_at(AT_FDCWD, SCHED_SWITCH_ID_PATHS[i], buf, sizeof(buf)) == 0)
 			continue;
-		}
-		long id = -1;
-		int n = fscanf(f, "%ld", &id);
-		fclose(f);
-		if (n == 1 && id >= 0)
+		errno = 0;
+		long id = strtol(buf, &end, 10);
+		if (errno == 0 && end != buf && id >= 0)
 			return id;
-		err = -EINVAL;
 	}
-	return err;
+	return -ENOENT;
 }
 
 /* The switch-out event: sched_switch going to sleep when the kernel lets
@@ -234,6 +230,11 @@ static void switch_attr_for(struct perf_sampler *ps, bool sleeps_only)
 	ps->stats.switch_sleeps_only = id >= 0;
 	w->type = id >= 0 ? PERF_TYPE_TRACEPOINT : PERF_TYPE_SOFTWARE;
 	w->config = id >= 0 ? (uint64_t)id : PERF_COUNT_SW_CONTEXT_SWITCHES;
+}
+
+static bool refused_by_kernel(int err)
+{
+	return err != -ENOMEM && err != -ESRCH; /* not: out of memory, thread gone */
 }
 
 /* The switch-out event of tid on cpu, filtered to sleeps if it is the
@@ -251,12 +252,12 @@ static int open_switch_event(struct perf_sampler *ps, pid_t tid, int cpu)
 		close_last_fd(ps, fd);
 		fd = err;
 	}
-	if (fd < 0 && first && ps->stats.switch_sleeps_only && fd != -ENOMEM && fd != -ESRCH) {
+	if (fd < 0 && first && ps->stats.switch_sleeps_only && refused_by_kernel(fd)) {
 		switch_attr_for(ps, false);
 		fd = open_into_ring(ps, &ps->switch_attr, tid, cpu);
 	}
 	if (fd < 0) {
-		if (first && fd != -ENOMEM && fd != -ESRCH) {
+		if (first && refused_by_kernel(fd)) {
 			ps->opt.switch_freq = 0;
 			ps->stats.switch_refused = -fd;
 			return 0;
