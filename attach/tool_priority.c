@@ -9,10 +9,17 @@
 
 /* Ten levels lower, a 1 ms ticker in the target was late at its p99
  * 1.15x-1.76x unprofiled over 12-round runs (perf record: 1.04x-1.10x),
- * against 1.7x-3.5x for SCHED_BATCH alone (bench/RESULTS.md, "The ticker
- * on a quiet box, found"). A long EEVDF slice did as well at the p99, but
- * its lag credit, given back when we woke, left target threads waiting
- * 6-20 ms now and then. */
+ * against 1.7x-3.5x at the tool's own level (bench/RESULTS.md, "The
+ * ticker on a quiet box, found"). A long EEVDF slice did as well at the
+ * p99, but its lag credit, given back when we woke, left target threads
+ * waiting 6-20 ms now and then.
+ *
+ * The policy stays SCHED_OTHER. SCHED_BATCH was tried: the ticker did no
+ * better when the tool shared the target's session. From a session (autogroup) of
+ * its own, as an operator's shell is beside a service, the ticker's p99
+ * went from 1.12x (SCHED_OTHER) to 1.40x, pooled from 1.26x to 2.61x:
+ * the ticker's wakeups no longer preempted our running threads
+ * (bench/RESULTS.md, "SCHED_BATCH across groups"). */
 #define GENTLE_STEPS 10
 
 /* The nice level the tool started with (the user's, if it ran under
@@ -65,7 +72,7 @@ int tool_priority_yield(pid_t who, bool keep_pace)
 	int nice = base_nice;
 	if (!keep_pace && gentle_allowed)
 		nice = base_nice + GENTLE_STEPS > 19 ? 19 : base_nice + GENTLE_STEPS;
-	return set_fair(who, SCHED_BATCH, nice);
+	return set_fair(who, SCHED_OTHER, nice);
 }
 
 int tool_priority_normal(pid_t who)

@@ -8,13 +8,15 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* SCHED_BATCH: a wakeup of ours preempts no one. Gently (keep_pace
- * false), 10 nice levels lower as well: EEVDF picks the eligible task with
- * the earliest virtual deadline, and a low weight puts ours late (its slice
- * counts about 9x in virtual time), so a target thread that woke in the
- * same timer interrupt as our tick runs first. The same weight is a small
- * share of a saturated CPU, so a sampler that falls behind asks to keep
- * pace (the nice level the tool started with) until it is on time again.
+/* Gently (keep_pace false): 10 nice levels lower. EEVDF picks the
+ * eligible task with the earliest virtual deadline, and a low weight puts
+ * ours late (its slice counts about 9x in virtual time), so a target thread
+ * that woke in the same timer interrupt as our tick runs first. The same
+ * weight is a small share of a saturated CPU, so a sampler that falls
+ * behind asks to keep pace (the nice level the tool started with) until it
+ * is on time again. The policy is SCHED_OTHER either way: a SCHED_BATCH
+ * thread in another scheduling group than the target (another session
+ * or cgroup) was not preempted by the target's wakeups (tool_priority.c).
  * A process that could not come back from the lower level (no
  * CAP_SYS_NICE, RLIMIT_NICE too low) is never put there: gently is then
  * the same as keep_pace. */

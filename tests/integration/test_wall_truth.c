@@ -412,23 +412,26 @@ static size_t tool_and_workers(pid_t tool, pid_t *ours, size_t max)
 }
 
 /* While a capture stops no one, the tool and its workers yield to the
- * target (attach/tool_priority.h): SCHED_BATCH, and 10 nice levels down
- * once 20 ticks in a row were on time (we run as root at nice 0, so can
- * come back), so a target thread that wakes with them runs first. What
- * that is worth is a timing, measured by bench/run (figure 1+2: the 1 ms
- * ticker's p99); this checks the kernel holds what we asked for, polled
- * through a 5 s capture. A tool that never missed a tick must have been
- * seen gentle; one kept busy by other tests may not have been. */
+ * target (attach/tool_priority.h): 10 nice levels down once 20 ticks in a
+ * row were on time (we run as root at nice 0, so can come back), so a
+ * target thread that wakes with them runs first, and SCHED_OTHER
+ * throughout: a SCHED_BATCH thread of ours in another session than the
+ * target was not preempted by the target's wakeups. What that is worth is
+ * a timing, measured by bench/run (figure 1+2: the 1 ms ticker's p99, in
+ * the target's session and in one of the tool's own); this checks the
+ * kernel holds what we asked for, polled through a 5 s capture. A tool
+ * that never missed a tick must have been seen gentle; one kept busy by
+ * other tests may not have been. */
 Test(wall_truth, tool_and_workers_yield_to_the_target_while_sampling, .timeout = 60)
 {
 	const char *argv[] = {target_path("eintr_counter"), NULL};
 	struct target t = target_start(argv, "ready");
 	struct capture c;
 	capture_start(&c, t.pid, "5", "99");
-	bool batch_seen = false, gentle_seen = false, bad = false;
+	bool all_seen = false, gentle_seen = false, bad = false;
 	char why[200] = "";
 	uint64_t until = now_ms() + 4000;
-	while (now_ms() < until && !(batch_seen && gentle_seen)) {
+	while (now_ms() < until && !(all_seen && gentle_seen)) {
 		sleep_ms(50);
 		pid_t ours[8];
 		size_t n = tool_and_workers(c.tool, ours, 8);
@@ -437,16 +440,18 @@ Test(wall_truth, tool_and_workers_yield_to_the_target_while_sampling, .timeout =
 		int policy[3], nice[3];
 		for (size_t i = 0; i < n; i++)
 			sched_of(ours[i], &policy[i], &nice[i]);
-		bool all_batch = true, all_gentle = true;
+		bool all_gentle = true;
 		for (size_t i = 0; i < n; i++) {
-			all_batch &= policy[i] == SCHED_BATCH;
-			all_gentle &= policy[i] == SCHED_BATCH && nice[i] == 10;
-			if (policy[i] == SCHED_BATCH && nice[i] != 0 && nice[i] != 10 && !bad) {
+			all_gentle &= policy[i] == SCHED_OTHER && nice[i] == 10;
+			if (policy[i] < 0)
+				continue; /* gone between the listing and the read */
+			if ((policy[i] != SCHED_OTHER || (nice[i] != 0 && nice[i] != 10)) && !bad) {
 				bad = true;
-				snprintf(why, sizeof(why), "pid %d at nice %d", (int)ours[i], nice[i]);
+				snprintf(why, sizeof(why), "pid %d with policy %d at nice %d", (int)ours[i],
+					 policy[i], nice[i]);
 			}
 		}
-		batch_seen |= all_batch;
+		all_seen = true;
 		gentle_seen |= all_gentle;
 	}
 	free(capture_finish(&c, 5000 + END_SLACK_MS));
@@ -454,8 +459,8 @@ Test(wall_truth, tool_and_workers_yield_to_the_target_while_sampling, .timeout =
 	double missed = number_at(m, "capture", "missed_ticks");
 	double kept = number_at(m, "capture", "times_kept_pace");
 	cJSON_Delete(m);
-	cr_expect(!bad, "%s: neither the level we started at nor 10 below", why);
-	cr_expect(batch_seen, "the tool and its workers were never all SCHED_BATCH");
+	cr_expect(!bad, "%s: not SCHED_OTHER at the level we started at or 10 below", why);
+	cr_expect(all_seen, "the tool and its two workers were never seen together");
 	cr_expect(kept >= 0, "capture.times_kept_pace is missing");
 	cr_expect(gentle_seen || missed > 0, "never seen at nice 10, yet no tick was missed");
 	rm_rf(c.dir);
