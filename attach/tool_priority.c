@@ -15,11 +15,12 @@
  * waiting 6-20 ms now and then.
  *
  * The policy stays SCHED_OTHER. SCHED_BATCH was tried: the ticker did no
- * better when the tool shared the target's session. From a session (autogroup) of
- * its own, as an operator's shell is beside a service, the ticker's p99
- * went from 1.12x (SCHED_OTHER) to 1.40x, pooled from 1.26x to 2.61x:
- * the ticker's wakeups no longer preempted our running threads
- * (bench/RESULTS.md, "SCHED_BATCH across groups"). */
+ * better when the tool shared the target's session, and from a session
+ * (autogroup) of its own, as an operator's shell is beside a service, the
+ * ticker's p99 was 1.40x under SCHED_BATCH against 1.12x under
+ * SCHED_OTHER (pooled 2.61x against 1.26x): the ticker's wakeups did not
+ * preempt our running SCHED_BATCH threads (bench/RESULTS.md, "SCHED_BATCH
+ * across groups"). */
 #define GENTLE_STEPS 10
 
 /* The nice level the tool started with (the user's, if it ran under
@@ -56,12 +57,12 @@ static void read_base(void)
 	gentle_allowed = base_nice < 19 && can_raise_priority(base_nice);
 }
 
-/* The policy, then the nice level (per thread on Linux): sched_setscheduler
- * leaves nice as it is. */
-static int set_fair(pid_t who, int policy, int nice)
+/* SCHED_OTHER (whatever policy we were started with), then the nice level
+ * (per thread on Linux): sched_setscheduler leaves nice as it is. */
+static int set_other(pid_t who, int nice)
 {
 	struct sched_param p = {.sched_priority = 0};
-	if (sched_setscheduler(who, policy, &p) != 0)
+	if (sched_setscheduler(who, SCHED_OTHER, &p) != 0)
 		return -errno;
 	return setpriority(PRIO_PROCESS, (id_t)who, nice) == 0 ? 0 : -errno;
 }
@@ -72,11 +73,11 @@ int tool_priority_yield(pid_t who, bool keep_pace)
 	int nice = base_nice;
 	if (!keep_pace && gentle_allowed)
 		nice = base_nice + GENTLE_STEPS > 19 ? 19 : base_nice + GENTLE_STEPS;
-	return set_fair(who, SCHED_OTHER, nice);
+	return set_other(who, nice);
 }
 
 int tool_priority_normal(pid_t who)
 {
 	read_base();
-	return set_fair(who, SCHED_OTHER, base_nice);
+	return set_other(who, base_nice);
 }
