@@ -142,54 +142,29 @@ static int writev_all(int fd, struct iovec *iov, int n)
 	return 0;
 }
 
-/* Wait until fd has something to read, or the deadline (0: none) passes.
- * A poll for POLLIN, never a blocking read: a reader blocked in read(2)
- * on a unix socket is woken as well when its peer reads what it sent
- * (write space), and the worker, idle between requests, would run once
- * more at every tick for nothing. Each wake-up of ours is one a target
- * thread may have to wait behind. 0, -ETIMEDOUT or a negative errno. */
-static int wait_readable(int fd, uint64_t deadline_ns)
-{
-	for (;;) {
-		int timeout_ms = -1;
-		if (deadline_ns) {
-			uint64_t now = monotonic_ns();
-			if (now >= deadline_ns)
-				return -ETIMEDOUT;
-			timeout_ms = (int)((deadline_ns - now) / 1000000ull) + 1;
-		}
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		int r = poll(&pfd, 1, timeout_ms);
-		if (r > 0)
-			return 0;
-		if (r == 0)
-			return -ETIMEDOUT;
-		if (errno != EINTR)
-			return -errno;
-	}
-}
-
-/* Read exactly len bytes from the socket fd, giving up at the deadline
- * (0: none). What is already there is taken without waiting. */
+/* Read exactly len bytes, giving up at the deadline (0: none). */
 static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ns)
 {
 	uint8_t *p = buf;
 	while (len) {
-		ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
-		if (n == 0)
-			return -EPIPE;
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
+		if (deadline_ns) {
+			uint64_t now = monotonic_ns();
+			if (now >= deadline_ns)
+				return -ETIMEDOUT;
+			struct pollfd pfd = {.fd = fd, .events = POLLIN};
+			int r = poll(&pfd, 1, (int)((deadline_ns - now) / 1000000ull) + 1);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r == 0)
+				return -ETIMEDOUT;
 		}
-		if (errno == EINTR)
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
 			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return -errno;
-		int r = wait_readable(fd, deadline_ns);
-		if (r < 0)
-			return r;
+		if (n <= 0)
+			return n < 0 ? -errno : -EPIPE;
+		p += n;
+		len -= (size_t)n;
 	}
 	return 0;
 }
