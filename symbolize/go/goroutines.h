@@ -110,6 +110,11 @@ int go_target_check_layout_table(const struct go_target *t, char *why, size_t si
 /* One logical frame: a function, or a call inlined into it. */
 struct go_frame {
 	const char *function;  /* as the runtime prints it ("main.F[...]"); valid during the callback */
+	/* The full symbol name, shape arguments kept ("main.F[go.shape.int]"):
+	 * the Function name of runtime/pprof's profiles from 1.21 on
+	 * (runtime_FrameSymbolName); 1.19 and 1.20 store the printed form.
+	 * Owned by t. */
+	const char *symbol_name;
 	const char *file;      /* "?" if unknown; owned by t (valid until go_target_free) */
 	int line;              /* 0 if unknown */
 	int start_line;        /* line of the func keyword; 0 before Go 1.20 */

@@ -364,7 +364,11 @@ int go_target_symbolize_pc(const struct go_target *t, uint64_t addr, go_frame_fn
 			break;
 		const char *raw = go_funcname_off(t, ic.nameoff);
 		go_print_name(raw ? raw : "?", name, sizeof(name));
-		struct go_frame fr = {.function = name, .entry = f.entry + t->bias, .start_line = ic.start_line, .inlined = true};
+		struct go_frame fr = {.function = name,
+				      .symbol_name = raw ? raw : "?",
+				      .entry = f.entry + t->bias,
+				      .start_line = ic.start_line,
+				      .inlined = true};
 		fr.file = go_funcline(t, &f, tracepc, &fr.line);
 		fr.pprof_elided = ELIDED((int)ic.funcid);
 		last = ic.funcid;
@@ -374,8 +378,12 @@ int go_target_symbolize_pc(const struct go_target *t, uint64_t addr, go_frame_fn
 		n++;
 		tracepc = f.entry + (uint64_t)(int64_t)ic.parent_pc;
 	}
-	go_print_name(go_funcname(t, &f), name, sizeof(name));
-	struct go_frame fr = {.function = name, .entry = f.entry + t->bias, .start_line = f.start_line};
+	const char *raw = go_funcname(t, &f);
+	go_print_name(raw ? raw : "?", name, sizeof(name));
+	struct go_frame fr = {.function = name,
+			      .symbol_name = raw ? raw : "?",
+			      .entry = f.entry + t->bias,
+			      .start_line = f.start_line};
 	fr.file = go_funcline(t, &f, tracepc, &fr.line);
 	fr.pprof_elided = ELIDED((int)f.funcid);
 #undef ELIDED
