@@ -362,10 +362,12 @@ int go_target_symbolize_pc(const struct go_target *t, uint64_t addr, go_frame_fn
 		struct go_inl ic;
 		if (ix < 0 || !go_inltree_at(t, tree, ix, &ic))
 			break;
-		const char *raw = go_funcname_off(t, ic.nameoff);
-		go_print_name(raw ? raw : "?", name, sizeof(name));
+		const char *symbol = go_funcname_off(t, ic.nameoff);
+		if (!symbol)
+			symbol = "?";
+		go_print_name(symbol, name, sizeof(name));
 		struct go_frame fr = {.function = name,
-				      .symbol_name = raw ? raw : "?",
+				      .symbol_name = symbol,
 				      .entry = f.entry + t->bias,
 				      .start_line = ic.start_line,
 				      .inlined = true};
@@ -378,10 +380,10 @@ int go_target_symbolize_pc(const struct go_target *t, uint64_t addr, go_frame_fn
 		n++;
 		tracepc = f.entry + (uint64_t)(int64_t)ic.parent_pc;
 	}
-	const char *raw = go_funcname(t, &f);
-	go_print_name(raw ? raw : "?", name, sizeof(name));
+	const char *symbol = go_funcname(t, &f); /* "?" when unreadable */
+	go_print_name(symbol, name, sizeof(name));
 	struct go_frame fr = {.function = name,
-			      .symbol_name = raw ? raw : "?",
+			      .symbol_name = symbol,
 			      .entry = f.entry + t->bias,
 			      .start_line = f.start_line};
 	fr.file = go_funcline(t, &f, tracepc, &fr.line);
