@@ -401,8 +401,9 @@ static bool on_top_in_hot_spin(const char *const *names, int n)
  * copy starts at SP, so a sample taken in an epilogue after 'pop %rbp'
  * lost its caller's rbp, and about 1 % of them stopped short of _start
  * (at __libc_start_call_main); the tool now runs the epilogue's pops and
- * ret itself. A tail call's 'pop %rbp; jmp *%rax' is left to the CFI
- * (a few in ten thousand). */
+ * ret itself. A tail call's 'pop %rbp; jmp *%rax' (tuplestore's, 3-12 in
+ * 4000 samples) is unwound from its caller: the frame is torn down. What
+ * is left is allowed 2 in 4000 (0 seen in 10 runs). */
 static void expect_cpu_samples_reach_start(const char *dir, const char *pid)
 {
 	char out[400];
@@ -420,9 +421,9 @@ static void expect_cpu_samples_reach_start(const char *dir, const char *pid)
 	fprintf(stderr, "postgres busy backend, perf engine: %.0f of %.0f samples reach _start, "
 			"%.0f unwinds truncated\n", to_start, all, truncated);
 	cr_expect_gt(all, 1000, "only %.0f CPU samples in 4 s at 999 Hz", all);
-	cr_expect_geq(to_start, 0.998 * all, "%.0f of %.0f CPU samples stop short of _start",
+	cr_expect_geq(to_start, 0.9995 * all, "%.0f of %.0f CPU samples stop short of _start",
 		      all - to_start, all);
-	cr_expect_leq(truncated, 0.002 * all, "%.0f truncated unwinds in %.0f samples", truncated,
+	cr_expect_leq(truncated, 0.0005 * all, "%.0f truncated unwinds in %.0f samples", truncated,
 		      all);
 	cJSON_Delete(m);
 	rm_rf(out);

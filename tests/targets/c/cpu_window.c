@@ -19,12 +19,19 @@
  *                                in a loop (leaf_main -> leaf_loop -> leaf_step):
  *                                about one sample in eight lands on its ret,
  *                                after 'pop %rbp' (frame pointers kept)
+ *   cpu_window tail N BURN_MS    N threads calling tail_hop in a loop (tail_main
+ *                                -> tail_loop -> tail_hop), which ends in
+ *                                'pop %rbx; pop %rbp', a slow div and 'jmp *%r11'
+ *                                to tail_land, with GCC's CFI for it (rbp
+ *                                still "saved" below SP): most of its samples
+ *                                land after the pops
  *   cpu_window pipe 1 BURN_MS    one thread writes 64 KiB blocks into a pipe
  *                                (pipe_writer), another reads them (pipe_reader):
  *                                the time goes to the kernel's pipe paths
  *
  * Expected stacks: spin_units <- spin_heavy|spin_light <- spin_main <-
- * start_thread; duty_work <- duty_main; leaf_step <- leaf_loop <- leaf_main; __vdso_clock_gettime <-
+ * start_thread; duty_work <- duty_main; leaf_step <- leaf_loop <- leaf_main; tail_hop|tail_land <- tail_loop <-
+ * tail_main; __vdso_clock_gettime <-
  * clock_gettime <- clock_loop <- clock_main; write <- pipe_writer.
  */
 #include <poll.h>
@@ -181,6 +188,64 @@ NOINLINE void *leaf_main(void *arg)
 	return NULL;
 }
 
+/* The tail call postgres's tuplestore makes millions of times a second,
+ * written out so that no compiler flag changes it: a frame-pointer frame
+ * torn down by pops, then an indirect jump. The div between them is slow,
+ * so that timer interrupts land there (on it, or on the jmp after it). GCC's CFI for the jmp gives
+ * the CFA as rsp+8 but keeps rbx and rbp "saved" at CFA-24 and CFA-16,
+ * below SP, outside a stack copy that starts at SP (perf's). */
+NOINLINE unsigned long tail_land(unsigned long x);
+NOINLINE unsigned long tail_land(unsigned long x)
+{
+	return x ^ (x >> 7);
+}
+
+unsigned long tail_hop(unsigned long x);
+__asm__(".text\n"
+	".globl tail_hop\n"
+	".type tail_hop, @function\n"
+	"tail_hop:\n"
+	".cfi_startproc\n"
+	"	push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"	mov %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"	push %rbx\n"
+	".cfi_offset %rbx, -24\n"
+	"	imul $40503, %rdi, %rbx\n"
+	"	mov %rbx, %rdi\n"
+	"	lea tail_land(%rip), %r11\n"
+	"	pop %rbx\n"
+	"	pop %rbp\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"	mov %rdi, %rax\n"
+	"	xor %edx, %edx\n"
+	"	mov $7, %ecx\n"
+	"	div %rcx\n"
+	"	jmp *%r11\n"
+	".cfi_endproc\n"
+	".size tail_hop, .-tail_hop\n");
+
+NOINLINE void tail_loop(void);
+NOINLINE void tail_loop(void)
+{
+	unsigned long x = 1;
+	while (now_ns() < burn_until_ns)
+		for (int i = 0; i < 4096; i++)
+			x = tail_hop(x + (unsigned long)i);
+	sink = x;
+}
+
+NOINLINE void *tail_main(void *arg);
+NOINLINE void *tail_main(void *arg)
+{
+	(void)arg;
+	tail_loop();
+	report_self();
+	return NULL;
+}
+
 /* Both ends of the pipe, one thread each; the writer stops at the end of
  * the burst and its close ends the reader. */
 static char pipe_block[65536];
@@ -210,7 +275,7 @@ NOINLINE void *pipe_reader(void *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: cpu_window spin|duty|clock|leaf|pipe N BURN_MS\n");
+		fprintf(stderr, "usage: cpu_window spin|duty|clock|leaf|tail|pipe N BURN_MS\n");
 		return 2;
 	}
 	int n = atoi(argv[2]);
@@ -236,6 +301,7 @@ int main(int argc, char **argv)
 		void *(*fn)(void *) = strcmp(argv[1], "duty") == 0    ? duty_main
 				      : strcmp(argv[1], "clock") == 0 ? clock_main
 				      : strcmp(argv[1], "leaf") == 0  ? leaf_main
+				      : strcmp(argv[1], "tail") == 0  ? tail_main
 								      : spin_main;
 		for (int i = 0; i < n; i++)
 			pthread_create(&th[nth++], NULL, fn, NULL);
