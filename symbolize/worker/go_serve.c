@@ -241,9 +241,10 @@ static int collect_frame(void *ctx, const struct go_frame *f)
 		return 1;
 	struct sym_frame *o = &c->out[c->n++];
 	memset(o, 0, sizeof(*o));
-	/* runtime/pprof names a generic function by its symbol, shapes and
-	 * all; a stack as any symbolizer shows it, as the runtime prints it */
-	o->function = intern(c->g, c->as_pprof ? f->symbol_name : f->function);
+	/* A generic function by its symbol, shapes and all: runtime/pprof's
+	 * name for it, and the ELF symbol that perf and libdw give it in an
+	 * unstripped build, so a stripped one names it alike. */
+	o->function = intern(c->g, f->symbol_name);
 	o->file = intern(c->g, f->file);
 	o->line = f->line;
 	o->function_start_line = f->start_line;

@@ -495,3 +495,77 @@ GO_MATRIX(go1_24, "1.24")
 GO_MATRIX(go1_25, "1.25")
 GO_MATRIX(go1_26, "1.26")
 GO_MATRIX(go1_27, "1.27")
+
+/* The name of the generic function the BUSY fixture spins in, in bundle
+ * dir's cpu.pprof (name_size bytes; "" when no sample has it). */
+static void spin_name_in_cpu_profile(const char *dir, char *name, size_t name_size)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/cpu.pprof", dir);
+	Perftools__Profiles__Profile *p = NULL;
+	cr_assert_eq(pprof_read_file(path, &p), 0, "cannot read %s", path);
+	name[0] = '\0';
+	for (size_t i = 0; i < p->n_sample && !name[0]; i++) {
+		const char *names[256];
+		int nf = pprof_sample_frames(p, p->sample[i], names, 256);
+		for (int k = 0; k < nf && !name[0]; k++)
+			if (names[k] && strncmp(names[k], "main.Spin[", 10) == 0)
+				snprintf(name, name_size, "%s", names[k]);
+	}
+	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* A thread running a generic function is named by its symbol, shapes and
+ * all (main.Spin[go.shape.int]), whether the binary is stripped or not:
+ * the ELF symbol of the unstripped build, which perf shows and
+ * runtime/pprof's CPU profile writes (from 1.21 on). A stripped build's
+ * name comes from pclntab, which also holds the printed form
+ * (main.Spin[...]) that tracebacks show; that one is not what a profiler
+ * shows for the same code unstripped. */
+Test(go_matrix, generic_names_alike_stripped_or_not, .timeout = 240)
+{
+	static const char *const versions[] = {"1.21", "1.22", "1.23", "1.24", "1.25", "1.26", "1.27"};
+	static const char *const kinds[] = {"", "-stripped", "-stripped-pie"};
+	int tried = 0;
+	setenv("BUSY", "1", 1);
+	for (size_t vi = 0; vi < sizeof(versions) / sizeof(versions[0]); vi++) {
+		char go[64];
+		snprintf(go, sizeof(go), "/usr/lib/go-%s/bin/go", versions[vi]);
+		if (access(go, X_OK) != 0)
+			continue;
+		tried++;
+		char symbol[256] = "";
+		for (size_t ki = 0; ki < sizeof(kinds) / sizeof(kinds[0]); ki++) {
+			char path[512], cmd[700], name[256];
+			matrix_fixture(versions[vi], kinds[ki], path, sizeof(path));
+			if (ki == 0) {
+				/* the ground truth: the unstripped build's symbol table */
+				snprintf(cmd, sizeof(cmd), "nm '%s' | grep -o ' main\\.Spin\\[.*' | head -1",
+					 path);
+				cr_assert_geq(shell_output(cmd, symbol, sizeof(symbol)), 0);
+				symbol[strcspn(symbol, "\n")] = '\0';
+				cr_assert(symbol[0], "Go %s: no main.Spin[...] symbol in %s", versions[vi],
+					  path);
+				memmove(symbol, symbol + 1, strlen(symbol)); /* the space */
+			}
+			const char *argv[] = {path, NULL};
+			struct target_run g;
+			run_begin(&g, argv, "pid", "b");
+			struct tool_result r;
+			const char *args[] = {"-q", "-p", g.pid, "-d", "700ms", "-o", g.out, NULL};
+			tool_run_ok(&r, args);
+			spin_name_in_cpu_profile(g.out, name, sizeof(name));
+			cr_expect_str_eq(name, symbol, "Go %s%s: cpu.pprof names the spinning generic '%s'",
+					 versions[vi], kinds[ki], name);
+			char *threads = read_in(g.out, "threads.txt");
+			cr_expect(threads && strstr(threads, symbol),
+				  "Go %s%s: no thread of threads.txt in %s:\n%s", versions[vi], kinds[ki],
+				  symbol, threads ? threads : "(none)");
+			free(threads);
+			run_end(&g);
+		}
+	}
+	unsetenv("BUSY");
+	if (!tried)
+		cr_skip_test("no Go toolchain of 1.21 or later: setup.sh installs them");
+}
