@@ -97,7 +97,13 @@ void cli_install_stop_handlers(void (*handler)(int))
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	/* A hangup ignored when we started (nohup) stays ignored: the
+	 * operator asked for the capture to outlive the terminal. Taking it
+	 * over would also lose one that came before this point, when the
+	 * kernel discarded it, and leave the capture running unasked. */
+	struct sigaction hup;
+	if (sigaction(SIGHUP, NULL, &hup) != 0 || hup.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
 	/* Never be stopped by job control while we may hold threads (a stopped
 	 * tool freezes the target), and get EPIPE/EFBIG instead of dying. */
 	signal(SIGTSTP, SIG_IGN);

@@ -14,7 +14,8 @@ int parse_duration_ns(const char *s, uint64_t *ret);
 void die_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void hint_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* SIGINT, SIGTERM and SIGHUP go to handler (with SA_RESTART); job-control
+/* SIGINT, SIGTERM and SIGHUP go to handler (with SA_RESTART), but for a
+ * SIGHUP ignored when we started (nohup), which stays ignored; job-control
  * stops, SIGPIPE and SIGXFSZ are ignored. For every command that may hold
  * a target's threads. */
 void cli_install_stop_handlers(void (*handler)(int));

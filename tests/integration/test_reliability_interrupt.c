@@ -1,7 +1,8 @@
 /*
  * Reliability, part C: the tool interrupted (reliability.md section 4,
  * C1-C3, C7). SIGINT/SIGTERM/SIGHUP at random moments, also inside a hold
- * window ($DIAG_ATTACH_TEST_HOLD_MS); SIGKILL mid-sample; a SIGSTOPped
+ * window ($DIAG_ATTACH_TEST_HOLD_MS), and a SIGHUP under nohup; SIGKILL
+ * mid-sample; a SIGSTOPped
  * sampler under the watchdog; two diag-attach on one process.
  * $DIAG_REL_LOOPS repeats the racy ones.
  */
@@ -162,6 +163,50 @@ Test(reliability_interrupt, c1_sigterm_random, .timeout = 600)
 Test(reliability_interrupt, c1_sighup_random, .timeout = 600)
 {
 	interrupt_loop(SIGHUP, rel_loops(6));
+}
+
+/* C1 under nohup: a SIGHUP ignored when the tool started stays ignored
+ * (the operator asked for the capture to outlive the terminal), and
+ * SIGTERM still ends the capture with a bundle. */
+Test(reliability_interrupt, c1_sighup_ignored_under_nohup, .timeout = 120)
+{
+	const char *tool = getenv("DIAG_ATTACH");
+	cr_assert(tool, "DIAG_ATTACH not set");
+	struct rel_target rt;
+	rel_start_spin2(&rt);
+	char dir[256], out[300];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	pid_t p = fork();
+	cr_assert(p >= 0);
+	if (p == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		signal(SIGHUP, SIG_IGN); /* what nohup does */
+		execl(tool, tool, "-p", rt.pid, "-F", "99", "-q", "-o", out, (char *)NULL);
+		_exit(127);
+	}
+	/* Once while it attaches and once while it samples. */
+	sleep_ms(300);
+	kill(p, SIGHUP);
+	sleep_ms(500);
+	kill(p, SIGHUP);
+	sleep_ms(500);
+	int st = 0;
+	pid_t w = waitpid(p, &st, WNOHANG);
+	cr_expect_eq(w, 0, "the tool ended on a SIGHUP it was started ignoring (status 0x%x)", st);
+	int code = 0;
+	if (w == 0) {
+		kill(p, SIGTERM);
+		code = tool_wait(p, EXIT_PROMISE_MS + DISK_WAIT_MAX_MS);
+		cr_expect_eq(code, 0, "exit %d after SIGTERM", code);
+	}
+	if (w == 0 && code == 0)
+		expect_verified(out, "under nohup");
+	expect_healthy(&rt, NULL, "under nohup");
+	rm_rf(dir);
+	rel_stop(&rt);
 }
 
 /* C2: SIGKILL of the tool mid-capture (each capture holds the target 5 ms,
