@@ -673,10 +673,13 @@ static void find_stack_mapping(struct unwinder *u, uint64_t sp)
 }
 
 /* Step with libunwind from u->tc's registers, appending the callers
- * found to pcs[*n..max); *complete when it reached the outermost frame. */
+ * found to pcs[*n..max); *complete when it reached the outermost frame.
+ * *first_cfa: the SP after the first step (the CFA of u->tc's frame), 0
+ * if that step failed. */
 static void cfi_walk(struct unwinder *u, uint64_t *pcs, size_t *n, size_t max, bool *complete,
-		     uint64_t *last_rbp)
+		     uint64_t *last_rbp, uint64_t *first_cfa)
 {
+	*first_cfa = 0;
 	unw_cursor_t cursor;
 	if (unw_init_remote(&cursor, u->as, u) != 0)
 		return;
@@ -698,6 +701,8 @@ static void cfi_walk(struct unwinder *u, uint64_t *pcs, size_t *n, size_t max, b
 			*complete = true;
 			break;
 		}
+		if (!*first_cfa)
+			*first_cfa = sp;
 		/* Guard against unwind info that does not advance. */
 		if (ip == prev_ip && sp == prev_sp)
 			break;
@@ -779,23 +784,19 @@ static bool run_epilogue(struct unwinder *u, const struct thread_capture *tc,
 	return false;
 }
 
-/* With its CFA just above the return address, the frame u->tc stands in
+/* With its CFA just above the return address, the frame tc stands in
  * holds nothing of its caller's: it has not saved a register yet, or has
  * restored them all (an epilogue's pops are done; what is left ends in a
  * ret or a tail call's jmp). Its registers are then its caller's, but for
  * rip and rsp: out gets those. GCC's CFI after such pops still puts the
  * saved registers at their slots, below SP, outside a stack copy that
  * starts at SP (perf's), and the first caller whose CFA is rbp-based
- * fails. false when the CFI says otherwise, or there is none for the PC. */
-static bool frame_torn_down(struct unwinder *u, struct user_regs_struct *out)
+ * fails. false for any other CFA (0: the CFI had no step for the PC). */
+static bool frame_torn_down(const struct thread_capture *tc, uint64_t cfa,
+			    struct user_regs_struct *out)
 {
-	const struct thread_capture *tc = u->tc;
-	unw_cursor_t cursor;
-	unw_word_t cfa;
 	uint64_t ra;
-	if (unw_init_remote(&cursor, u->as, u) != 0 || unw_step(&cursor) <= 0 ||
-	    unw_get_reg(&cursor, UNW_REG_SP, &cfa) != 0 || cfa != tc->regs.rsp + 8 ||
-	    !stack_word(tc, tc->regs.rsp, &ra) || !ra)
+	if (cfa != tc->regs.rsp + 8 || !stack_word(tc, tc->regs.rsp, &ra) || !ra)
 		return false;
 	*out = tc->regs;
 	out->rip = ra;
@@ -835,12 +836,13 @@ int unwinder_unwind(struct unwinder *u, const struct thread_capture *tc, uint64_
 		last_rbp = caller.rbp;
 		pcs[n++] = caller.rip;
 	}
-	cfi_walk(u, pcs, &n, max, &complete, &last_rbp);
+	uint64_t cfa;
+	cfi_walk(u, pcs, &n, max, &complete, &last_rbp, &cfa);
 	/* The CFI failed on the way out of a frame torn down by its epilogue
 	 * (postgres's tuplestore: 'pop %rbp; jmp *%rax', 3-12 truncated
 	 * stacks in 4000 samples): once more from its caller. The first
 	 * walk's frames are kept unless this one goes all the way. */
-	if (!complete && n < max && u->tc == tc && frame_torn_down(u, &caller)) {
+	if (!complete && n < max && u->tc == tc && frame_torn_down(tc, cfa, &caller)) {
 		uint64_t *first = malloc(n * sizeof(*pcs));
 		if (first) {
 			size_t first_n = n;
@@ -852,7 +854,7 @@ int unwinder_unwind(struct unwinder *u, const struct thread_capture *tc, uint64_
 			n = 1;
 			last_rbp = caller.rbp;
 			pcs[n++] = caller.rip;
-			cfi_walk(u, pcs, &n, max, &complete, &last_rbp);
+			cfi_walk(u, pcs, &n, max, &complete, &last_rbp, &cfa);
 			if (!complete) {
 				memcpy(pcs, first, first_n * sizeof(*pcs));
 				n = first_n;

@@ -27,6 +27,13 @@
 #include "harness.h"
 #include "pprof_check.h"
 
+/* Is Debian's Go v toolchain (golang-V-go) installed? */
+static bool go_installed(const char *v, char *go, size_t size)
+{
+	snprintf(go, size, "/usr/lib/go-%s/bin/go", v);
+	return access(go, X_OK) == 0;
+}
+
 /* The fixture of version v (kind "" or "-stripped"); skips when the
  * toolchain is not installed, fails when it is and the fixture was not
  * built. */
@@ -34,8 +41,7 @@ static const char *matrix_fixture(const char *v, const char *kind, char *buf, si
 {
 	const char *dir = getenv("DIAG_GO_MATRIX_DIR");
 	char go[64];
-	snprintf(go, sizeof(go), "/usr/lib/go-%s/bin/go", v);
-	if (access(go, X_OK) != 0)
+	if (!go_installed(v, go, sizeof(go)))
 		cr_skip_test("no Go %s toolchain (%s): setup.sh installs golang-%s-go", v, go, v);
 	cr_assert(dir, "DIAG_GO_MATRIX_DIR not set");
 	snprintf(buf, size, "%s/go-matrix-%s%s", dir, v, kind);
@@ -530,8 +536,7 @@ Test(go_matrix, generic_names_alike_stripped_or_not, .timeout = 240)
 	setenv("BUSY", "1", 1);
 	for (size_t vi = 0; vi < sizeof(versions) / sizeof(versions[0]); vi++) {
 		char go[64];
-		snprintf(go, sizeof(go), "/usr/lib/go-%s/bin/go", versions[vi]);
-		if (access(go, X_OK) != 0)
+		if (!go_installed(versions[vi], go, sizeof(go)))
 			continue;
 		tried++;
 		char symbol[256] = "";

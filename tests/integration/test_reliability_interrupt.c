@@ -2,8 +2,8 @@
  * Reliability, part C: the tool interrupted (reliability.md section 4,
  * C1-C3, C7). SIGINT/SIGTERM/SIGHUP at random moments, also inside a hold
  * window ($DIAG_ATTACH_TEST_HOLD_MS), and a SIGHUP under nohup; SIGKILL
- * mid-sample; a SIGSTOPped
- * sampler under the watchdog; two diag-attach on one process.
+ * mid-sample; a SIGSTOPped sampler under the watchdog; two diag-attach on
+ * one process.
  * $DIAG_REL_LOOPS repeats the racy ones.
  */
 #include <cjson/cJSON.h>

@@ -191,9 +191,10 @@ NOINLINE void *leaf_main(void *arg)
 /* The tail call postgres's tuplestore makes millions of times a second,
  * written out so that no compiler flag changes it: a frame-pointer frame
  * torn down by pops, then an indirect jump. The div between them is slow,
- * so that timer interrupts land there (on it, or on the jmp after it). GCC's CFI for the jmp gives
- * the CFA as rsp+8 but keeps rbx and rbp "saved" at CFA-24 and CFA-16,
- * below SP, outside a stack copy that starts at SP (perf's). */
+ * so that timer interrupts land there (on it, or on the jmp after it).
+ * GCC's CFI for the jmp gives the CFA as rsp+8 but keeps rbx and rbp
+ * "saved" at CFA-24 and CFA-16, below SP, outside a stack copy that
+ * starts at SP (perf's). */
 NOINLINE unsigned long tail_land(unsigned long x);
 NOINLINE unsigned long tail_land(unsigned long x)
 {
