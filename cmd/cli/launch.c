@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -16,12 +17,16 @@
 /* In the command, before exec: the dispositions we set would survive the
  * exec where they are "ignore" (a command that ignores SIGPIPE or
  * SIGTSTP because its profiler did is not the command the user ran). */
-static void default_signals(void)
+static void default_signals(bool keep_hangup_ignored)
 {
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN,
+	static const int sigs[] = {SIGINT, SIGTERM, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN,
 				   SIGTTOU, SIGXFSZ, SIGCHLD};
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		signal(sigs[i], SIG_DFL);
+	/* Under nohup the command is to outlive the terminal too, as
+	 * `nohup CMD` would. */
+	if (!keep_hangup_ignored)
+		signal(SIGHUP, SIG_DFL);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -76,6 +81,10 @@ static _Noreturn void shim_main(char *const argv[], int report_fd)
 {
 	/* Our signals are the command's business, and the tool's; the shim
 	 * must live to report, and ends with the tool. */
+	/* A SIGHUP the tool was started ignoring (cli_install_stop_handlers
+	 * kept that) stays ignored for the command. */
+	struct sigaction hup;
+	bool hangup_ignored = sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler == SIG_IGN;
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
@@ -91,7 +100,7 @@ static _Noreturn void shim_main(char *const argv[], int report_fd)
 	if (child == 0) {
 		close(exec_pipe[0]);
 		close(report_fd);
-		default_signals();
+		default_signals(hangup_ignored);
 		/* Traced by the shim only across the exec: the exec stops it
 		 * (SIGTRAP), and the shim lets go of it with a SIGSTOP. */
 		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0) {

@@ -4,6 +4,8 @@
  * own refusals before it starts keep our statuses.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,5 +146,39 @@ Test(launch, refusals_keep_our_statuses, .timeout = 60)
 	tool_run(&r, not_empty);
 	cr_expect_eq(r.exit_code, 9, "-o a non-empty directory: exit %d: %s", r.exit_code, r.err);
 	cr_expect_neq(access(marker, F_OK), 0, "the command ran although -o was refused");
+	rm_rf(dir);
+}
+
+/* Under nohup the command keeps SIGHUP ignored, as `nohup CMD` would give
+ * it; started normally it gets the default, and a SIGHUP ends it. The
+ * shell reports which: a SIGHUP to itself either kills it (129) or is
+ * ignored and it exits 3. */
+Test(launch, sighup_as_nohup_left_it, .timeout = 60)
+{
+	const char *tool = getenv("DIAG_ATTACH");
+	cr_assert(tool, "DIAG_ATTACH not set");
+	const char *script = "kill -HUP $$; exit 3";
+	char dir[256], b[300], b2[300];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(b2, sizeof(b2), "%s/b2", dir);
+	struct tool_result r;
+	const char *args[] = {"-q", "-o", b, "--", "sh", "-c", script, NULL};
+	tool_run(&r, args);
+	cr_expect_eq(r.exit_code, 128 + SIGHUP, "started normally: exit %d, not killed by SIGHUP: %s",
+		     r.exit_code, r.err);
+	pid_t p = fork();
+	cr_assert(p >= 0);
+	if (p == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		signal(SIGHUP, SIG_IGN); /* what nohup does */
+		execl(tool, tool, "-q", "-o", b2, "--", "sh", "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	int code = tool_wait(p, 60000);
+	cr_expect_eq(code, 3, "under nohup: exit %d, the command did not keep SIGHUP ignored", code);
+	expect_verified(b2, "launch under nohup");
 	rm_rf(dir);
 }
