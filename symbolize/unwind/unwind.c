@@ -7,12 +7,14 @@
  * part of one segment (184 KiB for libc), once per module and unwinder.
  * Out of memory: a module whose copy cannot be allocated has no tables. */
 #include "symbolize/unwind/unwind.h"
+#include "symbolize/unwind/step_cache.h"
 #include "symbolize/arrays.h"
 
 #include <stddef.h>
 #include <elf.h>
 #include <errno.h>
 #include <libunwind.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -79,6 +81,8 @@ struct unwinder {
 	 * mapping by binary search. */
 	uint64_t *all_starts, *all_ends;
 	size_t nall, all_cap;
+	struct step_cache *steps; /* register rules by PC range, filled as walks need them */
+	bool use_steps;           /* false: every step is unw_step (the reference) */
 };
 
 static struct unwinder *current;
@@ -409,8 +413,10 @@ int unwinder_update_maps(struct unwinder *u, const char *text, size_t len)
 	for (size_t i = 0; i < nold; i++)
 		dropped |= old[i].img != NULL;
 	free_exec_mappings(old, nold);
-	if (dropped)
+	if (dropped) {
 		unw_flush_cache(u->as, 0, 0);
+		step_cache_clear(u->steps);
+	}
 	for (size_t i = 0; i < PAGE_CACHE_SLOTS; i++)
 		u->pages[i].state = PAGE_EMPTY;
 	return r;
@@ -599,13 +605,17 @@ int unwinder_new(pid_t pid, const char *maps_text, size_t maps_len,
 	}
 	u->pages = calloc(PAGE_CACHE_SLOTS, sizeof(*u->pages));
 	u->as = unw_create_addr_space(&accessors, 0);
-	if (!u->pages || !u->as) {
+	u->use_steps = true;
+	if (!u->pages || !u->as || step_cache_new(&u->steps) < 0) {
 		unwinder_free(u);
 		return -ENOMEM;
 	}
-	/* Unwind info of a module does not change while it is mapped; cache
-	 * it across threads and captures. */
-	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+	/* Unwind rules are cached by step_cache, not by libunwind: its cache
+	 * masks every signal around each lookup (two system calls a step),
+	 * and it is keyed by PC alone, so a PC met first as a leaf (looked
+	 * up at ip) was later stepped as a caller (at ip - 1) by the leaf's
+	 * rule, or the other way round. */
+	unw_set_caching_policy(u->as, UNW_CACHE_NONE);
 	int r = unwinder_update_maps(u, maps_text, maps_len);
 	if (r < 0) {
 		unwinder_free(u);
@@ -625,7 +635,13 @@ void unwinder_free(struct unwinder *u)
 	if (u->as)
 		unw_destroy_addr_space(u->as);
 	free(u->pages);
+	step_cache_free(u->steps);
 	free(u);
+}
+
+void unwinder_use_step_cache(struct unwinder *u, bool on)
+{
+	u->use_steps = on;
 }
 
 static bool stack_word(const struct thread_capture *tc, uint64_t addr, uint64_t *val)
@@ -672,6 +688,111 @@ static void find_stack_mapping(struct unwinder *u, uint64_t sp)
 	u->stack_map_end = found ? u->all_ends[lo] : 0;
 }
 
+/* How the next step of a walk is taken. libunwind's cursor knows how the
+ * next frame's PC is to be looked up (at ip for the leaf and for a frame
+ * a signal interrupted, at ip - 1 for the callers of ordinary frames:
+ * a return address may be past its function's end, after a noreturn
+ * call), and only unw_step sets that; applying held rules does not. */
+enum walk_mode {
+	WALK_LEAF_HELD,  /* the leaf by held rules (at ip), if there are any */
+	WALK_ALL_HELD,   /* after it: held rules (ip - 1) or start again */
+	WALK_LEAF,       /* the leaf by unw_step, which sets the callers' look-up */
+	WALK_CALLERS,    /* after it: held rules (ip - 1), else unw_step */
+	WALK_LIBUNWIND,  /* past a signal frame: unw_step to the end */
+};
+
+/* walk_step's answer when the walk must start again with WALK_LEAF. */
+#define WALK_AGAIN INT_MIN
+
+static int hold_range(void *token, void *state, size_t size, unw_word_t start, unw_word_t end)
+{
+	int r = step_cache_add(token, start, end, state, size);
+	return r == -ENOMEM ? -UNW_ENOMEM : 0;
+}
+
+/* The rules for pc, read from libunwind (the whole function's, once) if
+ * they are not held yet. The look-up is the cursor's own: a copy of it
+ * runs unw_reg_states_iterate, which finds the function the way unw_step
+ * would, so this is called only where that is pc's function too. NULL:
+ * no CFI there. */
+static const void *rules_for(struct unwinder *u, const unw_cursor_t *cursor, uint64_t pc)
+{
+	const void *rules = step_cache_find(u->steps, pc);
+	if (rules)
+		return rules;
+	unw_cursor_t probe = *cursor;
+	if (unw_reg_states_iterate(&probe, hold_range, u->steps) < 0)
+		return NULL;
+	return step_cache_find(u->steps, pc);
+}
+
+/* The step unw_step takes, by rules: 1 stepped, 0 the outermost frame,
+ * < 0 libunwind's error. */
+static int apply_rules(unw_cursor_t *cursor, const void *rules)
+{
+	int r = unw_apply_reg_state(cursor, (void *)rules);
+	/* unw_step's end of the chain on x86-64: an undefined rbp, as well
+	 * as an undefined return address. */
+	unw_save_loc_t rbp;
+	if (r > 0 && unw_get_save_loc(cursor, UNW_X86_64_RBP, &rbp) == 0 &&
+	    rbp.type == UNW_SLT_NONE)
+		r = 0;
+	return r;
+}
+
+/* libunwind's frame-chain guess (x86-64 Gstep.c, a frame without CFI
+ * after one whose rsp is unknown) reads an rsp it never set: whatever an
+ * earlier call left on our stack, often a pointer into it, whose word in
+ * the target then becomes a "caller". Zeroing the stack it is about to
+ * use makes that rsp 0: unreadable, and the guess gives up as it should,
+ * the same way every time. */
+static __attribute__((noinline, no_sanitize_address)) void scrub_stack_below(void)
+{
+	unsigned char below[4096];
+	explicit_bzero(below, sizeof(below));
+	__asm__ volatile("" : : "r"(below) : "memory");
+}
+
+/* One step up, as unw_step takes it (an unw_step with libunwind's cache
+ * off, which reads and runs the function's CFI program every time: the
+ * reference). Held rules, read once per function, take its place
+ * wherever the look-up is known; see walk_mode. WALK_AGAIN: a frame
+ * past a leaf stepped by rules needs libunwind. */
+static int walk_step(struct unwinder *u, unw_cursor_t *cursor, enum walk_mode *mode)
+{
+	bool signal_frame = unw_is_signal_frame(cursor) > 0;
+	unw_word_t ip = 0;
+	unw_get_reg(cursor, UNW_REG_IP, &ip);
+	const void *rules;
+	switch (*mode) {
+	case WALK_LEAF_HELD:
+		*mode = WALK_LEAF;
+		if (signal_frame || !(rules = rules_for(u, cursor, ip)))
+			break; /* nothing done yet: unw_step it */
+		*mode = WALK_ALL_HELD;
+		return apply_rules(cursor, rules);
+	case WALK_ALL_HELD:
+		/* The cursor still looks up at ip: the copy's function is
+		 * pc's unless the call ended a function (then no rules). */
+		if (signal_frame || ip == 0 || !(rules = rules_for(u, cursor, ip - 1)))
+			return WALK_AGAIN;
+		return apply_rules(cursor, rules);
+	case WALK_CALLERS:
+		if (!signal_frame && ip != 0 && (rules = rules_for(u, cursor, ip - 1)))
+			return apply_rules(cursor, rules);
+		break;
+	case WALK_LEAF:
+	case WALK_LIBUNWIND:
+		break;
+	}
+	if (signal_frame)
+		*mode = WALK_LIBUNWIND;
+	else if (*mode == WALK_LEAF)
+		*mode = u->use_steps ? WALK_CALLERS : WALK_LIBUNWIND;
+	scrub_stack_below();
+	return unw_step(cursor);
+}
+
 /* Step with libunwind from u->tc's registers, appending the callers
  * found to pcs[*n..max); *complete when it reached the outermost frame.
  * *first_cfa: the SP after the first step (the CFA of u->tc's frame), 0
@@ -679,13 +800,23 @@ static void find_stack_mapping(struct unwinder *u, uint64_t sp)
 static void cfi_walk(struct unwinder *u, uint64_t *pcs, size_t *n, size_t max, bool *complete,
 		     uint64_t *last_rbp, uint64_t *first_cfa)
 {
+	size_t n0 = *n;
+	uint64_t rbp0 = *last_rbp;
+	enum walk_mode mode = u->use_steps ? WALK_LEAF_HELD : WALK_LEAF;
+again:
+	*n = n0;
+	*last_rbp = rbp0;
 	*first_cfa = 0;
 	unw_cursor_t cursor;
 	if (unw_init_remote(&cursor, u->as, u) != 0)
 		return;
 	uint64_t prev_ip = u->tc->regs.rip, prev_sp = u->tc->regs.rsp;
 	while (*n < max) {
-		int r = unw_step(&cursor);
+		int r = walk_step(u, &cursor, &mode);
+		if (r == WALK_AGAIN) {
+			mode = WALK_LEAF;
+			goto again;
+		}
 		if (r == 0) {
 			*complete = true;
 			break;

@@ -82,4 +82,10 @@ int unwinder_update_maps(struct unwinder *u, const char *maps_text, size_t maps_
 int unwinder_unwind(struct unwinder *u, const struct thread_capture *tc, uint64_t *pcs,
 		    size_t max, size_t *ret_n, bool *ret_truncated);
 
+/* On by default: steps through a caller's PC seen before take the
+ * register rules held for it (step_cache.h) instead of libunwind's
+ * unw_step, with the same result. Off: every step is unw_step, the
+ * reference the tests compare the cache with. */
+void unwinder_use_step_cache(struct unwinder *u, bool on);
+
 #endif

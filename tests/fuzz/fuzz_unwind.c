@@ -19,9 +19,12 @@
  * Input: stack copy from the front (up to 64 KiB); from the tail: how rip,
  * rsp, rbp and stack_start are chosen, the other registers, max frames.
  * Invariants: unwinder_unwind returns 0, at most max frames, pcs[0] is
- * rip; -EINVAL for a thread without registers or max == 0; no crash.
+ * rip, the same frames with the step cache as without it; -EINVAL for a
+ * thread without registers or max == 0; no crash.
  */
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 
 #include "tests/fuzz/fuzz_common.h"
 
@@ -82,7 +85,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		p = nl ? nl + 1 : p + strlen(p);
 	}
 	FUZZ_CHECK(nexec > 0);
-	FUZZ_CHECK(unwinder_new(getpid(), maps, len, &opener, &uw) == 0);
+	/* Live reads (addresses outside the stack copy and the tables) go to
+	 * a stopped fork of ours: the same layout, frozen, as a target held
+	 * for a capture is, so that the same input reads the same words
+	 * every time (our own heap and stack change under us). */
+	pid_t frozen = fork();
+	FUZZ_CHECK(frozen >= 0);
+	if (frozen == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			raise(SIGSTOP);
+	}
+	FUZZ_CHECK(unwinder_new(frozen, maps, len, &opener, &uw) == 0);
 	return 0;
 }
 
@@ -149,6 +163,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(r == 0);
 		FUZZ_CHECK(n >= 1 && n <= max);
 		FUZZ_CHECK(pcs[0] == tc.regs.rip);
+		/* The step cache (kept from earlier inputs, and filled by this
+		 * one) walks as unw_step alone does. */
+		uint64_t ref[UNWIND_MAX_FRAMES_DEFAULT];
+		size_t ref_n = 0;
+		bool ref_truncated;
+		unwinder_use_step_cache(uw, false);
+		FUZZ_CHECK(unwinder_unwind(uw, &tc, ref, max, &ref_n, &ref_truncated) == 0);
+		unwinder_use_step_cache(uw, true);
+		FUZZ_CHECK(ref_n == n && ref_truncated == truncated);
+		FUZZ_CHECK(memcmp(ref, pcs, n * sizeof(pcs[0])) == 0);
 	}
 
 	tc.outcome = THREAD_LATE;
