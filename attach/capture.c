@@ -532,7 +532,8 @@ static int index_listed(const struct process_capture *pc, size_t from)
 	}
 	for (size_t i = from; i < pc->nthreads; i++)
 		listed_tids[nlisted++] = pc->threads[i].tid;
-	qsort(listed_tids, nlisted, sizeof(pid_t), tid_cmp);
+	if (nlisted > 1)
+		qsort(listed_tids, nlisted, sizeof(pid_t), tid_cmp);
 	return 0;
 }
 
@@ -1442,7 +1443,10 @@ static void finish(struct process_capture *pc)
 		kept++;
 	}
 	pc->nthreads = kept;
-	qsort_r(pc->threads, pc->nthreads, sizeof(pc->threads[0]), compare_threads, &pc->pid);
+	/* No threads at all (the target ended before one was listed):
+	 * threads may be NULL, which qsort_r must not be given. */
+	if (pc->nthreads > 1)
+		qsort_r(pc->threads, pc->nthreads, sizeof(pc->threads[0]), compare_threads, &pc->pid);
 }
 
 /* Keep this capture's per-thread on-CPU times for the next one. Threads
@@ -1474,7 +1478,8 @@ static void remember_idle(const struct attach_target *t, const struct process_ca
 			memcpy(e->comm, tc->comm, sizeof(e->comm));
 		}
 	}
-	qsort(idle_next, nidle_next, sizeof(*idle_next), idle_cmp);
+	if (nidle_next > 1) /* idle_next is NULL until a thread had CPU time */
+		qsort(idle_next, nidle_next, sizeof(*idle_next), idle_cmp);
 	struct idle_entry *tmp = idle_prev;
 	idle_prev = idle_next;
 	idle_next = tmp;
