@@ -710,11 +710,11 @@ static int hold_range(void *token, void *state, size_t size, unw_word_t start, u
 	return r == -ENOMEM ? -UNW_ENOMEM : 0;
 }
 
-/* The rules for pc, read from libunwind (the whole function's, once) if
- * they are not held yet. The look-up is the cursor's own: a copy of it
- * runs unw_reg_states_iterate, which finds the function the way unw_step
- * would, so this is called only where that is pc's function too. NULL:
- * no CFI there. */
+/* The rules for pc: held ones, or else those of the function libunwind
+ * finds for the cursor (a copy of it runs unw_reg_states_iterate, which
+ * hands over that whole function's rules, all held from then on). NULL
+ * when pc has none even then: no CFI there, or the cursor's function is
+ * not pc's. */
 static const void *rules_for(struct unwinder *u, const unw_cursor_t *cursor, uint64_t pc)
 {
 	const void *rules = step_cache_find(u->steps, pc);
@@ -772,8 +772,9 @@ static int walk_step(struct unwinder *u, unw_cursor_t *cursor, enum walk_mode *m
 		*mode = WALK_ALL_HELD;
 		return apply_rules(cursor, rules);
 	case WALK_ALL_HELD:
-		/* The cursor still looks up at ip: the copy's function is
-		 * pc's unless the call ended a function (then no rules). */
+		/* The cursor still looks up at ip, not ip - 1: the copy's
+		 * function is the caller's unless the call ended a function
+		 * (noreturn), and then its rules are found only if held. */
 		if (signal_frame || ip == 0 || !(rules = rules_for(u, cursor, ip - 1)))
 			return WALK_AGAIN;
 		return apply_rules(cursor, rules);
