@@ -79,12 +79,12 @@ static void on_tool_death(int sig)
  * calls: we may have threads. */
 static _Noreturn void shim_main(char *const argv[], int report_fd)
 {
-	/* Our signals are the command's business, and the tool's; the shim
-	 * must live to report, and ends with the tool. */
 	/* A SIGHUP the tool was started ignoring (cli_install_stop_handlers
 	 * kept that) stays ignored for the command. */
 	struct sigaction hup;
 	bool hangup_ignored = sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler == SIG_IGN;
+	/* Our signals are the command's business, and the tool's; the shim
+	 * must live to report, and ends with the tool. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);

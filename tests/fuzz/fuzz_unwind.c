@@ -89,10 +89,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	 * a stopped fork of ours: the same layout, frozen, as a target held
 	 * for a capture is, so that the same input reads the same words
 	 * every time (our own heap and stack change under us). */
+	pid_t fuzzer = getpid();
 	pid_t frozen = fork();
 	FUZZ_CHECK(frozen >= 0);
 	if (frozen == 0) {
+		/* Gone with us, even if we died before this line. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != fuzzer)
+			_exit(0);
 		for (;;)
 			raise(SIGSTOP);
 	}
