@@ -1,4 +1,5 @@
 #include "symbolize/unwind/step_cache.h"
+#include "symbolize/arrays.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,8 +12,9 @@ struct range {
 
 struct step_cache {
 	struct range *ranges; /* by start; never overlapping */
-	size_t n, cap;
+	size_t n, ranges_cap;
 	unsigned char *states; /* slot i at i * state_size, in order of adding */
+	size_t states_cap;     /* in states */
 	size_t state_size;     /* 0 until the first add */
 };
 
@@ -47,15 +49,8 @@ size_t step_cache_ranges(const struct step_cache *c)
 /* Index of the first range that starts above pc. */
 static size_t first_above(const struct step_cache *c, uint64_t pc)
 {
-	size_t lo = 0, hi = c->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->ranges[mid].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return addr_first_above(c->ranges, c->n, sizeof(c->ranges[0]),
+				offsetof(struct range, start), pc);
 }
 
 const void *step_cache_find(const struct step_cache *c, uint64_t pc)
@@ -66,27 +61,16 @@ const void *step_cache_find(const struct step_cache *c, uint64_t pc)
 	return c->states + c->ranges[i - 1].slot * c->state_size;
 }
 
-/* Room for one more range and its state: the arrays grow together, and
- * a full cache starts over rather than grow without end. */
+/* Room for one more range and its state. A full cache starts over rather
+ * than grow without end (the doubling from 256 stops at the bound). */
 static int make_room(struct step_cache *c)
 {
 	if (c->n == STEP_CACHE_MAX_RANGES)
 		c->n = 0;
-	if (c->n < c->cap)
-		return 0;
-	size_t cap = c->cap ? c->cap * 2 : 256;
-	if (cap > STEP_CACHE_MAX_RANGES)
-		cap = STEP_CACHE_MAX_RANGES;
-	struct range *r = realloc(c->ranges, cap * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	c->ranges = r;
-	unsigned char *s = realloc(c->states, cap * c->state_size);
-	if (!s)
-		return -ENOMEM;
-	c->states = s;
-	c->cap = cap;
-	return 0;
+	int r = array_reserve(&c->ranges, &c->ranges_cap, c->n + 1, sizeof(c->ranges[0]), 256);
+	if (r == 0)
+		r = array_reserve(&c->states, &c->states_cap, c->n + 1, c->state_size, 256);
+	return r;
 }
 
 int step_cache_add(struct step_cache *c, uint64_t start, uint64_t end, const void *state,
