@@ -129,14 +129,14 @@ static void drop_to(uid_t uid, gid_t gid)
 }
 
 static pid_t spawn(bool drop, uid_t uid, gid_t gid, const char *const *args, const char *out_path,
-		   const char *err_path);
+		   const char *err_path, bool hangup_ignored);
 
 static void run(struct tool_result *r, bool drop, uid_t uid, gid_t gid, const char *const *args)
 {
 	char outp[] = "/tmp/diag-test-out-XXXXXX", errp[] = "/tmp/diag-test-err-XXXXXX";
 	int ofd = mkstemp(outp), efd = mkstemp(errp);
 	cr_assert(ofd >= 0 && efd >= 0);
-	pid_t pid = spawn(drop, uid, gid, args, outp, errp);
+	pid_t pid = spawn(drop, uid, gid, args, outp, errp, false);
 	int code = tool_wait(pid, 120000);
 	memset(r, 0, sizeof(*r));
 	r->exit_code = code;
@@ -160,13 +160,18 @@ void tool_run_as(struct tool_result *r, uid_t uid, gid_t gid, const char *const 
 
 pid_t tool_spawn(const char *const *args, const char *out_path, const char *err_path)
 {
-	return spawn(false, 0, 0, args, out_path, err_path);
+	return spawn(false, 0, 0, args, out_path, err_path, false);
+}
+
+pid_t tool_spawn_nohup(const char *const *args, const char *out_path, const char *err_path)
+{
+	return spawn(false, 0, 0, args, out_path, err_path, true);
 }
 
 pid_t tool_spawn_as(uid_t uid, gid_t gid, const char *const *args, const char *out_path,
 		    const char *err_path)
 {
-	return spawn(true, uid, gid, args, out_path, err_path);
+	return spawn(true, uid, gid, args, out_path, err_path, false);
 }
 
 bool can_exec_as(uid_t uid, gid_t gid, const char *path)
@@ -183,7 +188,7 @@ bool can_exec_as(uid_t uid, gid_t gid, const char *path)
 }
 
 static pid_t spawn(bool drop, uid_t uid, gid_t gid, const char *const *args, const char *out_path,
-		   const char *err_path)
+		   const char *err_path, bool hangup_ignored)
 {
 	const char *argv[64];
 	size_t n = 0;
@@ -208,7 +213,7 @@ static pid_t spawn(bool drop, uid_t uid, gid_t gid, const char *const *args, con
 		/* The tool keeps a SIGHUP ignored at its start (nohup): the
 		 * tests that send one must not depend on how the test runner
 		 * was started (CI under nohup). */
-		signal(SIGHUP, SIG_DFL);
+		signal(SIGHUP, hangup_ignored ? SIG_IGN : SIG_DFL);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}

@@ -53,6 +53,9 @@ void tool_run(struct tool_result *r, const char *const *args);
 /* Start the tool in the background; returns its pid; output goes to files
  * out_path / err_path (may be NULL). */
 pid_t tool_spawn(const char *const *args, const char *out_path, const char *err_path);
+/* tool_spawn with SIGHUP ignored, as `nohup diag-attach ...` starts it
+ * (tool_spawn gives it the default, whatever the test runner had). */
+pid_t tool_spawn_nohup(const char *const *args, const char *out_path, const char *err_path);
 /* The same two, with the tool running as uid:gid, no supplementary groups
  * and (dropped from root) no capabilities: an ordinary user. The output
  * files are opened before the drop. Exit status 126 if the drop failed. */

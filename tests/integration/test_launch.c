@@ -4,7 +4,6 @@
  * own refusals before it starts keep our statuses.
  */
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,8 +154,6 @@ Test(launch, refusals_keep_our_statuses, .timeout = 60)
  * ignored and it exits 3. */
 Test(launch, sighup_as_nohup_left_it, .timeout = 60)
 {
-	const char *tool = getenv("DIAG_ATTACH");
-	cr_assert(tool, "DIAG_ATTACH not set");
 	const char *script = "kill -HUP $$; exit 3";
 	char dir[256], b[300], b2[300];
 	make_tmpdir(dir, sizeof(dir));
@@ -167,16 +164,8 @@ Test(launch, sighup_as_nohup_left_it, .timeout = 60)
 	tool_run(&r, args);
 	cr_expect_eq(r.exit_code, 128 + SIGHUP, "started normally: exit %d, not killed by SIGHUP: %s",
 		     r.exit_code, r.err);
-	pid_t p = fork();
-	cr_assert(p >= 0);
-	if (p == 0) {
-		int null = open("/dev/null", O_RDWR);
-		dup2(null, STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
-		signal(SIGHUP, SIG_IGN); /* what nohup does */
-		execl(tool, tool, "-q", "-o", b2, "--", "sh", "-c", script, (char *)NULL);
-		_exit(127);
-	}
+	const char *nohup_args[] = {"-q", "-o", b2, "--", "sh", "-c", script, NULL};
+	pid_t p = tool_spawn_nohup(nohup_args, "/dev/null", "/dev/null");
 	int code = tool_wait(p, 60000);
 	cr_expect_eq(code, 3, "under nohup: exit %d, the command did not keep SIGHUP ignored", code);
 	expect_verified(b2, "launch under nohup");

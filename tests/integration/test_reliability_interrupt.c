@@ -170,23 +170,13 @@ Test(reliability_interrupt, c1_sighup_random, .timeout = 600)
  * SIGTERM still ends the capture with a bundle. */
 Test(reliability_interrupt, c1_sighup_ignored_under_nohup, .timeout = 120)
 {
-	const char *tool = getenv("DIAG_ATTACH");
-	cr_assert(tool, "DIAG_ATTACH not set");
 	struct rel_target rt;
 	rel_start_spin2(&rt);
 	char dir[256], out[300];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/b", dir);
-	pid_t p = fork();
-	cr_assert(p >= 0);
-	if (p == 0) {
-		int null = open("/dev/null", O_RDWR);
-		dup2(null, STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
-		signal(SIGHUP, SIG_IGN); /* what nohup does */
-		execl(tool, tool, "-p", rt.pid, "-F", "99", "-q", "-o", out, (char *)NULL);
-		_exit(127);
-	}
+	const char *args[] = {"-p", rt.pid, "-F", "99", "-q", "-o", out, NULL};
+	pid_t p = tool_spawn_nohup(args, "/dev/null", "/dev/null");
 	/* Once while it attaches and once while it samples. */
 	sleep_ms(300);
 	kill(p, SIGHUP);
