@@ -1537,8 +1537,11 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 		r = scan_and_seize(&run);
 		if (r < 0 && r != -ESRCH)
 			break;
-		if (r > 0 && !unlisted_thread_possible(&run))
-			r = 0; /* no thread born since the listing: no second pass */
+		/* No thread born since the listing: no second pass. A no_stop
+		 * capture is a sampling tick, not a snapshot held consistent:
+		 * a thread born during it is listed by the next tick. */
+		if (r > 0 && (o->no_stop || !unlisted_thread_possible(&run)))
+			r = 0;
 		/* Every seize failed with EPERM or ESRCH on a live process: all
 		 * its threads were exiting (an exec in progress kills all but
 		 * one, and the exec'ing thread cannot be seized until it is

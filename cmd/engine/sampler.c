@@ -1297,6 +1297,13 @@ int sampler_run(struct capture_session *s)
 	int fatal = 0;
 	enum capture_stage fatal_stage = CAPTURE_STAGE_NONE;
 
+	/* Our CPU time (and the worker's) when the last tick, timeline tick or
+	 * drain between ticks ended. A tick that stops no one costs what was
+	 * used since: one read of a thread's CPU clock a tick, which is a
+	 * system call (not the vdso), instead of one at each end. The work
+	 * between ticks is left out as before: drains between ticks grow with
+	 * a longer period, and counting them would lengthen it again. */
+	uint64_t cpu_mark = sp.wall_perf ? tick_cpu_ns(&sp) : 0;
 	sigset_t old_mask, open_mask = stop_signals_blocked(&old_mask);
 	while (!*s->opt->stop_requests) {
 		/* Threads left late by a capture are detached the moment they
@@ -1318,7 +1325,6 @@ int sampler_run(struct capture_session *s)
 			next_tick += sp.period_ns;
 			sp.ticks++;
 			uint64_t tick_start = monotonic_ns();
-			uint64_t cpu_start = sp.wall_perf ? tick_cpu_ns(&sp) : 0;
 			uint64_t period_before = sp.period_ns;
 			r = sample_tick(&sp);
 			if (!sp.perf)
@@ -1332,8 +1338,12 @@ int sampler_run(struct capture_session *s)
 			 * take (ours and the unwinding worker's); waiting for a CPU
 			 * on a busy machine is no cost to it, and must not thin the
 			 * samples out. A tick that stops threads costs its wall time. */
-			uint64_t cost = sp.wall_perf ? tick_cpu_ns(&sp) - cpu_start
-						     : monotonic_ns() - tick_start;
+			uint64_t cost = monotonic_ns() - tick_start;
+			if (sp.wall_perf) {
+				uint64_t cpu_now = tick_cpu_ns(&sp);
+				cost = cpu_now - cpu_mark;
+				cpu_mark = cpu_now;
+			}
 			cost = cost > sp.one_time_ns ? cost - sp.one_time_ns : 0;
 			adapt_rate(&sp, cost, sp.tick_hold_ns, tick_start - start);
 			/* A longer period applies from this tick on, not after
@@ -1364,6 +1374,8 @@ int sampler_run(struct capture_session *s)
 			if (next_timeline <= now)
 				next_timeline = now + o->interval_ns;
 			r = timeline_run_tick(sp.timeline);
+			if (sp.wall_perf)
+				cpu_mark = tick_cpu_ns(&sp);
 			if (r == -ESRCH) {
 				sp.target_exited = true;
 				break;
@@ -1381,6 +1393,8 @@ int sampler_run(struct capture_session *s)
 				fatal_stage = CAPTURE_STAGE_ATTACH;
 				break;
 			}
+			if (sp.wall_perf)
+				cpu_mark = tick_cpu_ns(&sp);
 			next_drain = monotonic_ns() + PERF_DRAIN_EVERY_NS;
 		}
 		if (now >= next_warm && sp.have_last) {

@@ -142,11 +142,11 @@ static int writev_all(int fd, struct iovec *iov, int n)
 	return 0;
 }
 
-/* Read exactly len bytes, giving up at the deadline (0: none). */
-static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ns)
+/* One read of at most len bytes, waiting for them until the deadline (0:
+ * none). Returns the bytes read or -errno (-EPIPE at the end). */
+static ssize_t read_some(int fd, void *buf, size_t len, uint64_t deadline_ns)
 {
-	uint8_t *p = buf;
-	while (len) {
+	for (;;) {
 		if (deadline_ns) {
 			uint64_t now = monotonic_ns();
 			if (now >= deadline_ns)
@@ -158,14 +158,67 @@ static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ns)
 			if (r == 0)
 				return -ETIMEDOUT;
 		}
-		ssize_t n = read(fd, p, len);
+		ssize_t n = read(fd, buf, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return n < 0 ? -errno : -EPIPE;
+		return n;
+	}
+}
+
+/* Read exactly len bytes, giving up at the deadline (0: none). */
+static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ns)
+{
+	uint8_t *p = buf;
+	while (len) {
+		ssize_t n = read_some(fd, p, len, deadline_ns);
+		if (n < 0)
+			return (int)n;
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
+}
+
+/* What the first read of a message takes: a tick's unwind request (a
+ * few threads' stacks, about 10 KiB here) and its reply fit. */
+#define FIRST_READ_BYTES 65536
+
+/* One message: a head of head_len bytes (4 or more) that ends with the
+ * body's length, then the body, malloc'd into *ret_body. A channel has one
+ * message in flight at a time, each written in one writev, so the first read
+ * takes the head and as much of the body as its buffer holds: a tick's
+ * message costs one read (and one wait) instead of two of each. Bytes past
+ * the body are a peer that broke the protocol: -EBADMSG. */
+static int read_message(int fd, uint8_t *head, size_t head_len, uint8_t **ret_body, uint32_t *ret_len,
+			uint64_t deadline_ns)
+{
+	uint8_t first[FIRST_READ_BYTES];
+	size_t got = 0;
+	while (got < head_len) {
+		ssize_t n = read_some(fd, first + got, sizeof(first) - got, deadline_ns);
+		if (n < 0)
+			return (int)n;
+		got += (size_t)n;
+	}
+	memcpy(head, first, head_len);
+	uint32_t len;
+	memcpy(&len, first + head_len - 4, 4);
+	size_t early = got - head_len;
+	if (len > MAX_MESSAGE || early > len)
+		return -EBADMSG;
+	uint8_t *body = malloc(len ? len : 1);
+	if (!body)
+		return -ENOMEM;
+	memcpy(body, first + head_len, early);
+	int r = read_all(fd, body + early, len - early, deadline_ns);
+	if (r < 0) {
+		free(body);
+		return r;
+	}
+	*ret_body = body;
+	*ret_len = len;
 	return 0;
 }
 
@@ -533,16 +586,14 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 	long unwinds = 0;
 	for (;;) {
 		uint8_t head[5];
-		uint32_t len;
-		if (read_all(fd, head, sizeof(head), 0) < 0)
+		uint8_t *body = NULL;
+		uint32_t len = 0;
+		int got = read_message(fd, head, sizeof(head), &body, &len, 0);
+		if (got == -ENOMEM)
+			_exit(4);
+		if (got < 0)
 			_exit(0);
 		uint8_t kind = head[0];
-		memcpy(&len, head + 1, 4);
-		if (len > MAX_MESSAGE)
-			_exit(0);
-		uint8_t *body = malloc(len ? len : 1);
-		if (!body || read_all(fd, body, len, 0) < 0)
-			_exit(4);
 		struct cursor c = {.p = body, .len = len};
 		struct byte_buf out = {0};
 		if (kind == 'U' && crash_at && ++unwinds == crash_at)
@@ -709,16 +760,11 @@ static void drain_pending(struct channel *ch, uint64_t deadline_ns)
 			return;
 		deadline_ns = monotonic_ns() + SYMBOLIZE_TIMEOUT_MS * 1000000ull;
 	}
+	uint8_t head[4];
+	uint8_t *reply = NULL;
 	uint32_t rlen = 0;
-	int r = read_all(ch->fd, &rlen, 4, deadline_ns);
-	if (r == 0 && rlen > MAX_MESSAGE)
-		r = -EBADMSG;
-	uint8_t sink[4096];
-	while (r == 0 && rlen) {
-		uint32_t n = rlen < sizeof(sink) ? rlen : sizeof(sink);
-		r = read_all(ch->fd, sink, n, deadline_ns);
-		rlen -= n;
-	}
+	int r = read_message(ch->fd, head, sizeof(head), &reply, &rlen, deadline_ns);
+	free(reply);
 	ch->pending = false;
 	if (r < 0)
 		stop_worker(ch);
@@ -755,17 +801,11 @@ static int round_trip(struct interp *in, struct channel *ch, uint8_t kind, const
 	int r = send_request(in, ch, kind, body);
 	if (r < 0)
 		return r;
-	uint32_t rlen = 0;
-	r = read_all(ch->fd, &rlen, 4, deadline);
-	if (r == 0 && rlen > MAX_MESSAGE)
-		r = -EBADMSG;
+	uint8_t head[4];
 	uint8_t *buf = NULL;
-	if (r == 0) {
-		buf = malloc(rlen ? rlen : 1);
-		r = buf ? read_all(ch->fd, buf, rlen, deadline) : -ENOMEM;
-	}
+	uint32_t rlen = 0;
+	r = read_message(ch->fd, head, sizeof(head), &buf, &rlen, deadline);
 	if (r < 0) {
-		free(buf);
 		stop_worker(ch);
 		return r;
 	}
