@@ -312,7 +312,9 @@ unsigned long attach_reaped_threads(void);
  * mid-sample leaves every thread in 't'). attach_watchdog_start forks (twice:
  * it is not our child, and it leaves our session) a small process that is
  * not a tracer and never touches the target. attach_capture marks in shared
- * memory when it starts and ends holding threads; if a hold window stays
+ * memory when it starts and ends holding threads (and wakes the watchdog,
+ * which sleeps while no capture has held anything for a while, as in
+ * sampling that stops no one); if a hold window stays
  * open longer than limit_ms, the watchdog SIGKILLs the tool, which makes the
  * kernel detach and resume every thread (group-stopped ones stay stopped).
  * It exits by itself when the tool exits. Late threads that trap after the

@@ -8,8 +8,9 @@
 
 #include <stdbool.h>
 
-/* Open (true) or close (false) the hold window. Two stores to shared
- * memory; a no-op without a watchdog. */
+/* Open (true) or close (false) the hold window: stores to shared memory,
+ * and a write to the watchdog's eventfd when it sleeps; a no-op without a
+ * watchdog. */
 void watchdog_window(bool open);
 
 #endif

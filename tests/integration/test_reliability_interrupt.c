@@ -242,13 +242,17 @@ Test(reliability_interrupt, c2_sigkill_mid_sample, .timeout = 600)
 /* C3: the sampler is SIGSTOPped inside a hold window; the watchdog
  * (attach_watchdog_start, 500 ms) SIGKILLs it, so the target's threads are
  * released within about a second, not when someone sends SIGCONT. Driven
- * through rel_driver because the CLI does not start the watchdog yet. */
+ * through rel_driver, which holds the target at a rate of its own. At 4
+ * holds a second the watchdog keeps looking every 50 ms; at 1 a second it
+ * has gone to sleep (ten looks found no new hold) by the time the next
+ * hold opens, and that hold must wake it. */
 Test(reliability_interrupt, c3_stopped_sampler_watchdog, .timeout = 600)
 {
-	REL_REPEAT(it, 3) {
+	REL_REPEAT(it, 4) {
 		struct rel_target rt;
 		rel_start_spin2(&rt);
-		const char *dargv[] = {target_path("reliability/rel_driver"), rt.pid, "20000", "4",
+		const char *holds_per_s = it % 2 ? "1" : "4";
+		const char *dargv[] = {target_path("reliability/rel_driver"), rt.pid, "20000", holds_per_s,
 				       "watchdog=500", "hold=100", NULL};
 		char errlog[] = "/tmp/diag-c3-driver-XXXXXX";
 		int errfd = mkstemp(errlog);
