@@ -105,8 +105,8 @@ static _Noreturn void watchdog_main(int tool_pidfd, int bell, struct wd_shared *
 	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
 		signal(ignored[i], SIG_IGN);
 	uint64_t limit_ns = (uint64_t)w->limit_ms * 1000000ull;
-	/* Overshoot at most a tenth of the limit; a poll every 50 ms (for the
-	 * default 500 ms) costs nothing measurable. */
+	/* Overshoot at most a tenth of the limit: a look every 100 ms for the
+	 * CLI's default 1 s, while captures hold threads (IDLE_LOOKS). */
 	int tick_ms = (int)(w->limit_ms / 10);
 	if (tick_ms < 1)
 		tick_ms = 1;
