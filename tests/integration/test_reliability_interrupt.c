@@ -251,7 +251,7 @@ Test(reliability_interrupt, c3_stopped_sampler_watchdog, .timeout = 600)
 	REL_REPEAT(it, 4) {
 		struct rel_target rt;
 		rel_start_spin2(&rt);
-		const char *holds_per_s = it % 2 ? "1" : "4";
+		const char *holds_per_s = it % 2 ? "4" : "1";
 		const char *dargv[] = {target_path("reliability/rel_driver"), rt.pid, "20000", holds_per_s,
 				       "watchdog=500", "hold=100", NULL};
 		char errlog[] = "/tmp/diag-c3-driver-XXXXXX";
