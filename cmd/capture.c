@@ -94,6 +94,11 @@ static void usage(FILE *f)
 	      "                          for, those lost or throttled, and the stops\n"
 	      "     --no-kernel-frames   leave the kernel call chain out of CPU samples (kernel\n"
 	      "                          time is still sampled, at the syscall that spent it)\n"
+	      "     --unwind-later SIZE  with perf events, keep up to SIZE of sampled stacks\n"
+	      "                          (default 64M) and unwind them after the capture, as\n"
+	      "                          perf record leaves them to perf report: the unwinding\n"
+	      "                          does not share the target's CPUs while it is measured.\n"
+	      "                          Past SIZE, and with 0, samples are unwound as they come\n"
 	      "     --wall-engine auto|ptrace  where wall-clock samples come from: auto (default)\n"
 	      "                          with perf events stops no thread: each thread's latest\n"
 	      "                          perf sample (taken as it ran, or as it left the CPU),\n"
@@ -228,6 +233,7 @@ enum {
 	OPT_WALL_ENGINE,
 	OPT_JSON,
 	OPT_SUBPROCESSES,
+	OPT_UNWIND_LATER,
 };
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
@@ -337,6 +343,7 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 		{"cpu-engine", required_argument, NULL, OPT_CPU_ENGINE},
 		{"no-kernel-frames", no_argument, NULL, OPT_NO_KERNEL_FRAMES},
 		{"wall-engine", required_argument, NULL, OPT_WALL_ENGINE},
+		{"unwind-later", required_argument, NULL, OPT_UNWIND_LATER},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"subprocesses", no_argument, NULL, OPT_SUBPROCESSES},
 		{"help", no_argument, NULL, 'h'},
@@ -526,6 +533,19 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 				return -1;
 			}
 			o->watchdog_ms = (unsigned)v;
+			break;
+		case OPT_UNWIND_LATER:
+			/* parse_size refuses 0, which here means "none". */
+			if (strcmp(optarg, "0") == 0)
+				o->unwind_later_bytes = 0;
+			else if (parse_size(optarg, &o->unwind_later_bytes) < 0 ||
+				 o->unwind_later_bytes > (16ull << 30)) {
+				die_message("invalid size '%s' for --unwind-later", optarg);
+				hint_message("bytes, or with a suffix: 64M, 1G (at most 16G; 0: unwind as "
+					     "samples come)");
+				return -1;
+			}
+			o->unwind_later_set = true;
 			break;
 		case OPT_WITH_BINARIES:
 			o->with_binaries_cap = BINARIES_DEFAULT_CAP;

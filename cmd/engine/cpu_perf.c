@@ -17,6 +17,23 @@
 #define LABELS_MAX 160
 /* Flushes between two re-reads of the maps for a stack outside them. */
 #define MAPS_MISS_EVERY 64
+/* Deferred unwinding: a placeholder is this base with the sample's index in
+ * the low 48 bits: above every user address and below every kernel one
+ * (non-canonical), apart from py_out.c's frames (0x5059...). */
+#define PLACEHOLDER_BASE 0x4446000000000000ull
+#define PLACEHOLDER_MASK 0xffff000000000000ull
+/* The most samples deferring keeps, whatever their bytes: their
+ * unwinding after the capture takes a second or two. Past it, or past
+ * defer_bytes_max, samples are unwound as they are drained. */
+#define DEFER_SAMPLES_MAX 65536u
+
+/* A CPU sample kept for unwinding after the capture. */
+struct deferred_sample {
+	pid_t tid;
+	struct user_regs_struct regs;
+	uint8_t *stack; /* trimmed copy; NULL once unwound */
+	size_t len;
+};
 
 struct cpu_perf {
 	const struct attach_target *target;
@@ -57,6 +74,17 @@ struct cpu_perf {
 	uint64_t kernel_only;     /* samples with no user context */
 	uint64_t user_unwound_empty; /* user context, but no user frame came back */
 	uint64_t user_unwound_truncated; /* the unwind stopped short of the outermost frame */
+	/* Deferred unwinding (cpu_perf.h): the samples kept, and once unwound
+	 * their frames in one array, sample k's at pcs[off[k]..off[k + 1]). */
+	uint64_t defer_bytes_max; /* 0: nothing deferred */
+	bool deferred_unwound;
+	struct deferred_sample *deferred;
+	size_t ndeferred, deferred_cap, deferred_bytes;
+	uint64_t *deferred_pcs;
+	size_t ndeferred_pcs, deferred_pcs_cap;
+	size_t *deferred_off;
+	bool *deferred_truncated;
+	uint64_t deferred_online; /* past the budget: unwound as drained */
 	/* Every thread's schedstat when the events opened and when they
 	 * stopped (cpu_weigh.h), and what weighing to them did. */
 	struct thread_cpu *cpu_start, *cpu_end;
@@ -75,6 +103,7 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *c
 	cp->target = t;
 	cp->kernel_frames = co->kernel_frames;
 	cp->moments = co->moments;
+	cp->defer_bytes_max = co->defer_bytes_max;
 	cp->batch.pid = t->pid;
 	cp->batch.threads = calloc(BATCH_MAX, sizeof(*cp->batch.threads));
 	cp->batch.threads_cap = BATCH_MAX;
@@ -147,6 +176,54 @@ static void trim_stacks(struct cpu_perf *cp)
 	}
 }
 
+bool cpu_perf_is_placeholder(uint64_t pc)
+{
+	return (pc & PLACEHOLDER_MASK) == PLACEHOLDER_BASE;
+}
+
+/* defer_bytes_max: keep the batch's CPU samples (trimmed) for later and
+ * give each a placeholder stack instead of unwinding it. false (nothing
+ * kept) for switch-outs (a tick needs those now), once the deferred ones
+ * are unwound, and past the budget. Batches are all CPU samples or all
+ * switch-outs (cpu_perf_unwind_held flushes before it adds). */
+static bool defer_batch(struct cpu_perf *cp)
+{
+	struct process_capture *b = &cp->batch;
+	if (!cp->defer_bytes_max || cp->deferred_unwound || cp->switch_out[0])
+		return false;
+	size_t bytes = 0;
+	for (size_t i = 0; i < b->nthreads; i++)
+		bytes += cp->user[i] ? b->threads[i].stack_len : 0;
+	if (cp->ndeferred + b->nthreads > DEFER_SAMPLES_MAX ||
+	    cp->deferred_bytes + bytes > cp->defer_bytes_max ||
+	    array_reserve(&cp->deferred, &cp->deferred_cap, cp->ndeferred + b->nthreads,
+			  sizeof(*cp->deferred), 256) < 0) {
+		cp->deferred_online += b->nthreads;
+		return false;
+	}
+	for (size_t i = 0; i < b->nthreads; i++) {
+		const struct thread_capture *tc = &b->threads[i];
+		cp->stacks[i].n = 0;
+		cp->stacks[i].truncated = false;
+		if (!cp->user[i])
+			continue;
+		struct deferred_sample *d = &cp->deferred[cp->ndeferred];
+		*d = (struct deferred_sample){.tid = tc->tid, .regs = tc->regs, .len = tc->stack_len};
+		if (d->len) {
+			if (!(d->stack = malloc(d->len))) {
+				cp->error = -ENOMEM;
+				return true;
+			}
+			memcpy(d->stack, tc->stack, d->len);
+		}
+		cp->deferred_bytes += d->len;
+		cp->stacks[i].pcs[0] = PLACEHOLDER_BASE | cp->ndeferred;
+		cp->stacks[i].n = 1;
+		cp->ndeferred++;
+	}
+	return true;
+}
+
 /* Unwind the batch and add each sample, kernel frames on top. */
 static void flush(struct cpu_perf *cp)
 {
@@ -158,7 +235,9 @@ static void flush(struct cpu_perf *cp)
 	if (perf_sampler_take_mmaps(cp->ps) || !cp->maps_read)
 		read_maps(cp);
 	trim_stacks(cp);
-	interp_unwind(cp->in, b, cp->stacks);
+	bool deferred = defer_batch(cp);
+	if (!deferred)
+		interp_unwind(cp->in, b, cp->stacks);
 	for (size_t i = 0; i < b->nthreads && !cp->error; i++) {
 		if (cp->moments && cp->user[i]) {
 			struct moment m = {
@@ -178,13 +257,16 @@ static void flush(struct cpu_perf *cp)
 			continue;
 		/* After the moment kept its native stack: a tick amends what it
 		 * takes from the moments itself, with its own read. */
-		if (cp->amend && cp->user[i])
+		if (cp->amend && cp->user[i] && !deferred)
 			cp->amend(cp->label_arg, b->threads[i].tid, &cp->stacks[i]);
 		uint64_t pcs[PERF_KERNEL_FRAMES_MAX + UNWIND_MAX_FRAMES_DEFAULT];
 		size_t n = 0;
 		for (size_t k = 0; k < cp->nkpcs[i]; k++)
 			pcs[n++] = cp->kpcs[i][k];
-		if (cp->user[i]) {
+		if (cp->user[i] && deferred) {
+			for (size_t k = 0; k < cp->stacks[i].n; k++)
+				pcs[n++] = cp->stacks[i].pcs[k];
+		} else if (cp->user[i]) {
 			if (cp->stacks[i].n == 0)
 				cp->user_unwound_empty++;
 			else if (cp->stacks[i].truncated)
@@ -330,6 +412,134 @@ int cpu_perf_unwind_held(struct cpu_perf *cp, struct interp *in, const pid_t *ti
 	return cp->error;
 }
 
+int cpu_perf_unwind_deferred(struct cpu_perf *cp, struct interp *in)
+{
+	if (cp->deferred_unwound || cp->error)
+		return cp->error;
+	cp->in = in;
+	flush(cp); /* between collects the batch is empty: nothing */
+	cp->deferred_unwound = true;
+	size_t n = cp->ndeferred;
+	if (n == 0)
+		return 0;
+	cp->deferred_off = calloc(n + 1, sizeof(*cp->deferred_off));
+	cp->deferred_truncated = calloc(n, sizeof(*cp->deferred_truncated));
+	if (!cp->deferred_off || !cp->deferred_truncated)
+		return cp->error = -ENOMEM;
+	/* The latest maps: a library loaded since the sample is in them, one
+	 * unloaded since is not (its frames end the stack there). */
+	read_maps(cp);
+	struct process_capture *b = &cp->batch;
+	for (size_t start = 0; start < n; start += BATCH_MAX) {
+		size_t m = n - start < BATCH_MAX ? n - start : BATCH_MAX;
+		b->nthreads = 0;
+		for (size_t k = 0; k < m; k++) {
+			struct deferred_sample *d = &cp->deferred[start + k];
+			if (batch_add(cp, d->tid, 'R', &d->regs, d->stack, d->len) < 0)
+				return cp->error;
+			b->nthreads++;
+		}
+		interp_unwind(in, b, cp->stacks);
+		for (size_t k = 0; k < m; k++) {
+			const struct unwound_stack *st = &cp->stacks[k];
+			struct deferred_sample *d = &cp->deferred[start + k];
+			if (st->n == 0)
+				cp->user_unwound_empty++;
+			else if (st->truncated)
+				cp->user_unwound_truncated++;
+			if (array_reserve(&cp->deferred_pcs, &cp->deferred_pcs_cap,
+					  cp->ndeferred_pcs + st->n, sizeof(uint64_t), 4096) < 0)
+				return cp->error = -ENOMEM;
+			cp->deferred_off[start + k] = cp->ndeferred_pcs;
+			memcpy(cp->deferred_pcs + cp->ndeferred_pcs, st->pcs, st->n * sizeof(uint64_t));
+			cp->ndeferred_pcs += st->n;
+			cp->deferred_truncated[start + k] = st->truncated;
+			free(d->stack);
+			d->stack = NULL;
+		}
+		b->nthreads = 0;
+	}
+	cp->deferred_off[n] = cp->ndeferred_pcs;
+	return 0;
+}
+
+/* The frames of the sample behind placeholder pc: *n of them at the
+ * pointer returned; NULL (none) if pc names no unwound sample. */
+static const uint64_t *placeholder_frames(const struct cpu_perf *cp, uint64_t pc, size_t *n,
+					  bool *truncated)
+{
+	uint64_t k = pc & ~PLACEHOLDER_MASK;
+	*n = 0;
+	if (!cp->deferred_off || k >= cp->ndeferred)
+		return NULL;
+	*n = cp->deferred_off[k + 1] - cp->deferred_off[k];
+	if (truncated)
+		*truncated = cp->deferred_truncated[k];
+	return cp->deferred_pcs + cp->deferred_off[k];
+}
+
+struct expanding {
+	const struct cpu_perf *cp;
+	struct stackagg *out;
+};
+
+static int expand_entry(void *ctx, const uint64_t *pcs, size_t npcs, const char *labels,
+			const int64_t *values)
+{
+	struct expanding *e = ctx;
+	uint64_t out[PERF_KERNEL_FRAMES_MAX + UNWIND_MAX_FRAMES_DEFAULT];
+	size_t n = 0;
+	for (size_t i = 0; i < npcs; i++) {
+		if (!cpu_perf_is_placeholder(pcs[i])) {
+			if (n < sizeof(out) / sizeof(out[0]))
+				out[n++] = pcs[i];
+			continue;
+		}
+		size_t nf;
+		const uint64_t *f = placeholder_frames(e->cp, pcs[i], &nf, NULL);
+		for (size_t k = 0; k < nf && n < sizeof(out) / sizeof(out[0]); k++)
+			out[n++] = f[k];
+	}
+	return stackagg_add(e->out, out, n, labels, values) < 0;
+}
+
+static int has_placeholder(void *ctx, const uint64_t *pcs, size_t npcs, const char *labels,
+			   const int64_t *values)
+{
+	(void)ctx, (void)labels, (void)values;
+	for (size_t i = 0; i < npcs; i++)
+		if (cpu_perf_is_placeholder(pcs[i]))
+			return 1;
+	return 0;
+}
+
+int cpu_perf_expand(const struct cpu_perf *cp, struct stackagg **agg)
+{
+	if (!cp || !cp->ndeferred || !stackagg_foreach(*agg, has_placeholder, NULL))
+		return 0;
+	struct expanding e = {.cp = cp, .out = stackagg_new(stackagg_nvalues(*agg))};
+	if (!e.out || stackagg_foreach(*agg, expand_entry, &e)) {
+		stackagg_free(e.out);
+		return -ENOMEM;
+	}
+	stackagg_free(*agg);
+	*agg = e.out;
+	return 0;
+}
+
+void cpu_perf_expand_stack(const struct cpu_perf *cp, struct unwound_stack *st)
+{
+	if (!cp || st->n != 1 || !cpu_perf_is_placeholder(st->pcs[0]))
+		return;
+	size_t nf;
+	bool truncated = true;
+	const uint64_t *f = placeholder_frames(cp, st->pcs[0], &nf, &truncated);
+	st->n = nf;
+	st->truncated = truncated;
+	if (nf)
+		memcpy(st->pcs, f, nf * sizeof(uint64_t));
+}
+
 static size_t name_kernel(void *arg, uint64_t addr, struct sym_frame *out, size_t max)
 {
 	struct cpu_perf *cp = arg;
@@ -431,6 +641,14 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 								   ? "sched:sched_switch, going to sleep"
 								   : "context-switches");
 	}
+	if (cp->defer_bytes_max) {
+		/* Unwound after the capture, and as drained once the budget
+		 * for keeping them was spent. */
+		cJSON *d = cJSON_AddObjectToObject(o, "deferred_unwinding");
+		cJSON_AddNumberToObject(d, "samples", (double)cp->ndeferred);
+		cJSON_AddNumberToObject(d, "stack_bytes", (double)cp->deferred_bytes);
+		cJSON_AddNumberToObject(d, "past_budget_unwound_as_drained", (double)cp->deferred_online);
+	}
 	cJSON_AddNumberToObject(o, "samples_without_user_context", (double)cp->kernel_only);
 	cJSON_AddNumberToObject(o, "samples_without_user_frames", (double)cp->user_unwound_empty);
 	cJSON_AddNumberToObject(o, "unwinds_truncated", (double)cp->user_unwound_truncated);
@@ -456,6 +674,12 @@ void cpu_perf_free(struct cpu_perf *cp)
 	kallsyms_free(cp->ksyms);
 	maps_release(&cp->ranges);
 	process_capture_release(&cp->batch);
+	for (size_t k = 0; k < cp->ndeferred; k++)
+		free(cp->deferred[k].stack);
+	free(cp->deferred);
+	free(cp->deferred_pcs);
+	free(cp->deferred_off);
+	free(cp->deferred_truncated);
 	free(cp->stacks);
 	free(cp->cpu_start);
 	free(cp->cpu_end);

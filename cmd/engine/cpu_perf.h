@@ -11,6 +11,17 @@
  * unwound when drained: one at a place its thread already slept at
  * renews that sleep, any other is held raw (moments_hold), the newest per
  * thread, until a tick asks for it (cpu_perf_unwind_held).
+ *
+ * With defer_bytes_max, a CPU sample is not unwound when drained either:
+ * its trimmed stack copy is kept, and it enters the profiles (and the
+ * moments, and so the wall ticks) as a one-frame placeholder stack. After
+ * the last collect, cpu_perf_unwind_deferred unwinds them all, and
+ * cpu_perf_expand puts each one's frames in place of its placeholder. The
+ * unwinding worker then does nothing during the capture but the held
+ * switch-outs and the threads read from /proc: the target's CPUs are not
+ * shared with it while it is measured (perf record works the same way:
+ * nothing is unwound before perf report). A budget bounds what is kept;
+ * past it, samples are unwound as they are drained.
  */
 #ifndef DIAG_CMD_ENGINE_CPU_PERF_H
 #define DIAG_CMD_ENGINE_CPU_PERF_H
@@ -40,6 +51,10 @@ struct cpu_perf_options {
 	bool kernel_frames;   /* the kernel call chain on top of each stack */
 	unsigned switch_freq; /* switch-out samples (perf.h); 0: none */
 	struct moments *moments; /* latest sample per thread kept here; NULL: not kept */
+	/* Stack copies kept to unwind CPU samples after the capture (above);
+	 * 0: none. Not with an amend function that must see each stack when
+	 * it is drained. */
+	uint64_t defer_bytes_max;
 };
 
 /* Start perf events on every thread of t. 0 or -errno from
@@ -64,6 +79,23 @@ long cpu_perf_collect(struct cpu_perf *cp, struct interp *in, struct stackagg *c
 /* Unwind the held switch-outs of these threads (those that have one)
  * into the moments, in one round trip. 0 or -ENOMEM. */
 int cpu_perf_unwind_held(struct cpu_perf *cp, struct interp *in, const pid_t *tids, size_t n);
+
+/* After the last cpu_perf_collect, while the target is still there if it
+ * can be: unwind every sample kept (defer_bytes_max), in batches. A sample
+ * the worker could not unwind gets its leaf only. 0 or -ENOMEM. */
+int cpu_perf_unwind_deferred(struct cpu_perf *cp, struct interp *in);
+
+/* Whether pc is a deferred sample's placeholder (not an address). */
+bool cpu_perf_is_placeholder(uint64_t pc);
+
+/* After cpu_perf_unwind_deferred: *agg rebuilt with every placeholder
+ * replaced by its sample's frames (merging entries that become equal).
+ * A stackagg without placeholders is left as it is. 0 or -ENOMEM (*agg
+ * unchanged). */
+int cpu_perf_expand(const struct cpu_perf *cp, struct stackagg **agg);
+
+/* The same for one stack (a placeholder-only stack a tick kept). */
+void cpu_perf_expand_stack(const struct cpu_perf *cp, struct unwound_stack *st);
 
 /* Name the kernel addresses of st (/proc/kallsyms; "[kernel]" when it
  * cannot be read). 0 or -ENOMEM. */

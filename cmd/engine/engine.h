@@ -122,6 +122,11 @@ struct capture_options {
 	enum capture_wall_engine wall_engine;
 	bool no_kernel_frames;      /* leave the kernel call chain out of CPU samples */
 	size_t perf_stack_bytes;    /* user stack per perf sample; 0: 32 KiB */
+	/* Stack copies of perf CPU samples kept to unwind after the capture
+	 * (cpu_perf.h); unwind_later_set false: the default, 64 MiB. 0:
+	 * every sample is unwound as it is drained. */
+	uint64_t unwind_later_bytes;
+	bool unwind_later_set;
 	/* diag-attach dump (with snapshot): print the snapshot's threads
 	 * grouped by stack to dump_to, as text or JSON (dump_out.h), and in
 	 * text a Go program's goroutines after them. Then the bundle

@@ -37,6 +37,9 @@
  * second into a ring that holds a dozen or more). */
 #define PERF_DRAIN_EVERY_NS 40000000ull
 #define TARGET_CPU_EVERY_NS 100000000ull
+/* --unwind-later's default: 64 MiB of trimmed stack copies (a few KiB
+ * each) is minutes of a few busy threads at 99 Hz. */
+#define UNWIND_LATER_DEFAULT (64ull << 20)
 
 struct pause_stats {
 	uint64_t *reservoir;
@@ -249,6 +252,8 @@ static int collect_new(void *ctx, const uint64_t *pcs, size_t npcs, const char *
 {
 	struct addrset **sets = ctx; /* [0] warmed, [1] new this round */
 	for (size_t i = 0; i < npcs; i++) {
+		if (cpu_perf_is_placeholder(pcs[i]))
+			continue; /* a sample to unwind after the capture */
 		uint64_t a = frame_lookup_address(pcs, i);
 		size_t before;
 		addrset_items(sets[0], &before);
@@ -960,6 +965,10 @@ static int start_cpu_engine(struct sampler *sp)
 		.kernel_frames = !o->no_kernel_frames,
 		.switch_freq = SWITCH_SAMPLES_PER_TICK * o->frequency_hz,
 		.moments = sp->moments,
+		/* A CPython's frames are put into each stack as it is drained
+		 * (perf_amend): those are unwound then. */
+		.defer_bytes_max = sp->s->py ? 0
+				   : o->unwind_later_set ? o->unwind_later_bytes : UNWIND_LATER_DEFAULT,
 	};
 	int r = cpu_perf_new(&sp->s->target, &co, &sp->perf);
 	if (r == -ENOMEM)
@@ -1462,6 +1471,19 @@ int sampler_run(struct capture_session *s)
 	if (sp.perf) {
 		cpu_perf_stop(sp.perf);
 		note_target_cpu(&sp); /* the summary's end of the window */
+		/* The samples kept during the capture, unwound now that it is
+		 * over: the worker's CPU time for them is not taken from the
+		 * target while it is measured (cpu_perf.h). Then their frames
+		 * go in place of their placeholders. */
+		if (r == 0)
+			r = cpu_perf_unwind_deferred(sp.perf, s->interp);
+		if (r == 0)
+			r = cpu_perf_expand(sp.perf, &sp.cpu);
+		if (r == 0)
+			r = cpu_perf_expand(sp.perf, &sp.wall);
+		for (size_t i = 0; r == 0 && sp.have_last && i < sp.last.nthreads; i++)
+			cpu_perf_expand_stack(sp.perf, &sp.last_stacks[i]);
+		capture_trace_phase("deferred samples unwound");
 		/* Other threads' samples are weighed only when they stand for
 		 * more than /proc/PID/stat's clock ticks could be off by. */
 		if (r == 0)

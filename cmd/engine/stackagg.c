@@ -65,6 +65,11 @@ size_t stackagg_count(const struct stackagg *a)
 	return a ? a->n : 0;
 }
 
+size_t stackagg_nvalues(const struct stackagg *a)
+{
+	return a->nvalues;
+}
+
 static uint64_t key_hash(const uint64_t *pcs, size_t npcs, const char *labels)
 {
 	uint64_t h = hash_bytes(HASH_SEED, pcs, npcs * sizeof(*pcs));

@@ -25,6 +25,8 @@ int stackagg_add(struct stackagg *a, const uint64_t *pcs, size_t npcs, const cha
 		 const int64_t *values);
 
 size_t stackagg_count(const struct stackagg *a);
+/* The number of values each entry has (stackagg_new's nvalues). */
+size_t stackagg_nvalues(const struct stackagg *a);
 
 /* Visit every entry (in insertion order). Stop early if fn returns nonzero,
  * and return that value. */

@@ -241,6 +241,90 @@ Test(sampling, cpu_split_and_wall_states_ptrace_wall)
 	check_cpu_split_and_wall_states("ptrace");
 }
 
+/* The share of p's samples (by count) with fn whose frames also run
+ * burn fn -> burner_main -> start_thread: unwound whole. */
+static double whole_share(const Perftools__Profiles__Profile *p, const char *fn)
+{
+	const char *const run[] = {fn, "burner_main", "start_thread"};
+	int64_t with = 0, whole = 0;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = p->sample[i];
+		if (!frames_have(p, s, fn))
+			continue;
+		with += s->value[0];
+		whole += frames_contain_run(p, s, run, 3) ? s->value[0] : 0;
+	}
+	return with ? (double)whole / (double)with : 0;
+}
+
+/* No location of p is a deferred sample's placeholder (cpu_perf.c: the
+ * 0x4446 in the top 16 bits of an address). */
+static void expect_no_placeholder(const Perftools__Profiles__Profile *p, const char *member)
+{
+	for (size_t i = 0; i < p->n_location; i++)
+		cr_expect(p->location[i]->address >> 48 != 0x4446,
+			  "%s: location %#llx is a placeholder left in", member,
+			  (unsigned long long)p->location[i]->address);
+}
+
+/* --unwind-later: the CPU samples kept during the capture are unwound
+ * after it and put in place, in cpu.pprof and in wall.pprof (where the
+ * ticks took them for the running threads), so the busy threads' chains
+ * are whole whichever way each sample was unwound. budget: the option's
+ * value (NULL: the default, every sample kept); kept and past: whether
+ * the manifest must count samples kept, and samples unwound as drained
+ * once the budget was spent. */
+static void check_unwound_later(const char *budget, bool kept, bool past)
+{
+	struct target_run sa = sampled_start("burner", "2");
+	const char *args[] = {"-d", "2s", "-F", "99", budget ? "--unwind-later" : NULL, budget, NULL};
+	sampled_capture(&sa, args);
+	cJSON *m = manifest_need(sa.out);
+	const cJSON *perf = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "cpu"), "perf");
+	cr_assert(cJSON_IsObject(perf), "no capture.cpu.perf");
+	const cJSON *d = cJSON_GetObjectItem(perf, "deferred_unwinding");
+	if (budget && strcmp(budget, "0") == 0) {
+		cr_expect_null(d, "--unwind-later 0 kept samples");
+	} else {
+		cr_assert(cJSON_IsObject(d), "no capture.cpu.perf.deferred_unwinding");
+		double n = cJSON_GetNumberValue(cJSON_GetObjectItem(d, "samples"));
+		double over = cJSON_GetNumberValue(
+			cJSON_GetObjectItem(d, "past_budget_unwound_as_drained"));
+		/* A small budget keeps a few: trimmed stacks of a few KiB. */
+		cr_expect(kept ? n >= (past ? 1 : 50) : n == 0, "%.0f samples kept", n);
+		cr_expect(past ? over > 50 : over == 0, "%.0f samples past the budget", over);
+	}
+	cJSON_Delete(m);
+	const char *members[] = {"cpu.pprof", "wall.pprof"};
+	for (size_t k = 0; k < 2; k++) {
+		Perftools__Profiles__Profile *p = load(sa.out, members[k]);
+		expect_no_placeholder(p, members[k]);
+		double heavy = whole_share(p, "burn_heavy"), light = whole_share(p, "burn_light");
+		cr_expect(heavy > 0.95 && light > 0.95,
+			  "%s: burn_heavy %.3f, burn_light %.3f of samples unwound to start_thread",
+			  members[k], heavy, light);
+		perftools__profiles__profile__free_unpacked(p, NULL);
+	}
+	run_end(&sa);
+}
+
+Test(sampling, unwound_after_the_capture)
+{
+	check_unwound_later(NULL, true, false);
+}
+
+Test(sampling, unwound_as_drained_with_no_budget)
+{
+	check_unwound_later("0", false, false);
+}
+
+Test(sampling, unwound_as_drained_past_a_small_budget)
+{
+	/* A few KiB of trimmed stack per sample: 16K keeps a handful. */
+	check_unwound_later("16K", true, true);
+}
+
 Test(sampling, thread_churn)
 {
 	struct target_run sa = sampled_start("churn_threads", NULL);
@@ -273,6 +357,22 @@ Test(sampling, target_exits_mid_capture)
 	cJSON_Delete(m);
 	expect_member_has(sa.out, "threads.txt", "steady_work",
 			  "final snapshot lacks the last stacks");
+	/* The samples kept to unwind after the capture were unwound after
+	 * the target was gone, from the modules loaded while it ran. */
+	Perftools__Profiles__Profile *cpu = load(sa.out, "cpu.pprof");
+	const char *const run[] = {"steady_work", "steady_main", "start_thread"};
+	int64_t steady = 0, whole = 0;
+	for (size_t i = 0; i < cpu->n_sample; i++) {
+		if (!frames_have(cpu, cpu->sample[i], "steady_work"))
+			continue;
+		steady += cpu->sample[i]->value[0];
+		whole += frames_contain_run(cpu, cpu->sample[i], run, 3) ? cpu->sample[i]->value[0] : 0;
+	}
+	cr_expect(steady > 20 && whole > steady * 0.95,
+		  "steady_work: %lld samples, %lld unwound to start_thread", (long long)steady,
+		  (long long)whole);
+	expect_no_placeholder(cpu, "cpu.pprof");
+	perftools__profiles__profile__free_unpacked(cpu, NULL);
 	/* It was not held at once, and the header must not say it was. */
 	expect_member_has(sa.out, "threads.txt", "as the last sample before the target exited",
 			  "threads.txt's header hides that the snapshot is the last tick's");
@@ -296,12 +396,16 @@ Test(sampling, sigint_releases_and_writes)
 	run_end(&sa);
 }
 
-Test(sampling, worker_crash_loses_only_samples_in_flight)
+/* The interpretation worker crashes on its crash_at-th unwind request:
+ * the samples of that request lose their stacks, and the restarted
+ * worker unwinds the rest. unwind_later: the --unwind-later value; with
+ * 0 the requests come during the capture (a tick's, a drain's), with the
+ * default most come after it (64 kept samples each). */
+static void check_worker_crash(const char *crash_at, const char *unwind_later, const char *duration)
 {
 	struct target_run sa = sampled_start("burner", "1");
-	/* The interpretation worker crashes on its 20th unwind request. */
-	setenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT", "20", 1);
-	const char *args[] = {"-d", "1s", NULL};
+	setenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT", crash_at, 1);
+	const char *args[] = {"-d", duration, "--unwind-later", unwind_later, NULL};
 	sampled_capture(&sa, args);
 	unsetenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT");
 	cJSON *m = manifest_need(sa.out);
@@ -314,6 +418,21 @@ Test(sampling, worker_crash_loses_only_samples_in_flight)
 	/* Samples after the crash were unwound by the restarted worker. */
 	Perftools__Profiles__Profile *cpu = load(sa.out, "cpu.pprof");
 	cr_expect(any_sample_has(cpu, "burn_heavy"), "no full stacks after the worker restarted");
+	expect_no_placeholder(cpu, "cpu.pprof");
 	perftools__profiles__profile__free_unpacked(cpu, NULL);
 	run_end(&sa);
+}
+
+Test(sampling, worker_crash_loses_only_samples_in_flight)
+{
+	check_worker_crash("20", "0", "1s");
+}
+
+Test(sampling, worker_crash_after_the_capture_loses_one_batch)
+{
+	/* burner 1 has one busy thread: 3 s of it is up to 300 samples, 5
+	 * requests after the capture (3 at half a CPU on a loaded machine),
+	 * and the ticks' one or more before it: the 2nd is one of those
+	 * and some of the kept samples come after it. */
+	check_worker_crash("2", "64M", "3s");
 }
