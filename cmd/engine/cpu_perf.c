@@ -4,6 +4,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h> /* memfd_create */
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "attach/perf.h"
 #include "cmd/engine/cpu_weigh.h"
@@ -27,11 +30,19 @@
  * defer_bytes_max, samples are unwound as they are drained. */
 #define DEFER_SAMPLES_MAX 65536u
 
+/* Kept stack copies go into a memfd, written once per drained batch and
+ * read back at the end. In our own memory each copy landed on fresh pages
+ * (a malloc each, or chunks mapped and populated up front alike), and in
+ * a VM that shadows page tables the first touch of a page is what costs:
+ * perf record -g of the main thread showed 16-17 % in that memcpy or in
+ * _int_malloc and native_set_pte, more than the unwinding saved. The
+ * kernel's copy into the file's pages does not touch our mappings. */
+
 /* A CPU sample kept for unwinding after the capture. */
 struct deferred_sample {
 	pid_t tid;
 	struct user_regs_struct regs;
-	uint8_t *stack; /* trimmed copy; NULL once unwound */
+	uint64_t offset; /* its trimmed stack copy in the memfd */
 	size_t len;
 };
 
@@ -80,6 +91,8 @@ struct cpu_perf {
 	bool deferred_unwound;
 	struct deferred_sample *deferred;
 	size_t ndeferred, deferred_cap, deferred_bytes;
+	int defer_fd; /* the memfd of the copies; -1: not made yet, or failed */
+	uint64_t defer_end;
 	uint64_t *deferred_pcs;
 	size_t ndeferred_pcs, deferred_pcs_cap;
 	size_t *deferred_off;
@@ -104,6 +117,7 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *c
 	cp->kernel_frames = co->kernel_frames;
 	cp->moments = co->moments;
 	cp->defer_bytes_max = co->defer_bytes_max;
+	cp->defer_fd = -1;
 	cp->batch.pid = t->pid;
 	cp->batch.threads = calloc(BATCH_MAX, sizeof(*cp->batch.threads));
 	cp->batch.threads_cap = BATCH_MAX;
@@ -181,6 +195,47 @@ bool cpu_perf_is_placeholder(uint64_t pc)
 	return (pc & PLACEHOLDER_MASK) == PLACEHOLDER_BASE;
 }
 
+/* Append the batch's kept stack copies (user samples from first on) to
+ * the memfd, made on first use: 0, or -errno (nothing is kept then). */
+static int defer_write(struct cpu_perf *cp, size_t first)
+{
+	struct process_capture *b = &cp->batch;
+	if (cp->defer_fd < 0) {
+		cp->defer_fd = memfd_create("diag-deferred-stacks", MFD_CLOEXEC);
+		if (cp->defer_fd < 0)
+			return -errno;
+	}
+	struct iovec iov[BATCH_MAX];
+	int n = 0;
+	size_t total = 0;
+	for (size_t i = first; i < b->nthreads; i++) {
+		if (!cp->user[i] || !b->threads[i].stack_len)
+			continue;
+		iov[n].iov_base = b->threads[i].stack;
+		iov[n++].iov_len = b->threads[i].stack_len;
+		total += b->threads[i].stack_len;
+	}
+	size_t done = 0;
+	while (done < total) {
+		ssize_t w = pwritev(cp->defer_fd, iov, n, (off_t)(cp->defer_end + done));
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		done += (size_t)w;
+		/* A short write: skip what went out and write the rest. */
+		while (n && (size_t)w >= iov[0].iov_len) {
+			w -= (ssize_t)iov[0].iov_len;
+			memmove(iov, iov + 1, (size_t)--n * sizeof(iov[0]));
+		}
+		if (n && w) {
+			iov[0].iov_base = (uint8_t *)iov[0].iov_base + w;
+			iov[0].iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
 /* defer_bytes_max: keep the batch's CPU samples (trimmed) for later and
  * give each a placeholder stack instead of unwinding it. false (nothing
  * kept) for switch-outs (a tick needs those now), once the deferred ones
@@ -197,7 +252,8 @@ static bool defer_batch(struct cpu_perf *cp)
 	if (cp->ndeferred + b->nthreads > DEFER_SAMPLES_MAX ||
 	    cp->deferred_bytes + bytes > cp->defer_bytes_max ||
 	    array_reserve(&cp->deferred, &cp->deferred_cap, cp->ndeferred + b->nthreads,
-			  sizeof(*cp->deferred), 256) < 0) {
+			  sizeof(*cp->deferred), 256) < 0 ||
+	    defer_write(cp, 0) < 0) {
 		cp->deferred_online += b->nthreads;
 		return false;
 	}
@@ -208,14 +264,9 @@ static bool defer_batch(struct cpu_perf *cp)
 		if (!cp->user[i])
 			continue;
 		struct deferred_sample *d = &cp->deferred[cp->ndeferred];
-		*d = (struct deferred_sample){.tid = tc->tid, .regs = tc->regs, .len = tc->stack_len};
-		if (d->len) {
-			if (!(d->stack = malloc(d->len))) {
-				cp->error = -ENOMEM;
-				return true;
-			}
-			memcpy(d->stack, tc->stack, d->len);
-		}
+		*d = (struct deferred_sample){.tid = tc->tid, .regs = tc->regs,
+					      .offset = cp->defer_end, .len = tc->stack_len};
+		cp->defer_end += d->len;
 		cp->deferred_bytes += d->len;
 		cp->stacks[i].pcs[0] = PLACEHOLDER_BASE | cp->ndeferred;
 		cp->stacks[i].n = 1;
@@ -435,14 +486,20 @@ int cpu_perf_unwind_deferred(struct cpu_perf *cp, struct interp *in)
 		b->nthreads = 0;
 		for (size_t k = 0; k < m; k++) {
 			struct deferred_sample *d = &cp->deferred[start + k];
-			if (batch_add(cp, d->tid, 'R', &d->regs, d->stack, d->len) < 0)
+			if (batch_add(cp, d->tid, 'R', &d->regs, NULL, 0) < 0)
 				return cp->error;
-			b->nthreads++;
+			struct thread_capture *tc = &b->threads[b->nthreads++];
+			if (!d->len)
+				continue;
+			if (array_reserve(&tc->stack, &tc->stack_cap, d->len, 1, 4096) < 0)
+				return cp->error = -ENOMEM;
+			/* A copy that cannot be read back unwinds as nothing. */
+			ssize_t got = pread(cp->defer_fd, tc->stack, d->len, (off_t)d->offset);
+			tc->stack_len = got == (ssize_t)d->len ? d->len : 0;
 		}
 		interp_unwind(in, b, cp->stacks);
 		for (size_t k = 0; k < m; k++) {
 			const struct unwound_stack *st = &cp->stacks[k];
-			struct deferred_sample *d = &cp->deferred[start + k];
 			if (st->n == 0)
 				cp->user_unwound_empty++;
 			else if (st->truncated)
@@ -454,11 +511,11 @@ int cpu_perf_unwind_deferred(struct cpu_perf *cp, struct interp *in)
 			memcpy(cp->deferred_pcs + cp->ndeferred_pcs, st->pcs, st->n * sizeof(uint64_t));
 			cp->ndeferred_pcs += st->n;
 			cp->deferred_truncated[start + k] = st->truncated;
-			free(d->stack);
-			d->stack = NULL;
 		}
 		b->nthreads = 0;
 	}
+	close(cp->defer_fd);
+	cp->defer_fd = -1;
 	cp->deferred_off[n] = cp->ndeferred_pcs;
 	return 0;
 }
@@ -674,8 +731,8 @@ void cpu_perf_free(struct cpu_perf *cp)
 	kallsyms_free(cp->ksyms);
 	maps_release(&cp->ranges);
 	process_capture_release(&cp->batch);
-	for (size_t k = 0; k < cp->ndeferred; k++)
-		free(cp->deferred[k].stack);
+	if (cp->defer_fd >= 0)
+		close(cp->defer_fd);
 	free(cp->deferred);
 	free(cp->deferred_pcs);
 	free(cp->deferred_off);
