@@ -195,9 +195,9 @@ bool cpu_perf_is_placeholder(uint64_t pc)
 	return (pc & PLACEHOLDER_MASK) == PLACEHOLDER_BASE;
 }
 
-/* Append the batch's kept stack copies (user samples from first on) to
- * the memfd, made on first use: 0, or -errno (nothing is kept then). */
-static int defer_write(struct cpu_perf *cp, size_t first)
+/* Append the stack copies of the batch's user samples to the memfd, made
+ * on first use: 0, or -errno (nothing is kept then). */
+static int defer_write(struct cpu_perf *cp)
 {
 	struct process_capture *b = &cp->batch;
 	if (cp->defer_fd < 0) {
@@ -208,7 +208,7 @@ static int defer_write(struct cpu_perf *cp, size_t first)
 	struct iovec iov[BATCH_MAX];
 	int n = 0;
 	size_t total = 0;
-	for (size_t i = first; i < b->nthreads; i++) {
+	for (size_t i = 0; i < b->nthreads; i++) {
 		if (!cp->user[i] || !b->threads[i].stack_len)
 			continue;
 		iov[n].iov_base = b->threads[i].stack;
@@ -253,7 +253,7 @@ static bool defer_batch(struct cpu_perf *cp)
 	    cp->deferred_bytes + bytes > cp->defer_bytes_max ||
 	    array_reserve(&cp->deferred, &cp->deferred_cap, cp->ndeferred + b->nthreads,
 			  sizeof(*cp->deferred), 256) < 0 ||
-	    defer_write(cp, 0) < 0) {
+	    defer_write(cp) < 0) {
 		cp->deferred_online += b->nthreads;
 		return false;
 	}
@@ -508,7 +508,9 @@ int cpu_perf_unwind_deferred(struct cpu_perf *cp, struct interp *in)
 					  cp->ndeferred_pcs + st->n, sizeof(uint64_t), 4096) < 0)
 				return cp->error = -ENOMEM;
 			cp->deferred_off[start + k] = cp->ndeferred_pcs;
-			memcpy(cp->deferred_pcs + cp->ndeferred_pcs, st->pcs, st->n * sizeof(uint64_t));
+			if (st->n) /* deferred_pcs may still be NULL */
+				memcpy(cp->deferred_pcs + cp->ndeferred_pcs, st->pcs,
+				       st->n * sizeof(uint64_t));
 			cp->ndeferred_pcs += st->n;
 			cp->deferred_truncated[start + k] = st->truncated;
 		}
@@ -532,7 +534,7 @@ static const uint64_t *placeholder_frames(const struct cpu_perf *cp, uint64_t pc
 	*n = cp->deferred_off[k + 1] - cp->deferred_off[k];
 	if (truncated)
 		*truncated = cp->deferred_truncated[k];
-	return cp->deferred_pcs + cp->deferred_off[k];
+	return *n ? cp->deferred_pcs + cp->deferred_off[k] : NULL;
 }
 
 struct expanding {
