@@ -96,8 +96,8 @@ static void usage(FILE *f)
 	      "                          time is still sampled, at the syscall that spent it)\n"
 	      "     --unwind-later SIZE  with perf events, keep up to SIZE of sampled stacks\n"
 	      "                          (default 64M) and unwind them after the capture, as\n"
-	      "                          perf record leaves them to perf report: the unwinding\n"
-	      "                          does not share the target's CPUs while it is measured.\n"
+	      "                          perf record leaves them to perf report: the worker\n"
+	      "                          does not unwind them while the target is measured.\n"
 	      "                          Past SIZE, and with 0, samples are unwound as they come\n"
 	      "     --wall-engine auto|ptrace  where wall-clock samples come from: auto (default)\n"
 	      "                          with perf events stops no thread: each thread's latest\n"
@@ -278,7 +278,7 @@ static bool sampling_only(int c)
 	switch (c) {
 	case 'd': case 'F': case 'i': case OPT_LEAK_WATCH: case OPT_LEAK_THRESHOLD:
 	case OPT_LEAK_WINDOW: case OPT_LEAK_REPEAT: case OPT_CPU_ENGINE:
-	case OPT_NO_KERNEL_FRAMES: case OPT_WALL_ENGINE:
+	case OPT_NO_KERNEL_FRAMES: case OPT_WALL_ENGINE: case OPT_UNWIND_LATER:
 		return true;
 	}
 	return false;

@@ -281,6 +281,10 @@ Test(dump, bad_input, .timeout = 60)
 	tool_run(&r, dur);
 	cr_expect_eq(r.exit_code, 2, "dump -d: exit %d", r.exit_code);
 	cr_expect(strstr(r.err, "--duration"), "dump -d: %s", r.err);
+	const char *later[] = {"dump", "-p", rd.pid, "--unwind-later", "0", NULL};
+	tool_run(&r, later);
+	cr_expect_eq(r.exit_code, 2, "dump --unwind-later: exit %d", r.exit_code);
+	cr_expect(strstr(r.err, "--unwind-later"), "dump --unwind-later: %s", r.err);
 	const char *json_capture[] = {"-p", rd.pid, "--json", NULL};
 	tool_run(&r, json_capture);
 	cr_expect_eq(r.exit_code, 2, "capture --json: exit %d", r.exit_code);
