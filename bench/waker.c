@@ -6,9 +6,17 @@
  *
  *   bench-waker HZ
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+
+static void end(int sig)
+{
+	(void)sig;
+	_exit(0);
+}
 
 int main(int argc, char **argv)
 {
@@ -17,6 +25,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench-waker HZ (1 to 100000)\n");
 		return 2;
 	}
+	/* bench/run stops a profiler with SIGINT, which a background job
+	 * inherits ignored (a shell without job control): catch it. */
+	signal(SIGINT, end);
+	signal(SIGTERM, end);
 	long period = 1000000000L / hz;
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
