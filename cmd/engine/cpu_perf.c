@@ -275,6 +275,16 @@ static bool defer_batch(struct cpu_perf *cp)
 	return true;
 }
 
+/* A CPU sample's user stack as the worker returned it, into the counts
+ * of unwinds that gave nothing or stopped short. */
+static void count_unwound(struct cpu_perf *cp, const struct unwound_stack *st)
+{
+	if (st->n == 0)
+		cp->user_unwound_empty++;
+	else if (st->truncated)
+		cp->user_unwound_truncated++;
+}
+
 /* Unwind the batch and add each sample, kernel frames on top. */
 static void flush(struct cpu_perf *cp)
 {
@@ -314,14 +324,10 @@ static void flush(struct cpu_perf *cp)
 		size_t n = 0;
 		for (size_t k = 0; k < cp->nkpcs[i]; k++)
 			pcs[n++] = cp->kpcs[i][k];
-		if (cp->user[i] && deferred) {
-			for (size_t k = 0; k < cp->stacks[i].n; k++)
-				pcs[n++] = cp->stacks[i].pcs[k];
-		} else if (cp->user[i]) {
-			if (cp->stacks[i].n == 0)
-				cp->user_unwound_empty++;
-			else if (cp->stacks[i].truncated)
-				cp->user_unwound_truncated++;
+		if (cp->user[i]) {
+			/* A placeholder is counted when its sample is unwound. */
+			if (!deferred)
+				count_unwound(cp, &cp->stacks[i]);
 			for (size_t k = 0; k < cp->stacks[i].n; k++)
 				pcs[n++] = cp->stacks[i].pcs[k];
 		}
@@ -500,10 +506,7 @@ int cpu_perf_unwind_deferred(struct cpu_perf *cp, struct interp *in)
 		interp_unwind(in, b, cp->stacks);
 		for (size_t k = 0; k < m; k++) {
 			const struct unwound_stack *st = &cp->stacks[k];
-			if (st->n == 0)
-				cp->user_unwound_empty++;
-			else if (st->truncated)
-				cp->user_unwound_truncated++;
+			count_unwound(cp, st);
 			if (array_reserve(&cp->deferred_pcs, &cp->deferred_pcs_cap,
 					  cp->ndeferred_pcs + st->n, sizeof(uint64_t), 4096) < 0)
 				return cp->error = -ENOMEM;
