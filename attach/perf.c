@@ -397,6 +397,7 @@ int perf_sampler_open(pid_t pid, const struct perf_sampler_options *o, struct pe
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
+	a->context_switch = o->switch_records;
 
 	/* Switch-outs: the same user registers and stack, no kernel chain
 	 * (it would always be the scheduler's). The event fires inside the
@@ -417,9 +418,16 @@ int perf_sampler_open(pid_t pid, const struct perf_sampler_options *o, struct pe
 	w->task = 0;
 	w->mmap = 0;
 	w->mmap2 = 0;
+	w->context_switch = 0; /* the cpu-clock events' records say it all */
 
 	ps->fd_budget = raise_nofile();
 	int r = open_thread(ps, pid);
+	if (r == -EINVAL && a->context_switch) {
+		/* A kernel without context_switch (before 4.3). */
+		a->context_switch = 0;
+		ps->stats.switch_records_refused = true;
+		r = open_thread(ps, pid);
+	}
 	if (r == -EINVAL) {
 		/* A kernel before 5.13 has no inherit_thread: follow threads
 		 * without it and drop the samples of forked children. */
@@ -593,6 +601,27 @@ static void on_record(struct perf_sampler *ps, const struct perf_event_header *h
 		uint64_t pp = take_u64(&p, end, &bad);
 		if (!bad && (pid_t)(uint32_t)pp == ps->pid)
 			ps->stats.threads_inherited++;
+		break;
+	}
+	case PERF_RECORD_SWITCH: {
+		/* Its body is the sample_id: {pid, tid} and time, as the
+		 * cpu-clock attr's sample_type has them, first. */
+		uint64_t pidtid = take_u64(&p, end, &bad);
+		uint64_t time = take_u64(&p, end, &bad);
+		if (bad || (pid_t)(uint32_t)pidtid != ps->pid)
+			break;
+		struct perf_sample s = {
+			.tid = (pid_t)(uint32_t)(pidtid >> 32),
+			.time_ns = time,
+			.switch_record = true,
+			.out = (h->misc & PERF_RECORD_MISC_SWITCH_OUT) != 0,
+			.preempt = (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0,
+		};
+		if (s.out)
+			ps->stats.switch_records_out++;
+		else
+			ps->stats.switch_records_in++;
+		fn(arg, &s);
 		break;
 	}
 	case PERF_RECORD_MMAP2: {

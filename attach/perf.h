@@ -75,6 +75,14 @@ struct perf_sampler_options {
 	 * above 1: a caller must not take the last switch-out sample for the
 	 * last switch-out. 0: none. */
 	unsigned switch_freq;
+	/* A record of every switch of every thread in and out of a CPU
+	 * (attr.context_switch on the cpu-clock events: no registers, no
+	 * stack), handed to the drain's fn as samples with switch_record
+	 * set. What a wall clock read from the rings needs instead of a
+	 * /proc read at each tick; bench/RESULTS.md (fifth session) has its
+	 * cost: 2 % of a pipe ping-pong's round trips at 81,600 switches/s.
+	 * Kernels before 4.3 refuse it: the events open without. */
+	bool switch_records;
 	/* User stack copied per switch-out sample (<= stack_bytes; 0: 16
 	 * KiB): the kernel copies it in the thread's own switch, so it is
 	 * kept smaller than a CPU sample's. */
@@ -97,6 +105,11 @@ struct perf_sample {
 	bool stack_maybe_truncated;
 	const uint64_t *kernel_pcs; /* innermost first; [0] is where it was */
 	size_t nkernel;
+	/* switch_records: a PERF_RECORD_SWITCH, not a sample (tid and
+	 * time_ns only): the thread came onto a CPU, or left it (out),
+	 * preempted while runnable (preempt) or to sleep. */
+	bool switch_record;
+	bool out, preempt;
 };
 
 struct perf_sampler_stats {
@@ -114,6 +127,8 @@ struct perf_sampler_stats {
 	uint64_t threads_followed;   /* threads with events (opened or inherited) */
 	uint64_t threads_inherited;  /* threads created while sampling (FORK records) */
 	uint64_t mmap_records;       /* executable mappings created while sampling */
+	uint64_t switch_records_in, switch_records_out; /* switch_records */
+	bool switch_records_refused; /* asked for, and the kernel has none */
 	size_t events;               /* descriptors open */
 };
 

@@ -99,6 +99,11 @@ static void usage(FILE *f)
 	      "                          perf record leaves them to perf report: the worker\n"
 	      "                          does not unwind them while the target is measured.\n"
 	      "                          Past SIZE, and with 0, samples are unwound as they come\n"
+	      "     --wake-hz HZ         with perf events, wake HZ times a second (default 25)\n"
+	      "                          to read /proc and drain the rings: the wall-clock ticks\n"
+	      "                          between wakes are computed from the kernel's records of\n"
+	      "                          each thread's switches in and out of a CPU and its CPU\n"
+	      "                          samples. 0, or HZ at -F or above: wake at every tick\n"
 	      "     --wall-engine auto|ptrace  where wall-clock samples come from: auto (default)\n"
 	      "                          with perf events stops no thread: each thread's latest\n"
 	      "                          perf sample (taken as it ran, or as it left the CPU),\n"
@@ -234,6 +239,7 @@ enum {
 	OPT_JSON,
 	OPT_SUBPROCESSES,
 	OPT_UNWIND_LATER,
+	OPT_WAKE_HZ,
 };
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *ret)
@@ -278,7 +284,7 @@ static bool sampling_only(int c)
 	switch (c) {
 	case 'd': case 'F': case 'i': case OPT_LEAK_WATCH: case OPT_LEAK_THRESHOLD:
 	case OPT_LEAK_WINDOW: case OPT_LEAK_REPEAT: case OPT_CPU_ENGINE:
-	case OPT_NO_KERNEL_FRAMES: case OPT_WALL_ENGINE: case OPT_UNWIND_LATER:
+	case OPT_NO_KERNEL_FRAMES: case OPT_WALL_ENGINE: case OPT_UNWIND_LATER: case OPT_WAKE_HZ:
 		return true;
 	}
 	return false;
@@ -344,6 +350,7 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 		{"no-kernel-frames", no_argument, NULL, OPT_NO_KERNEL_FRAMES},
 		{"wall-engine", required_argument, NULL, OPT_WALL_ENGINE},
 		{"unwind-later", required_argument, NULL, OPT_UNWIND_LATER},
+		{"wake-hz", required_argument, NULL, OPT_WAKE_HZ},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"subprocesses", no_argument, NULL, OPT_SUBPROCESSES},
 		{"help", no_argument, NULL, 'h'},
@@ -546,6 +553,14 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 				return -1;
 			}
 			o->unwind_later_set = true;
+			break;
+		case OPT_WAKE_HZ:
+			if (parse_uint(optarg, 10000, &v) < 0) {
+				die_message("invalid rate '%s' for --wake-hz (0 to 10000)", optarg);
+				return -1;
+			}
+			o->wake_hz = (unsigned)v;
+			o->wake_hz_set = true;
 			break;
 		case OPT_WITH_BINARIES:
 			o->with_binaries_cap = BINARIES_DEFAULT_CAP;

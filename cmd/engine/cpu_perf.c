@@ -72,6 +72,7 @@ struct cpu_perf {
 	bool switch_out[BATCH_MAX]; /* a switch-out: for moments only */
 	bool cut[BATCH_MAX];        /* its stack copy may have been cut short */
 	struct moments *moments;
+	struct wall_window *window; /* NULL: no switch records asked for */
 	struct unwound_stack *stacks;
 	/* Where the current drain goes. */
 	struct interp *in;
@@ -116,6 +117,7 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *c
 	cp->target = t;
 	cp->kernel_frames = co->kernel_frames;
 	cp->moments = co->moments;
+	cp->window = co->window;
 	cp->defer_bytes_max = co->defer_bytes_max;
 	cp->defer_fd = -1;
 	cp->batch.pid = t->pid;
@@ -131,6 +133,7 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *c
 		.stack_bytes = co->stack_bytes,
 		.kernel_frames = co->kernel_frames,
 		.switch_freq = co->moments ? co->switch_freq : 0,
+		.switch_records = co->window != NULL,
 	};
 
 	int r = perf_sampler_open(t->pid, &o, &cp->ps);
@@ -314,6 +317,9 @@ static void flush(struct cpu_perf *cp)
 			if (moments_note(cp->moments, &m) < 0)
 				cp->error = -ENOMEM;
 		}
+		if (cp->window && cp->user[i] && !cp->switch_out[i] &&
+		    wall_window_cpu(cp->window, b->threads[i].tid, cp->time_ns[i], &cp->stacks[i]) < 0)
+			cp->error = -ENOMEM;
 		if (cp->switch_out[i])
 			continue;
 		/* After the moment kept its native stack: a tick amends what it
@@ -411,6 +417,13 @@ static int on_sample(void *arg, const struct perf_sample *s)
 	struct cpu_perf *cp = arg;
 	if (cp->error)
 		return 1;
+	if (s->switch_record) {
+		if (cp->window && wall_window_switch(cp->window, s->tid, s->time_ns, s->out, s->preempt) < 0) {
+			cp->error = -ENOMEM;
+			return 1;
+		}
+		return 0;
+	}
 	if (s->switch_out)
 		return hold_switch_out(cp, s);
 	long i = batch_add(cp, s->tid, 'R', &s->regs, s->stack, s->have_user_regs ? s->stack_len : 0);
@@ -634,6 +647,13 @@ bool cpu_perf_switch_samples(const struct cpu_perf *cp)
 	struct perf_sampler_stats st;
 	perf_sampler_stats(cp->ps, &st);
 	return cp->moments && !st.switch_refused;
+}
+
+bool cpu_perf_switch_records(const struct cpu_perf *cp)
+{
+	struct perf_sampler_stats st;
+	perf_sampler_stats(cp->ps, &st);
+	return cp->window && !st.switch_records_refused;
 }
 
 void cpu_perf_stop(struct cpu_perf *cp)

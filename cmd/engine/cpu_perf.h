@@ -37,6 +37,7 @@
 #include "cmd/engine/cpu_weigh.h"
 #include "cmd/engine/moments.h"
 #include "cmd/engine/stackagg.h"
+#include "cmd/engine/wall_window.h"
 #include "symbolize/worker/interp.h"
 #include "symbolize/worker/symtab.h"
 
@@ -55,6 +56,9 @@ struct cpu_perf_options {
 	 * 0: none. Not with an amend function that must see each stack when
 	 * it is drained. */
 	uint64_t defer_bytes_max;
+	/* Every thread's switches in and out of a CPU, and its CPU samples'
+	 * user stacks, go here too (wall_window.h); NULL: not asked for. */
+	struct wall_window *window;
 };
 
 /* Start perf events on every thread of t. 0 or -errno from
@@ -65,6 +69,10 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *o
 /* Whether switch-out samples are being taken (the kernel may refuse the
  * event and leave the cpu-clock ones). */
 bool cpu_perf_switch_samples(const struct cpu_perf *cp);
+
+/* Whether the switch records the window asked for are coming (kernels
+ * before 4.3 have none). */
+bool cpu_perf_switch_records(const struct cpu_perf *cp);
 
 /* Amends the unwound user stack of a CPU sample of tid before it is added
  * (a CPython's frames: py_session_amend). */

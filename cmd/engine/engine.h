@@ -127,6 +127,10 @@ struct capture_options {
 	 * every sample is unwound as it is drained. */
 	uint64_t unwind_later_bytes;
 	bool unwind_later_set;
+	/* How often a sampler with perf events wakes (wall_window.h);
+	 * wake_hz_set false: the default, 25. 0: at every tick. */
+	unsigned wake_hz;
+	bool wake_hz_set;
 	/* diag-attach dump (with snapshot): print the snapshot's threads
 	 * grouped by stack to dump_to, as text or JSON (dump_out.h), and in
 	 * text a Go program's goroutines after them. Then the bundle

@@ -23,6 +23,7 @@
 #include "cmd/engine/snapshot_out.h"
 #include "cmd/engine/stackagg.h"
 #include "cmd/engine/timeline_run.h"
+#include "cmd/engine/wall_window.h"
 #include "symbolize/unwind/unwind.h"
 #include "symbolize/worker/interp.h"
 #include "symbolize/arrays.h"
@@ -40,6 +41,9 @@
 /* --unwind-later's default: 64 MiB of trimmed stack copies (a few KiB
  * each) is minutes of a few busy threads at 99 Hz. */
 #define UNWIND_LATER_DEFAULT (64ull << 20)
+/* --wake-hz's default: at -F 99, a wake at every fourth tick, each
+ * draining 40 ms of the rings as PERF_DRAIN_EVERY_NS did between ticks. */
+#define WAKE_HZ_DEFAULT 25
 
 struct pause_stats {
 	uint64_t *reservoir;
@@ -214,6 +218,15 @@ struct sampler {
 	pid_t *want, *want_next;
 	size_t nwant, nwant_next, want_cap;
 	uint64_t stops_for_registers, wall_from_stop;
+	/* Ticks between wakes (wall_window.h): the sampler wakes at every
+	 * ticks_per_wake-th tick and computes those in between from the
+	 * switch records; window NULL: it wakes at every tick. The next
+	 * tick's virtual ticks (virt_n from virt_first_ns), the last anchor's
+	 * time (the drain of the tick kept in last), and the counts. */
+	struct wall_window *window, *window_owned;
+	unsigned ticks_per_wake;
+	uint64_t virt_first_ns, virt_n, anchor_ns;
+	uint64_t wakes, virtual_ticks, wall_from_records;
 	/* Thread samples (a thread at a tick) that had no stack: late to
 	 * stop, or not seen by perf yet. Counted, never silently dropped. */
 	uint64_t samples_without_stack;
@@ -726,6 +739,78 @@ static int fill_from_moments(struct sampler *sp)
 	return 0;
 }
 
+/* One wall-clock sample: tc in this state with this stack at a tick. */
+static int add_wall_sample(struct sampler *sp, const struct thread_capture *tc, char state,
+			   const struct unwound_stack *st)
+{
+	/* The name escaped as in threads.txt (snapshot_out.c says why). */
+	char labels[200], comm[4 * sizeof(tc->comm) + 1], tid[32] = "";
+	escape_text(tc->comm, comm, sizeof(comm));
+	if (tid_labelled(sp, tc->tid))
+		snprintf(tid, sizeof(tid), "tid=%d" LABEL_SEP, (int)tc->tid);
+	else
+		sp->unlabelled_samples++;
+	/* A thread without a stack at this tick (late to stop, or not
+	 * sampled by perf yet) is still a thread at this tick: a sample
+	 * without frames, labelled no_stack, so the profile's total is
+	 * every thread's wall time and none vanishes. */
+	snprintf(labels, sizeof(labels), "%sthread_comm=%s" LABEL_SEP "state=%c%s%s", tid, comm, state,
+		 st->n ? "" : LABEL_SEP "no_stack=", st->n ? "" : snapshot_no_stack_label(tc));
+	int64_t wall_values[2] = {1, (int64_t)sp->period_ns};
+	if (stackagg_add(sp->wall, st->pcs, st->n, labels, wall_values) < 0)
+		return -ENOMEM;
+	if (st->n == 0) {
+		sp->samples_without_stack++;
+		return 0;
+	}
+	sp->samples++;
+	sp->samples_truncated += st->truncated;
+	return 0;
+}
+
+/* The ticks since the last wake, computed from the switch records
+ * (wall_window.h) between the anchor kept in last (read at
+ * sp->anchor_ns) and this one (cur, stacks: read at now_ns). A thread in
+ * cur and not in last is taken from its first switch in. 0 or -ENOMEM. */
+static int emit_virtual_ticks(struct sampler *sp, uint64_t now_ns)
+{
+	uint64_t n = sp->virt_n;
+	sp->virt_n = 0;
+	if (!n || !sp->have_last)
+		return 0;
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t t = sp->virt_first_ns + k * sp->period_ns;
+		if (t >= now_ns)
+			break;
+		for (size_t i = 0; i < sp->cur.nthreads; i++) {
+			const struct thread_capture *tc = &sp->cur.threads[i];
+			if (tc->outcome == THREAD_GONE)
+				continue;
+			size_t j = find_thread_index(&sp->last, tc->tid);
+			struct wall_anchor prev = {.present = false}, now = {
+				.present = true,
+				.state = tc->state,
+				.stack = &sp->stacks[i],
+			};
+			if (j != SIZE_MAX && sp->last.threads[j].outcome != THREAD_GONE)
+				prev = (struct wall_anchor){.present = true,
+							    .state = sp->last.threads[j].state,
+							    .stack = &sp->last_stacks[j]};
+			char state;
+			const struct unwound_stack *st;
+			if (!wall_window_at(sp->window, tc->tid, t, sp->anchor_ns, &prev, now_ns, &now,
+					    &state, &st))
+				continue;
+			if (add_wall_sample(sp, tc, state, st) < 0)
+				return -ENOMEM;
+			sp->wall_from_records++;
+		}
+		sp->ticks++;
+		sp->virtual_ticks++;
+	}
+	return 0;
+}
+
 static int perf_drain(struct sampler *sp);
 static int python_refresh(struct sampler *sp);
 
@@ -737,6 +822,12 @@ static int sample_tick(struct sampler *sp)
 		int d = perf_drain(sp);
 		if (d < 0)
 			return d;
+	}
+	/* This wake's anchor: every record drained is at or before it. */
+	uint64_t anchor_ns = monotonic_ns();
+	if (sp->window) {
+		wall_window_forget(sp->window, sp->anchor_ns);
+		wall_window_seal(sp->window);
 	}
 	int r = attach_capture(&sp->s->target, &sp->ao, &sp->cur);
 	sp->late_samples += sp->cur.nlate;
@@ -790,7 +881,8 @@ static int sample_tick(struct sampler *sp)
 	for (size_t i = 0; sp->s->py && i < sp->cur.nthreads; i++)
 		py_session_amend(sp->s->py, sp->cur.threads[i].tid, &sp->stacks[i]);
 
-	int64_t period = (int64_t)sp->period_ns;
+	if (sp->window && emit_virtual_ticks(sp, anchor_ns) < 0)
+		return -ENOMEM;
 	for (size_t i = 0; i < sp->cur.nthreads; i++) {
 		struct thread_capture *tc = &sp->cur.threads[i];
 		const struct unwound_stack *st = &sp->stacks[i];
@@ -798,32 +890,13 @@ static int sample_tick(struct sampler *sp)
 			continue;
 		/* attach/ already reports S for a thread read as R that the stop
 		 * found asleep in a syscall our previous release had woken. */
-		char state = tc->state;
-		/* The name escaped as in threads.txt (snapshot_out.c says why). */
-		char labels[200], comm[4 * sizeof(tc->comm) + 1], tid[32] = "";
-		escape_text(tc->comm, comm, sizeof(comm));
-		if (tid_labelled(sp, tc->tid))
-			snprintf(tid, sizeof(tid), "tid=%d" LABEL_SEP, (int)tc->tid);
-		else
-			sp->unlabelled_samples++;
-		/* A thread without a stack at this tick (late to stop, or not
-		 * sampled by perf yet) is still a thread at this tick: a sample
-		 * without frames, labelled no_stack, so the profile's total is
-		 * every thread's wall time and none vanishes. */
-		snprintf(labels, sizeof(labels), "%sthread_comm=%s" LABEL_SEP "state=%c%s%s", tid, comm,
-			 state, st->n ? "" : LABEL_SEP "no_stack=",
-			 st->n ? "" : snapshot_no_stack_label(tc));
-		int64_t wall_values[2] = {1, period};
-		if (stackagg_add(sp->wall, st->pcs, st->n, labels, wall_values) < 0)
+		if (add_wall_sample(sp, tc, tc->state, st) < 0)
 			return -ENOMEM;
-		if (st->n == 0) {
-			sp->samples_without_stack++;
-			continue;
-		}
-		sp->samples++;
-		sp->samples_truncated += st->truncated;
-
-		if (!sp->perf) {
+		if (!sp->perf && st->n) {
+			char labels[200], comm[4 * sizeof(tc->comm) + 1], tid[32] = "";
+			escape_text(tc->comm, comm, sizeof(comm));
+			if (tid_labelled(sp, tc->tid))
+				snprintf(tid, sizeof(tid), "tid=%d" LABEL_SEP, (int)tc->tid);
 			snprintf(labels, sizeof(labels), "%sthread_comm=%s", tid, comm);
 			if (ptrace_cpu_sample(sp, tc, st, labels) < 0)
 				return -ENOMEM;
@@ -856,6 +929,7 @@ static int sample_tick(struct sampler *sp)
 	sp->stacks = ts;
 	sp->stacks_cap = tcap;
 	sp->have_last = true;
+	sp->anchor_ns = anchor_ns;
 	return 0;
 }
 
@@ -970,6 +1044,21 @@ static int start_cpu_engine(struct sampler *sp)
 		.defer_bytes_max = sp->s->py ? 0
 				   : o->unwind_later_set ? o->unwind_later_bytes : UNWIND_LATER_DEFAULT,
 	};
+	/* Ticks between wakes, from the switch records: not for a CPython,
+	 * whose Python frames are read at each tick. */
+	unsigned wake_hz = o->wake_hz_set ? o->wake_hz : WAKE_HZ_DEFAULT;
+	unsigned per_wake = wake_hz ? (o->frequency_hz + wake_hz / 2) / wake_hz : 1;
+	if (per_wake > 1 && !sp->s->py && sp->moments) {
+		if (wall_window_new(&sp->window_owned) < 0)
+			return -ENOMEM;
+		co.window = sp->window_owned;
+		/* The switch-outs a wake reads (the ticks between take a
+		 * sleep's stack from the wakes): each is a copy of the stack
+		 * made in the thread's own switch. */
+		co.switch_freq = SWITCH_SAMPLES_PER_TICK * ((o->frequency_hz + per_wake - 1) / per_wake);
+	} else {
+		per_wake = 1;
+	}
 	int r = cpu_perf_new(&sp->s->target, &co, &sp->perf);
 	if (r == -ENOMEM)
 		return r;
@@ -992,6 +1081,10 @@ static int start_cpu_engine(struct sampler *sp)
 		sp->keeping_pace = true;
 		tool_priority_yield(0, true);
 		interp_yield_to_target(sp->s->interp, true);
+		if (cpu_perf_switch_records(sp->perf)) {
+			sp->window = sp->window_owned;
+			sp->ticks_per_wake = per_wake;
+		}
 	}
 	if (r < 0) {
 		sp->perf_refused = r;
@@ -1057,6 +1150,12 @@ static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
 		 * give (note_resting_stacks), and the samples their stacks gave. */
 		cJSON_AddNumberToObject(wall, "stops_for_registers", (double)sp->stops_for_registers);
 		cJSON_AddNumberToObject(wall, "from_stop_for_registers", (double)sp->wall_from_stop);
+		/* Ticks between wakes (wall_window.h), and the samples in them. */
+		cJSON *rec = cJSON_AddObjectToObject(wall, "between_wakes");
+		cJSON_AddNumberToObject(rec, "ticks_per_wake", sp->window ? sp->ticks_per_wake : 1);
+		cJSON_AddNumberToObject(rec, "wakes", (double)sp->wakes);
+		cJSON_AddNumberToObject(rec, "ticks", (double)sp->virtual_ticks);
+		cJSON_AddNumberToObject(rec, "thread_samples", (double)sp->wall_from_records);
 	}
 }
 
@@ -1238,12 +1337,27 @@ static void sampler_release(struct sampler *sp)
 	free(sp->thread_pause.reservoir);
 	timeline_run_free(sp->timeline);
 	cpu_perf_free(sp->perf);
+	wall_window_free(sp->window_owned);
 	moments_free(sp->moments);
 	free(sp->held_tids);
 	free(sp->want);
 	free(sp->want_next);
 	cJSON_Delete(sp->adaptations);
 	addrset_free(sp->warmed);
+}
+
+/* When the sampler next wakes, next_tick being the next tick due: at
+ * every ticks_per_wake-th with a window, else at each. */
+static uint64_t next_wake(const struct sampler *sp, uint64_t next_tick)
+{
+	return sp->window ? next_tick + (sp->ticks_per_wake - 1) * sp->period_ns : next_tick;
+}
+
+/* The drains between wakes: none that a wake soon after makes for it. */
+static uint64_t drain_every(const struct sampler *sp)
+{
+	uint64_t wake = sp->window ? (sp->ticks_per_wake + 1) * sp->period_ns : 0;
+	return wake > PERF_DRAIN_EVERY_NS ? wake : PERF_DRAIN_EVERY_NS;
 }
 
 int sampler_run(struct capture_session *s)
@@ -1321,9 +1435,21 @@ int sampler_run(struct capture_session *s)
 		uint64_t now = monotonic_ns();
 		if (now >= end)
 			break;
-		if (sp.period_ns && now >= next_tick) {
+		if (sp.period_ns && now >= next_wake(&sp, next_tick)) {
+			/* A wake late by a period: our share of a saturated CPU no
+			 * longer keeps up (and the rings fill while we wait). */
 			if (sp.wall_perf)
-				keep_pace(&sp, now - next_tick);
+				keep_pace(&sp, now - next_wake(&sp, next_tick));
+			if (sp.window) {
+				/* Every tick due since the last wake is this wake's:
+				 * the last read now, those before it computed from
+				 * the switch records (emit_virtual_ticks). */
+				uint64_t due = (now - next_tick) / sp.period_ns + 1;
+				sp.virt_first_ns = next_tick;
+				sp.virt_n = due - 1;
+				next_tick += (due - 1) * sp.period_ns;
+				sp.wakes++;
+			}
 			/* A tick that could not start within its own period is
 			 * counted as missed, not merged into this one. */
 			if (now - next_tick >= sp.period_ns) {
@@ -1332,6 +1458,7 @@ int sampler_run(struct capture_session *s)
 				next_tick += late * sp.period_ns;
 			}
 			next_tick += sp.period_ns;
+			uint64_t ticks_before = sp.ticks;
 			sp.ticks++;
 			uint64_t tick_start = monotonic_ns();
 			uint64_t period_before = sp.period_ns;
@@ -1342,7 +1469,7 @@ int sampler_run(struct capture_session *s)
 			 * PERF_DRAIN_EVERY_NS more (each is a wakeup of ours, and
 			 * of the worker, that a target thread may wait behind). */
 			if (sp.wall_perf)
-				next_drain = monotonic_ns() + PERF_DRAIN_EVERY_NS;
+				next_drain = monotonic_ns() + drain_every(&sp);
 			/* A tick that stops no one costs the target only the CPU we
 			 * take (ours and the unwinding worker's); waiting for a CPU
 			 * on a busy machine is no cost to it, and must not thin the
@@ -1354,6 +1481,8 @@ int sampler_run(struct capture_session *s)
 				cpu_mark = cpu_now;
 			}
 			cost = cost > sp.one_time_ns ? cost - sp.one_time_ns : 0;
+			/* A wake's cost is shared by the ticks it made. */
+			cost /= sp.ticks - ticks_before;
 			adapt_rate(&sp, cost, sp.tick_hold_ns, tick_start - start);
 			/* A longer period applies from this tick on, not after
 			 * one more at the old rate. */
@@ -1404,7 +1533,7 @@ int sampler_run(struct capture_session *s)
 			}
 			if (sp.wall_perf)
 				cpu_mark = tick_cpu_ns(&sp);
-			next_drain = monotonic_ns() + PERF_DRAIN_EVERY_NS;
+			next_drain = monotonic_ns() + drain_every(&sp);
 		}
 		if (now >= next_warm && sp.have_last) {
 			attach_service_late();
@@ -1426,8 +1555,8 @@ int sampler_run(struct capture_session *s)
 			continue;
 		}
 		uint64_t wake = end;
-		if (sp.period_ns && next_tick < wake)
-			wake = next_tick;
+		if (sp.period_ns && next_wake(&sp, next_tick) < wake)
+			wake = next_wake(&sp, next_tick);
 		if (sp.timeline && next_timeline < wake)
 			wake = next_timeline;
 		if (next_progress < wake)
