@@ -44,6 +44,9 @@
 /* --wake-hz's default: at -F 99, a wake at every fourth tick, each
  * draining 40 ms of the rings as PERF_DRAIN_EVERY_NS did between ticks. */
 #define WAKE_HZ_DEFAULT 25
+/* At most this many ticks a wake: at -F 999, 24 CPU samples per CPU
+ * (about 800 KiB of its 2 MiB ring) wait for each drain. */
+#define TICKS_PER_WAKE_MAX 24
 
 struct pause_stats {
 	uint64_t *reservoir;
@@ -768,10 +771,34 @@ static int add_wall_sample(struct sampler *sp, const struct thread_capture *tc, 
 	return 0;
 }
 
+/* The wall sample at t (between the wake kept in last, read at
+ * sp->anchor_ns, and this one, read at now_ns) of a thread of either:
+ * tc is its entry in one, i its index in cur or SIZE_MAX, j in last or
+ * SIZE_MAX. 0 or -ENOMEM. */
+static int virtual_sample(struct sampler *sp, const struct thread_capture *tc, size_t i, size_t j,
+			  uint64_t t, uint64_t now_ns)
+{
+	struct wall_anchor prev = {.present = false}, now = {.present = false};
+	if (i != SIZE_MAX)
+		now = (struct wall_anchor){.present = true,
+					   .state = sp->cur.threads[i].state,
+					   .stack = &sp->stacks[i]};
+	if (j != SIZE_MAX && sp->last.threads[j].outcome != THREAD_GONE)
+		prev = (struct wall_anchor){.present = true,
+					    .state = sp->last.threads[j].state,
+					    .stack = &sp->last_stacks[j]};
+	char state;
+	const struct unwound_stack *st;
+	if (!wall_window_at(sp->window, tc->tid, t, sp->anchor_ns, &prev, now_ns, &now, &state, &st))
+		return 0;
+	sp->wall_from_records++;
+	return add_wall_sample(sp, tc, state, st);
+}
+
 /* The ticks since the last wake, computed from the switch records
- * (wall_window.h) between the anchor kept in last (read at
- * sp->anchor_ns) and this one (cur, stacks: read at now_ns). A thread in
- * cur and not in last is taken from its first switch in. 0 or -ENOMEM. */
+ * (wall_window.h) between the wake kept in last and this one (cur and
+ * stacks). A thread born in between is taken from its first switch in,
+ * one that ended until its last switch out. 0 or -ENOMEM. */
 static int emit_virtual_ticks(struct sampler *sp, uint64_t now_ns)
 {
 	uint64_t n = sp->virt_n;
@@ -787,23 +814,17 @@ static int emit_virtual_ticks(struct sampler *sp, uint64_t now_ns)
 			if (tc->outcome == THREAD_GONE)
 				continue;
 			size_t j = find_thread_index(&sp->last, tc->tid);
-			struct wall_anchor prev = {.present = false}, now = {
-				.present = true,
-				.state = tc->state,
-				.stack = &sp->stacks[i],
-			};
-			if (j != SIZE_MAX && sp->last.threads[j].outcome != THREAD_GONE)
-				prev = (struct wall_anchor){.present = true,
-							    .state = sp->last.threads[j].state,
-							    .stack = &sp->last_stacks[j]};
-			char state;
-			const struct unwound_stack *st;
-			if (!wall_window_at(sp->window, tc->tid, t, sp->anchor_ns, &prev, now_ns, &now,
-					    &state, &st))
-				continue;
-			if (add_wall_sample(sp, tc, state, st) < 0)
+			if (virtual_sample(sp, tc, i, j, t, now_ns) < 0)
 				return -ENOMEM;
-			sp->wall_from_records++;
+		}
+		for (size_t j = 0; j < sp->last.nthreads; j++) {
+			const struct thread_capture *tc = &sp->last.threads[j];
+			size_t i = find_thread_index(&sp->cur, tc->tid);
+			if (tc->outcome == THREAD_GONE ||
+			    (i != SIZE_MAX && sp->cur.threads[i].outcome != THREAD_GONE))
+				continue;
+			if (virtual_sample(sp, tc, SIZE_MAX, j, t, now_ns) < 0)
+				return -ENOMEM;
 		}
 		sp->ticks++;
 		sp->virtual_ticks++;
@@ -1048,6 +1069,8 @@ static int start_cpu_engine(struct sampler *sp)
 	 * whose Python frames are read at each tick. */
 	unsigned wake_hz = o->wake_hz_set ? o->wake_hz : WAKE_HZ_DEFAULT;
 	unsigned per_wake = wake_hz ? (o->frequency_hz + wake_hz / 2) / wake_hz : 1;
+	if (per_wake > TICKS_PER_WAKE_MAX)
+		per_wake = TICKS_PER_WAKE_MAX;
 	if (per_wake > 1 && !sp->s->py && sp->moments) {
 		if (wall_window_new(&sp->window_owned) < 0)
 			return -ENOMEM;

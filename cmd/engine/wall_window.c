@@ -177,7 +177,10 @@ bool wall_window_at(struct wall_window *w, pid_t tid, uint64_t t, uint64_t prev_
 		*stack = cpu ? stack_of(w, cpu) : a->stack ? a->stack : &w->empty;
 		return true;
 	}
-	/* Not a thread before its first switch in (born in the window). */
+	/* Not a thread after its last switch out (it ended in the window),
+	 * nor before its first switch in (born in the window). */
+	if (!now->present && !after && before && before->kind != REC_IN)
+		return false;
 	if (!before && (!after || after->kind == REC_IN))
 		return false;
 	enum rec_kind k = before ? before->kind : REC_IN;

@@ -112,7 +112,7 @@ static const char *switch_event(const cJSON *m)
  * that keeps one, so each thread found asleep so, in a call where a stop
  * is harmless, is stopped once for its registers: fp asks its stacks to
  * reach the thread's root, and allows those stops. */
-static void wall_truth_run(const char *target, bool fp)
+static void wall_truth_run(const char *target, bool fp, const char *wake_hz)
 {
 	pid_t l[2];
 	loaders_start(l);
@@ -122,7 +122,8 @@ static void wall_truth_run(const char *target, bool fp)
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/b", dir);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	const char *args[] = {"-p", pid, "-q", "-o", out, "-d", "5s", "-F", "99", NULL};
+	const char *args[] = {"-p", pid, "-q", "-o", out, "-d", "5s", "-F", "99",
+			      wake_hz ? "--wake-hz" : NULL, wake_hz, NULL};
 	struct tool_result res;
 	tool_run(&res, args);
 	loaders_stop(l);
@@ -152,6 +153,15 @@ static void wall_truth_run(const char *target, bool fp)
 	cr_expect(stops >= 1 && stops <= 1 + for_regs, "%.0f stops, %.0f for registers", stops,
 		  for_regs);
 	cr_expect_leq(for_regs, 2 * 51, "%.0f threads stopped for registers", for_regs);
+	/* By default most ticks are computed between wakes from the switch
+	 * records (at -F 99, three of every four); with --wake-hz 0 none. */
+	const cJSON *bw = cJSON_GetObjectItem(wall_o, "between_wakes");
+	double between = cJSON_GetNumberValue(cJSON_GetObjectItem(bw, "ticks"));
+	fprintf(stderr, "%s: %.0f of %.0f ticks between wakes\n", target, between, ticks);
+	if (wake_hz)
+		cr_expect_eq(between, 0, "%.0f ticks between wakes with --wake-hz 0", between);
+	else
+		cr_expect_geq(between, 0.6 * ticks, "%.0f of %.0f ticks between wakes", between, ticks);
 	/* The ten pipe readers and main sleep in read(2) from before the
 	 * capture, and read(2) keeps no frame of its own: from /proc their
 	 * stacks stop at pipe_main and main. (The sanitizer build keeps
@@ -270,12 +280,18 @@ static void wall_truth_run(const char *target, bool fp)
 
 Test(wall_truth, every_thread_at_every_tick_without_stops_loaded, .timeout = 120)
 {
-	wall_truth_run("wall_mix", false);
+	wall_truth_run("wall_mix", false, NULL);
+}
+
+/* The same with a wake at every tick: no tick is computed between. */
+Test(wall_truth, every_thread_at_every_tick_waking_at_each_loaded, .timeout = 120)
+{
+	wall_truth_run("wall_mix", false, "0");
 }
 
 Test(wall_truth, frame_pointer_code_unwinds_whole_loaded, .timeout = 120)
 {
-	wall_truth_run("wall_mix_fp", true);
+	wall_truth_run("wall_mix_fp", true, NULL);
 }
 
 /* Without tracefs the tool falls back to the context-switches event,
@@ -284,7 +300,7 @@ Test(wall_truth, frame_pointer_code_unwinds_whole_loaded, .timeout = 120)
 Test(wall_truth, every_thread_without_tracefs_loaded, .timeout = 120)
 {
 	hide_tracefs();
-	wall_truth_run("wall_mix", false);
+	wall_truth_run("wall_mix", false, NULL);
 }
 
 static void snapshot_of(pid_t pid, const char *out, bool no_interrupt)
