@@ -128,7 +128,7 @@ struct capture_options {
 	uint64_t unwind_later_bytes;
 	bool unwind_later_set;
 	/* How often a sampler with perf events wakes (wall_window.h);
-	 * wake_hz_set false: the default, 25. 0: at every tick. */
+	 * wake_hz_set false: the default, 0: at every tick. */
 	unsigned wake_hz;
 	bool wake_hz_set;
 	/* diag-attach dump (with snapshot): print the snapshot's threads

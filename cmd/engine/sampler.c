@@ -41,9 +41,11 @@
 /* --unwind-later's default: 64 MiB of trimmed stack copies (a few KiB
  * each) is minutes of a few busy threads at 99 Hz. */
 #define UNWIND_LATER_DEFAULT (64ull << 20)
-/* --wake-hz's default: at -F 99, a wake at every fourth tick, each
- * draining 40 ms of the rings as PERF_DRAIN_EVERY_NS did between ticks. */
-#define WAKE_HZ_DEFAULT 25
+/* --wake-hz's default: a wake at every tick. Waking at every fourth
+ * (--wake-hz 25) takes 40 % less of our CPU, but in longer bursts, and
+ * the target's 1 ms ticker did no better behind them at its p99 over
+ * four runs (bench/RESULTS.md, sixth session). */
+#define WAKE_HZ_DEFAULT 0
 /* At most this many ticks a wake: at -F 999, 24 CPU samples per CPU
  * (about 800 KiB of its 2 MiB ring) wait for each drain. */
 #define TICKS_PER_WAKE_MAX 24
@@ -846,9 +848,11 @@ static int sample_tick(struct sampler *sp)
 	}
 	/* This wake's anchor: every record drained is at or before it. */
 	uint64_t anchor_ns = monotonic_ns();
-	if (sp->window) {
-		wall_window_forget(sp->window, sp->anchor_ns);
-		wall_window_seal(sp->window);
+	/* (window_owned: the records come even where the window went unused,
+	 * the switch-out samples refused, and must not pile up.) */
+	if (sp->window_owned) {
+		wall_window_forget(sp->window_owned, sp->anchor_ns);
+		wall_window_seal(sp->window_owned);
 	}
 	int r = attach_capture(&sp->s->target, &sp->ao, &sp->cur);
 	sp->late_samples += sp->cur.nlate;
@@ -1468,6 +1472,8 @@ int sampler_run(struct capture_session *s)
 				 * the last read now, those before it computed from
 				 * the switch records (emit_virtual_ticks). */
 				uint64_t due = (now - next_tick) / sp.period_ns + 1;
+				/* Those of a wake that failed before computing them. */
+				sp.missed += sp.virt_n;
 				sp.virt_first_ns = next_tick;
 				sp.virt_n = due - 1;
 				next_tick += (due - 1) * sp.period_ns;
