@@ -805,8 +805,10 @@ static int emit_virtual_ticks(struct sampler *sp, uint64_t now_ns)
 {
 	uint64_t n = sp->virt_n;
 	sp->virt_n = 0;
-	if (!n || !sp->have_last)
+	if (!sp->have_last) {
+		sp->missed += n; /* before the first wake: no wake to start from */
 		return 0;
+	}
 	for (uint64_t k = 0; k < n; k++) {
 		uint64_t t = sp->virt_first_ns + k * sp->period_ns;
 		if (t >= now_ns)
