@@ -73,63 +73,94 @@ static int count(void *arg, const struct perf_sample *s)
 	return 0;
 }
 
-Test(attach_perf_switch, one_record_per_switch_as_proc_counts_them)
-{
+/* A forked child, blocked until told to go, with switch records open on
+ * it. */
+struct run {
+	pid_t child;
 	int go[2], done[2];
-	cr_assert_eq(pipe(go), 0);
-	cr_assert_eq(pipe(done), 0);
-	pid_t child = fork();
-	cr_assert(child >= 0);
-	if (child == 0) {
+	struct perf_sampler *ps;
+};
+
+/* Fork the child, which runs work on "go", then says "done" and blocks
+ * until the end; open its events once it is asleep in its first read (no
+ * switch before "go"). Skips the test where perf events are refused. */
+static void start_child(struct run *run, void (*work)(void))
+{
+	cr_assert_eq(pipe(run->go), 0);
+	cr_assert_eq(pipe(run->done), 0);
+	run->child = fork();
+	cr_assert(run->child >= 0);
+	if (run->child == 0) {
 		char c;
-		if (read(go[0], &c, 1) != 1)
+		if (read(run->go[0], &c, 1) != 1)
 			_exit(1);
-		struct timespec ms = {0, 1000000};
-		for (int i = 0; i < SLEEPS; i++)
-			nanosleep(&ms, NULL);
-		if (write(done[1], "d", 1) != 1)
+		work();
+		if (write(run->done[1], "d", 1) != 1)
 			_exit(1);
-		(void)!read(go[0], &c, 1); /* blocked until the parent ends it */
+		(void)!read(run->go[0], &c, 1); /* blocked until the parent ends it */
 		_exit(0);
 	}
-	/* Blocked in its first read: no switch until "go". */
-	for (int i = 0; i < 1000 && state_of(child) != 'S'; i++)
+	for (int i = 0; i < 1000 && state_of(run->child) != 'S'; i++)
 		usleep(1000);
 	struct perf_sampler_options o = {
 		.period_ns = 1000000000ull, /* a CPU sample a second of its CPU: none here */
 		.stack_bytes = 64,
 		.switch_records = true,
 	};
-	struct perf_sampler *ps = NULL;
-	int r = perf_sampler_open(child, &o, &ps);
+	int r = perf_sampler_open(run->child, &o, &run->ps);
 	if (r == -EACCES || r == -EPERM || r == -ENOSYS || r == -ENOENT || r == -EOPNOTSUPP) {
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
+		kill(run->child, SIGKILL);
+		waitpid(run->child, NULL, 0);
 		cr_skip_test("perf events refused here (%s)", strerror(-r));
 	}
 	cr_assert_eq(r, 0, "perf_sampler_open: %s", strerror(-r));
+}
+
+/* Let the child work; once it is back asleep, its /proc switch counts
+ * over the work (voluntary, not), the records drained into k, and the
+ * sampler's stats. Ends the child. */
+static void measure(struct run *run, struct counts *k, long *vol, long *invol,
+		    struct perf_sampler_stats *st)
+{
 	long v0, n0, v1, n1;
-	switches_of(child, &v0, &n0);
-	cr_assert_eq(write(go[1], "g", 1), 1);
+	switches_of(run->child, &v0, &n0);
+	cr_assert_eq(write(run->go[1], "g", 1), 1);
 	char c;
-	cr_assert_eq(read(done[0], &c, 1), 1);
+	cr_assert_eq(read(run->done[0], &c, 1), 1);
 	/* Back in its blocking read: asleep, its counts final for now. */
-	for (int i = 0; i < 1000 && state_of(child) != 'S'; i++)
+	for (int i = 0; i < 1000 && state_of(run->child) != 'S'; i++)
 		usleep(1000);
 	usleep(20000);
-	switches_of(child, &v1, &n1);
-	struct counts k = {.tid = child};
-	perf_sampler_drain(ps, count, &k);
+	switches_of(run->child, &v1, &n1);
+	*k = (struct counts){.tid = run->child};
+	perf_sampler_drain(run->ps, count, k);
+	perf_sampler_stats(run->ps, st);
+	perf_sampler_free(run->ps);
+	cr_assert_eq(write(run->go[1], "e", 1), 1);
+	waitpid(run->child, NULL, 0);
+	*vol = v1 - v0;
+	*invol = n1 - n0;
+	cr_log_info("/proc: %ld voluntary, %ld not; records: %ld to sleep, %ld preempted, %ld in",
+		    *vol, *invol, k->out, k->preempted, k->in);
+}
+
+static void nap_300_times(void)
+{
+	struct timespec ms = {0, 1000000};
+	for (int i = 0; i < SLEEPS; i++)
+		nanosleep(&ms, NULL);
+}
+
+Test(attach_perf_switch, one_record_per_switch_as_proc_counts_them)
+{
+	struct run run;
+	start_child(&run, nap_300_times);
+	struct counts k;
+	long vol, invol;
 	struct perf_sampler_stats st;
-	perf_sampler_stats(ps, &st);
-	perf_sampler_free(ps);
-	cr_assert_eq(write(go[1], "e", 1), 1);
-	waitpid(child, NULL, 0);
+	measure(&run, &k, &vol, &invol, &st);
 
 	cr_assert(!st.switch_records_refused, "this kernel has no switch records");
-	long vol = v1 - v0, invol = n1 - n0;
-	cr_log_info("/proc: %ld voluntary, %ld not; records: %ld to sleep, %ld preempted, %ld in",
-		    vol, invol, k.out, k.preempted, k.in);
 	cr_expect_geq(vol, SLEEPS, "/proc counted %ld voluntary switches for %d sleeps", vol, SLEEPS);
 	cr_expect(labs(k.out - vol) <= 2, "%ld switch-outs to sleep recorded, /proc counted %ld",
 		  k.out, vol);
@@ -154,38 +185,15 @@ static void spin_on_cpu0(long ms)
 	while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
 }
 
+static void spin_300_ms(void)
+{
+	spin_on_cpu0(300);
+}
+
 Test(attach_perf_switch, preemptions_flagged_as_proc_counts_them)
 {
-	int go[2], done[2];
-	cr_assert_eq(pipe(go), 0);
-	cr_assert_eq(pipe(done), 0);
-	pid_t child = fork();
-	cr_assert(child >= 0);
-	if (child == 0) {
-		char c;
-		if (read(go[0], &c, 1) != 1)
-			_exit(1);
-		spin_on_cpu0(300);
-		if (write(done[1], "d", 1) != 1)
-			_exit(1);
-		(void)!read(go[0], &c, 1);
-		_exit(0);
-	}
-	for (int i = 0; i < 1000 && state_of(child) != 'S'; i++)
-		usleep(1000);
-	struct perf_sampler_options o = {
-		.period_ns = 1000000000ull,
-		.stack_bytes = 64,
-		.switch_records = true,
-	};
-	struct perf_sampler *ps = NULL;
-	int r = perf_sampler_open(child, &o, &ps);
-	if (r == -EACCES || r == -EPERM || r == -ENOSYS || r == -ENOENT || r == -EOPNOTSUPP) {
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-		cr_skip_test("perf events refused here (%s)", strerror(-r));
-	}
-	cr_assert_eq(r, 0, "perf_sampler_open: %s", strerror(-r));
+	struct run run;
+	start_child(&run, spin_300_ms);
 	/* A rival on the same CPU for longer than the child spins: the
 	 * scheduler preempts the child while it is runnable, again and
 	 * again. */
@@ -195,25 +203,12 @@ Test(attach_perf_switch, preemptions_flagged_as_proc_counts_them)
 		spin_on_cpu0(500);
 		_exit(0);
 	}
-	long v0, n0, v1, n1;
-	switches_of(child, &v0, &n0);
-	cr_assert_eq(write(go[1], "g", 1), 1);
-	char c;
-	cr_assert_eq(read(done[0], &c, 1), 1);
-	for (int i = 0; i < 1000 && state_of(child) != 'S'; i++)
-		usleep(1000);
-	usleep(20000);
-	switches_of(child, &v1, &n1);
-	struct counts k = {.tid = child};
-	perf_sampler_drain(ps, count, &k);
-	perf_sampler_free(ps);
-	cr_assert_eq(write(go[1], "e", 1), 1);
-	waitpid(child, NULL, 0);
+	struct counts k;
+	long vol, invol;
+	struct perf_sampler_stats st;
+	measure(&run, &k, &vol, &invol, &st);
 	waitpid(rival, NULL, 0);
 
-	long vol = v1 - v0, invol = n1 - n0;
-	cr_log_info("/proc: %ld voluntary, %ld not; records: %ld to sleep, %ld preempted, %ld in",
-		    vol, invol, k.out, k.preempted, k.in);
 	cr_expect_geq(invol, 10, "the rival preempted the child %ld times only", invol);
 	cr_expect(labs(k.preempted - invol) <= 2, "%ld preempted recorded, /proc counted %ld",
 		  k.preempted, invol);
