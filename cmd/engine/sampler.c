@@ -809,30 +809,33 @@ static int emit_virtual_ticks(struct sampler *sp, uint64_t now_ns)
 		sp->missed += n; /* before the first wake: no wake to start from */
 		return 0;
 	}
-	for (uint64_t k = 0; k < n; k++) {
-		uint64_t t = sp->virt_first_ns + k * sp->period_ns;
-		if (t >= now_ns)
-			break;
-		for (size_t i = 0; i < sp->cur.nthreads; i++) {
-			const struct thread_capture *tc = &sp->cur.threads[i];
-			if (tc->outcome == THREAD_GONE)
-				continue;
-			size_t j = find_thread_index(&sp->last, tc->tid);
-			if (virtual_sample(sp, tc, i, j, t, now_ns) < 0)
+	/* The ticks before this wake (all of them, unless it failed to come
+	 * before its own tick's time). */
+	while (n && sp->virt_first_ns + (n - 1) * sp->period_ns >= now_ns)
+		n--;
+	/* Thread by thread, each found once in the other capture. */
+	for (size_t i = 0; i < sp->cur.nthreads; i++) {
+		const struct thread_capture *tc = &sp->cur.threads[i];
+		if (tc->outcome == THREAD_GONE)
+			continue;
+		size_t j = find_thread_index(&sp->last, tc->tid);
+		for (uint64_t k = 0; k < n; k++)
+			if (virtual_sample(sp, tc, i, j, sp->virt_first_ns + k * sp->period_ns, now_ns) < 0)
 				return -ENOMEM;
-		}
-		for (size_t j = 0; j < sp->last.nthreads; j++) {
-			const struct thread_capture *tc = &sp->last.threads[j];
-			size_t i = find_thread_index(&sp->cur, tc->tid);
-			if (tc->outcome == THREAD_GONE ||
-			    (i != SIZE_MAX && sp->cur.threads[i].outcome != THREAD_GONE))
-				continue;
-			if (virtual_sample(sp, tc, SIZE_MAX, j, t, now_ns) < 0)
-				return -ENOMEM;
-		}
-		sp->ticks++;
-		sp->virtual_ticks++;
 	}
+	for (size_t j = 0; j < sp->last.nthreads; j++) {
+		const struct thread_capture *tc = &sp->last.threads[j];
+		size_t i = find_thread_index(&sp->cur, tc->tid);
+		if (tc->outcome == THREAD_GONE ||
+		    (i != SIZE_MAX && sp->cur.threads[i].outcome != THREAD_GONE))
+			continue;
+		for (uint64_t k = 0; k < n; k++)
+			if (virtual_sample(sp, tc, SIZE_MAX, j, sp->virt_first_ns + k * sp->period_ns,
+					   now_ns) < 0)
+				return -ENOMEM;
+	}
+	sp->ticks += n;
+	sp->virtual_ticks += n;
 	return 0;
 }
 
