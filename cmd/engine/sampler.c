@@ -1379,10 +1379,13 @@ static void sampler_release(struct sampler *sp)
 }
 
 /* When the sampler next wakes, next_tick being the next tick due: at
- * every ticks_per_wake-th with a window, else at each. */
+ * every ticks_per_wake-th with a window, else at each. The first wake
+ * is at the first tick: the ticks between two wakes are computed from
+ * the one before, and before the first there is none. */
 static uint64_t next_wake(const struct sampler *sp, uint64_t next_tick)
 {
-	return sp->window ? next_tick + (sp->ticks_per_wake - 1) * sp->period_ns : next_tick;
+	return sp->window && sp->wakes ? next_tick + (sp->ticks_per_wake - 1) * sp->period_ns
+				       : next_tick;
 }
 
 /* The drains between wakes: none that a wake soon after makes for it. */
@@ -1444,7 +1447,8 @@ int sampler_run(struct capture_session *s)
 	uint64_t end = o->duration_ns ? start + o->duration_ns : UINT64_MAX;
 	uint64_t next_tick = start;
 	uint64_t next_timeline = start;
-	uint64_t next_progress = start + PROGRESS_EVERY_NS;
+	/* No progress line (-q): no wake for one either. */
+	uint64_t next_progress = o->progress ? start + PROGRESS_EVERY_NS : UINT64_MAX;
 	uint64_t next_drain = start + PERF_DRAIN_EVERY_NS;
 	/* The first round right after the first tick: loading debug info is
 	 * the slow part of the end, and it can run while we sample. */
@@ -1460,17 +1464,21 @@ int sampler_run(struct capture_session *s)
 	 * a longer period, and counting them would lengthen it again. */
 	uint64_t cpu_mark = sp.wall_perf ? tick_cpu_ns(&sp) : 0;
 	sigset_t old_mask, open_mask = stop_signals_blocked(&old_mask);
-	while (!*s->opt->stop_requests) {
+	for (;;) {
 		/* Threads left late by a capture are detached the moment they
 		 * trap; between ticks is the earliest we can look. */
 		attach_service_late();
 		uint64_t now = monotonic_ns();
-		if (now >= end)
+		/* At the end, the ticks due since the last wake are computed at
+		 * one more wake, now: between wakes they would be lost. */
+		bool ending = *s->opt->stop_requests || now >= end;
+		bool wake_due = sp.period_ns && now >= next_wake(&sp, next_tick);
+		if (ending && !(sp.window && sp.have_last && sp.period_ns && now >= next_tick))
 			break;
-		if (sp.period_ns && now >= next_wake(&sp, next_tick)) {
+		if (wake_due || ending) {
 			/* A wake late by a period: our share of a saturated CPU no
 			 * longer keeps up (and the rings fill while we wait). */
-			if (sp.wall_perf)
+			if (sp.wall_perf && wake_due)
 				keep_pace(&sp, now - next_wake(&sp, next_tick));
 			if (sp.window) {
 				/* Every tick due since the last wake is this wake's:
@@ -1499,6 +1507,7 @@ int sampler_run(struct capture_session *s)
 			r = sample_tick(&sp);
 			if (!sp.perf)
 				note_target_cpu(&sp);
+
 			/* The tick drained the rings: no drain of its own before
 			 * PERF_DRAIN_EVERY_NS more (each is a wakeup of ours, and
 			 * of the worker, that a target thread may wait behind). */
@@ -1541,6 +1550,8 @@ int sampler_run(struct capture_session *s)
 			if (r < 0)
 				sp.errors++;
 		}
+		if (ending)
+			break;
 		if (sp.timeline && now >= next_timeline) {
 			next_timeline += o->interval_ns;
 			if (next_timeline <= now)

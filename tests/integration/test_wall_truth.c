@@ -159,10 +159,21 @@ static void wall_truth_run(const char *target, bool fp, const char *wake_hz)
 	const cJSON *bw = cJSON_GetObjectItem(wall_o, "between_wakes");
 	double between = cJSON_GetNumberValue(cJSON_GetObjectItem(bw, "ticks"));
 	fprintf(stderr, "%s: %.0f of %.0f ticks between wakes\n", target, between, ticks);
-	if (!wake_hz)
+	if (!wake_hz) {
 		cr_expect_eq(between, 0, "%.0f ticks between wakes by default", between);
-	else
+	} else {
 		cr_expect_geq(between, 0.6 * ticks, "%.0f of %.0f ticks between wakes", between, ticks);
+		/* Every tick of the capture, those before the second wake and
+		 * after the last included: none missed, none lost at either
+		 * end (unless the tool lowered its rate). */
+		double duration = number_at(m, "capture", "duration_s");
+		const cJSON *adapted = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"),
+							   "rate_adaptations");
+		cr_expect_eq(number_at(m, "capture", "missed_ticks"), 0, "ticks missed between wakes");
+		if (cJSON_GetArraySize(adapted) == 0)
+			cr_expect_geq(ticks, 0.97 * 99 * duration, "%.0f ticks in %.2f s at 99 Hz", ticks,
+				      duration);
+	}
 	/* The ten pipe readers and main sleep in read(2) from before the
 	 * capture, and read(2) keeps no frame of its own: from /proc their
 	 * stacks stop at pipe_main and main. (The sanitizer build keeps
