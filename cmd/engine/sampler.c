@@ -1507,7 +1507,6 @@ int sampler_run(struct capture_session *s)
 			r = sample_tick(&sp);
 			if (!sp.perf)
 				note_target_cpu(&sp);
-
 			/* The tick drained the rings: no drain of its own before
 			 * PERF_DRAIN_EVERY_NS more (each is a wakeup of ours, and
 			 * of the worker, that a target thread may wait behind). */
