@@ -1473,7 +1473,7 @@ int sampler_run(struct capture_session *s)
 		 * one more wake, now: between wakes they would be lost. */
 		bool ending = *s->opt->stop_requests || now >= end;
 		bool wake_due = sp.period_ns && now >= next_wake(&sp, next_tick);
-		if (ending && !(sp.window && sp.have_last && sp.period_ns && now >= next_tick))
+		if (ending && !(sp.window && sp.have_last && now >= next_tick))
 			break;
 		if (wake_due || ending) {
 			/* A wake late by a period: our share of a saturated CPU no
