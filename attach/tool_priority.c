@@ -20,7 +20,15 @@
  * ticker's p99 was 1.40x under SCHED_BATCH against 1.12x under
  * SCHED_OTHER (pooled 2.61x against 1.26x): the ticker's wakeups did not
  * preempt our running SCHED_BATCH threads (bench/RESULTS.md, "SCHED_BATCH
- * across groups"). */
+ * across groups").
+ *
+ * SCHED_IDLE, a 100 us EEVDF slice (sched_attr.sched_runtime) and a
+ * sched_yield() every 50 us of work were tried too (bench/RESULTS.md,
+ * eighth session). None helped. A thread of ours that is runnable but
+ * has not run yet in the target's runqueue keeps the target's own wakeups
+ * from preempting a busy target thread until the scheduler tick. SCHED_IDLE
+ * and yields leave us in that state more often. A short slice never
+ * waits, but then the target waits behind our runs. */
 #define GENTLE_STEPS 10
 
 /* The nice level the tool started with (the user's, if it ran under

@@ -1182,8 +1182,9 @@ static uint64_t worker_cpu_ns(const struct channel *ch)
 
 void interp_yield_to_target(struct interp *in, bool keep_pace)
 {
-	/* Not SCHED_IDLE for the symbols worker: a leak dump during the
-	 * capture symbolizes through it and must not starve on a busy box. */
+	/* Both workers at the main thread's level, never SCHED_IDLE (see
+	 * tool_priority.c): a leak dump during the capture symbolizes through
+	 * the symbols worker and must not starve on a busy box. */
 	if (in->unwinding.worker > 0)
 		tool_priority_yield(in->unwinding.worker, keep_pace);
 	if (in->symbols.worker > 0)
