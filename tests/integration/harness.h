@@ -230,22 +230,20 @@ void capture_start(struct capture *c, pid_t pid, const char *dur, const char *hz
  * and a bundle that verifies. Returns the tool's stderr (caller frees; NULL
  * if unreadable). */
 char *capture_finish(struct capture *c, int timeout_ms);
-/* What a capture may take after its duration to end and write its bundle:
- * 2 s, twice that under the sanitizers (2-3x slower at everything, their
- * process start and exit included). */
+/* END_SLACK_MS: what a capture may take after its duration to end and
+ * write its bundle: 2 s, twice that under the sanitizers (2-3x slower at
+ * everything, their process start and exit included).
+ * DEFERRED_UNWIND_MS(n): what unwinding n CPU samples kept for after the
+ * capture (--unwind-later, the default) may add to its end: about 40 us
+ * each in the plain build and 270 us under the sanitizers on a quiet box
+ * (4840 samples of a 5 s capture at 1 kHz took 190 ms and 1.26 s), about
+ * 2.5 times that with both cores busy (700 us: 3.0-3.3 s for
+ * b5_exec_storm's under the sanitizers), so 100 and 700 us. */
 #if defined(__SANITIZE_ADDRESS__)
 #define END_SLACK_MS 4000
-#else
-#define END_SLACK_MS 2000
-#endif
-/* What unwinding n CPU samples kept for after the capture (--unwind-later,
- * the default) may add to its end: about 40 us each in the plain build
- * and 270 us under the sanitizers on a quiet box (4840 samples of a 5 s
- * capture at 1 kHz took 190 ms and 1.26 s), up to 700 us with both cores
- * busy (3.0-3.3 s for b5_exec_storm's). */
-#if defined(__SANITIZE_ADDRESS__)
 #define DEFERRED_UNWIND_MS(n) ((n) * 7 / 10)
 #else
+#define END_SLACK_MS 2000
 #define DEFERRED_UNWIND_MS(n) ((n) / 10)
 #endif
 /* Send a command line ("dump2 FILE") to the Go fixture and wait for its
