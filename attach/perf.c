@@ -71,6 +71,8 @@ struct perf_sampler {
 	pid_t pid;
 	struct perf_sampler_options opt;
 	struct perf_event_attr attr, switch_attr;
+	/* attr for an event of every task on one CPU (per_cpu) */
+	struct perf_event_attr cpu_attr;
 	/* The ids of our context-switches events (what their samples carry
 	 * first, with PERF_SAMPLE_IDENTIFIER). */
 	struct idset switch_ids;
@@ -275,7 +277,10 @@ static int open_switch_event(struct perf_sampler *ps, pid_t tid, int cpu)
 static int open_thread(struct perf_sampler *ps, pid_t tid)
 {
 	int opened = 0, err = 0;
-	size_t kinds = ps->opt.switch_freq ? 2 : 1;
+	/* Per CPU, the cpu-clock events are opened once, with the first
+	 * thread; a thread has only its switch-out events then. */
+	size_t kinds = (ps->opt.switch_freq ? 1 : 0) +
+		       (!ps->stats.per_cpu || ps->followed.n == 0 ? 1 : 0);
 	/* Leave descriptors for the rest of the capture (the bundle's files,
 	 * the workers' sockets, /proc): a thread past the budget goes without
 	 * an event, and is counted, rather than the bundle failing with
@@ -283,7 +288,11 @@ static int open_thread(struct perf_sampler *ps, pid_t tid)
 	if (ps->nfds + (size_t)ps->ncpus * kinds + FDS_RESERVED > ps->fd_budget)
 		return -EMFILE;
 	for (int cpu = 0; cpu < ps->ncpus; cpu++) {
-		int fd = open_into_ring(ps, &ps->attr, tid, cpu);
+		int fd = 0;
+		if (!ps->stats.per_cpu)
+			fd = open_into_ring(ps, &ps->attr, tid, cpu);
+		else if (ps->rings[cpu].fd < 0)
+			fd = open_into_ring(ps, &ps->cpu_attr, -1, cpu);
 		if (fd == -ENODEV) /* an offline CPU */
 			continue;
 		if (fd < 0) {
@@ -421,7 +430,25 @@ int perf_sampler_open(pid_t pid, const struct perf_sampler_options *o, struct pe
 	w->context_switch = 0; /* the cpu-clock events' records say it all */
 
 	ps->fd_budget = raise_nofile();
+	/* One cpu-clock event per CPU, opened with the first thread: it
+	 * samples whatever runs there, and only the target's samples are
+	 * kept (parse_sample); new threads need none of their own. */
+	ps->cpu_attr = *a;
+	ps->cpu_attr.inherit = 0;
+	ps->cpu_attr.inherit_thread = 0;
+	ps->stats.per_cpu = o->per_cpu && !o->switch_records;
 	int r = open_thread(ps, pid);
+	/* Refused (perf_event_paranoid without CAP_PERFMON): per thread.
+	 * The refusal comes at the first CPU; a ring left open by one that
+	 * was not refused would sample that CPU a second time. */
+	bool none_open = true;
+	for (int i = 0; i < ps->ncpus; i++)
+		none_open = none_open && ps->rings[i].fd < 0;
+	if (ps->stats.per_cpu && (r == -EACCES || r == -EPERM) && none_open) {
+		ps->stats.per_cpu = false;
+		ps->stats.per_cpu_refused = -r;
+		r = open_thread(ps, pid);
+	}
 	if (r == -EINVAL && a->context_switch) {
 		/* A kernel without context_switch (before 4.3). */
 		a->context_switch = 0;

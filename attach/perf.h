@@ -87,6 +87,16 @@ struct perf_sampler_options {
 	 * KiB): the kernel copies it in the thread's own switch, so it is
 	 * kept smaller than a CPU sample's. */
 	size_t switch_stack_bytes;
+	/* The cpu-clock events per CPU (every task, the target's samples
+	 * kept), not per (thread, CPU). A per-thread cpu-clock event is a
+	 * timer the kernel cancels and starts again at every switch of the
+	 * thread in and out of a CPU, in the switch: a 1 ms ticker of a
+	 * saturated target was late at its p99 1.107x unprofiled with them,
+	 * 1.005x with one event per CPU (bench/RESULTS.md, ninth session).
+	 * Needs perf_event_paranoid <= 0 or CAP_PERFMON (root); a refusal
+	 * falls back to per-thread events (cpu_wide_refused). Not with
+	 * switch_records, whose per-CPU form is another record. */
+	bool per_cpu;
 };
 
 /* One sample, valid during the callback only. */
@@ -130,6 +140,8 @@ struct perf_sampler_stats {
 	uint64_t switch_records_in, switch_records_out; /* switch_records */
 	bool switch_records_refused; /* asked for, and the kernel has none */
 	size_t events;               /* descriptors open */
+	bool per_cpu;                /* the cpu-clock events are per CPU (per_cpu asked and had) */
+	int per_cpu_refused;         /* errno of the kernel's refusal of per_cpu; 0 */
 };
 
 /* Open events on every thread of pid. Returns 0, or -errno when perf

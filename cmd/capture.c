@@ -105,6 +105,13 @@ static void usage(FILE *f)
 	      "                          thread's switches in and out of a CPU and its CPU\n"
 	      "                          samples. 0 (default), or HZ at -F or above: wake at\n"
 	      "                          every tick\n"
+	      "     --cpu-events auto|per-cpu|per-thread  perf's CPU-time events: per-cpu, one\n"
+	      "                          per CPU keeping the target's samples, so the kernel\n"
+	      "                          restarts no timer as a target thread switches in or\n"
+	      "                          out (needs root or CAP_PERFMON, else per-thread; not\n"
+	      "                          with --wake-hz); per-thread, one per thread and CPU.\n"
+	      "                          auto (default): per-cpu for one process, per-thread\n"
+	      "                          for several (each would sample every CPU)\n"
 	      "     --wall-engine auto|ptrace  where wall-clock samples come from: auto (default)\n"
 	      "                          with perf events stops no thread: each thread's latest\n"
 	      "                          perf sample (taken as it ran, or as it left the CPU),\n"
@@ -237,6 +244,7 @@ enum {
 	OPT_CPU_ENGINE,
 	OPT_NO_KERNEL_FRAMES,
 	OPT_WALL_ENGINE,
+	OPT_CPU_EVENTS,
 	OPT_JSON,
 	OPT_SUBPROCESSES,
 	OPT_UNWIND_LATER,
@@ -286,6 +294,7 @@ static bool sampling_only(int c)
 	case 'd': case 'F': case 'i': case OPT_LEAK_WATCH: case OPT_LEAK_THRESHOLD:
 	case OPT_LEAK_WINDOW: case OPT_LEAK_REPEAT: case OPT_CPU_ENGINE:
 	case OPT_NO_KERNEL_FRAMES: case OPT_WALL_ENGINE: case OPT_UNWIND_LATER: case OPT_WAKE_HZ:
+	case OPT_CPU_EVENTS:
 		return true;
 	}
 	return false;
@@ -350,6 +359,7 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 		{"cpu-engine", required_argument, NULL, OPT_CPU_ENGINE},
 		{"no-kernel-frames", no_argument, NULL, OPT_NO_KERNEL_FRAMES},
 		{"wall-engine", required_argument, NULL, OPT_WALL_ENGINE},
+		{"cpu-events", required_argument, NULL, OPT_CPU_EVENTS},
 		{"unwind-later", required_argument, NULL, OPT_UNWIND_LATER},
 		{"wake-hz", required_argument, NULL, OPT_WAKE_HZ},
 		{"json", no_argument, NULL, OPT_JSON},
@@ -521,6 +531,18 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 			break;
 		case OPT_NO_KERNEL_FRAMES:
 			o->no_kernel_frames = true;
+			break;
+		case OPT_CPU_EVENTS:
+			if (strcmp(optarg, "auto") == 0) {
+				o->cpu_events = CAPTURE_CPU_EVENTS_AUTO;
+			} else if (strcmp(optarg, "per-thread") == 0) {
+				o->cpu_events = CAPTURE_CPU_EVENTS_PER_THREAD;
+			} else if (strcmp(optarg, "per-cpu") == 0) {
+				o->cpu_events = CAPTURE_CPU_EVENTS_PER_CPU;
+			} else {
+				die_message("--cpu-events: '%s' is not auto, per-thread or per-cpu", optarg);
+				return -1;
+			}
 			break;
 		case OPT_WALL_ENGINE:
 			if (strcmp(optarg, "auto") == 0) {
@@ -713,7 +735,14 @@ static void print_summary(const struct capture_summary *sum)
 	fprintf(stderr, "diag-attach: wall engine %s: %llu thread samples, %llu without a stack\n",
 		sum->wall_engine, (unsigned long long)sum->thread_samples,
 		(unsigned long long)sum->samples_without_stack);
-	if (sum->threads_without_event)
+	/* With per-CPU cpu-clock events such a thread's CPU time is sampled
+	 * still; what it lacks is its switch-out samples. */
+	if (sum->threads_without_event && sum->per_cpu_events)
+		fprintf(stderr,
+			"diag-attach: warning: %llu thread(s) got no perf event (descriptor limit?): their "
+			"wall-clock samples asleep come from /proc, not from the kernel's switch-out samples\n",
+			(unsigned long long)sum->threads_without_event);
+	else if (sum->threads_without_event)
 		fprintf(stderr,
 			"diag-attach: warning: %llu thread(s) got no perf event (descriptor limit?): their "
 			"CPU time is missing from cpu.pprof\n",

@@ -111,6 +111,8 @@ static int part_main(struct group *g, struct part *p, uint64_t duration_ns)
 	opt.leak_found = part_show_leak;
 	opt.callback_arg = &lc;
 	opt.ready = NULL;
+	if (opt.cpu_events == CAPTURE_CPU_EVENTS_AUTO)
+		opt.cpu_events = CAPTURE_CPU_EVENTS_PER_THREAD;
 	if (g->launched && g->launched->pid == p->target) {
 		part_launch = g->launched;
 		opt.ready = part_let_launched_run;

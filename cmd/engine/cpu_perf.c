@@ -134,6 +134,7 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *c
 		.kernel_frames = co->kernel_frames,
 		.switch_freq = co->moments ? co->switch_freq : 0,
 		.switch_records = co->window != NULL,
+		.per_cpu = co->per_cpu,
 	};
 
 	int r = perf_sampler_open(t->pid, &o, &cp->ps);
@@ -693,6 +694,10 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 	cJSON_AddNumberToObject(o, "threads_inherited", (double)st.threads_inherited);
 	cJSON_AddNumberToObject(o, "threads_without_event", (double)st.threads_without_event);
 	cJSON_AddNumberToObject(o, "events", (double)st.events);
+	/* --cpu-events: one cpu-clock event per CPU or per (thread, CPU). */
+	cJSON_AddStringToObject(o, "cpu_clock_events", st.per_cpu ? "per_cpu" : "per_thread");
+	if (st.per_cpu_refused)
+		cJSON_AddStringToObject(o, "per_cpu_refused", strerror(st.per_cpu_refused));
 	cJSON_AddNumberToObject(o, "mmap_records", (double)st.mmap_records);
 	if (cp->weighed) {
 		/* cpu.pprof's CPU time as the kernel sent it and as weighed to

@@ -59,6 +59,8 @@ struct cpu_perf_options {
 	/* Every thread's switches in and out of a CPU, and its CPU samples'
 	 * user stacks, go here too (wall_window.h); NULL: not asked for. */
 	struct wall_window *window;
+	/* cpu-clock events per CPU, not per thread (perf.h, per_cpu). */
+	bool per_cpu;
 };
 
 /* Start perf events on every thread of t. 0 or -errno from

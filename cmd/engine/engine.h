@@ -74,6 +74,16 @@ enum capture_wall_engine {
 	CAPTURE_WALL_PTRACE, /* ptrace stops of the threads that ran since the last tick */
 };
 
+/* How perf's CPU-time (cpu-clock) events are laid out (attach/perf.h,
+ * per_cpu). */
+enum capture_cpu_events {
+	/* Per CPU for one process; per thread in a group capture, where each
+	 * process's own per-CPU events would sample every CPU again. */
+	CAPTURE_CPU_EVENTS_AUTO,
+	CAPTURE_CPU_EVENTS_PER_THREAD,
+	CAPTURE_CPU_EVENTS_PER_CPU,
+};
+
 /* What a sampled capture measured, for its summary line. */
 struct capture_summary {
 	bool sampled;            /* false: a snapshot (nothing below is set) */
@@ -91,6 +101,7 @@ struct capture_summary {
 	double cpu_sampled_s, cpu_weighed_s;
 	uint64_t lost, throttled;
 	uint64_t threads_without_event; /* perf: threads we could not open an event for */
+	bool per_cpu_events;     /* perf: cpu-clock events per CPU (a thread's own are switch-outs) */
 	uint64_t stops;          /* ptrace stops (wall-clock samples and the final snapshot) */
 	/* Set for snapshots too: what dead interpretation workers lost
 	 * (interp_losses). */
@@ -121,6 +132,7 @@ struct capture_options {
 	enum capture_cpu_engine cpu_engine;
 	enum capture_wall_engine wall_engine;
 	bool no_kernel_frames;      /* leave the kernel call chain out of CPU samples */
+	enum capture_cpu_events cpu_events;
 	size_t perf_stack_bytes;    /* user stack per perf sample; 0: 32 KiB */
 	/* Stack copies of perf CPU samples kept to unwind after the capture
 	 * (cpu_perf.h); unwind_later_set false: the default, 64 MiB. 0:

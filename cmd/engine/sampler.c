@@ -1067,6 +1067,7 @@ static int start_cpu_engine(struct sampler *sp)
 		.period_ns = sp->period_ns,
 		.stack_bytes = o->perf_stack_bytes ? o->perf_stack_bytes : 32768,
 		.kernel_frames = !o->no_kernel_frames,
+		.per_cpu = o->cpu_events != CAPTURE_CPU_EVENTS_PER_THREAD,
 		.switch_freq = SWITCH_SAMPLES_PER_TICK * o->frequency_hz,
 		.moments = sp->moments,
 		/* A CPython's frames are put into each stack as it is drained
@@ -1145,6 +1146,7 @@ static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
 		sum->lost = st.lost;
 		sum->throttled = st.throttled;
 		sum->threads_without_event = st.threads_without_event;
+		sum->per_cpu_events = st.per_cpu;
 		struct cpu_weighing wg;
 		if (cpu_perf_weighing(sp->perf, &wg)) {
 			sum->cpu_sampled_s = (double)wg.sampled_ns / 1e9;

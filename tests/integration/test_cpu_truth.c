@@ -375,6 +375,42 @@ Test(cpu_truth, totals_both_engines_quiet_and_loaded, .timeout = 300)
 			expect_total_matches(engines[i], loaded);
 }
 
+/* --cpu-events: per-cpu (the default for one process) samples the
+ * loaders too, and keeps only the target's samples; per-thread samples
+ * the target's threads alone. Either adds up to the kernel's account of
+ * the target (rusage) on a machine both of whose cores other processes
+ * keep busy, and the manifest names the layout. */
+static void expect_layout_total_matches(const char *layout, const char *recorded)
+{
+	pid_t l[2];
+	loaders_start(l);
+	const char *extra[] = {"--cpu-events", layout, NULL};
+	struct window w;
+	run_ours("spin", 2, 2500, HZ, extra, &w);
+	loaders_stop(l);
+	Perftools__Profiles__Profile *p = load_cpu(&w);
+	double ours = our_total_ns(p), truth = (double)w.target_cpu_ns;
+	cr_expect(fabs(ours - truth) <= 0.10 * truth,
+		  "%s events (loaded): cpu.pprof holds %.3f s, the kernel counted %.3f s (%+.1f %%)",
+		  layout, ours / 1e9, truth / 1e9, 100.0 * (ours - truth) / truth);
+	cJSON *m = manifest_load(w.dir);
+	const cJSON *perf = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "cpu"), "perf");
+	const cJSON *kind = cJSON_GetObjectItem(perf, "cpu_clock_events");
+	cr_expect(cJSON_IsString(kind) && strcmp(kind->valuestring, recorded) == 0,
+		  "--cpu-events %s: cpu_clock_events recorded: %s", layout,
+		  cJSON_IsString(kind) ? kind->valuestring : "none");
+	cJSON_Delete(m);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	rm_window(&w);
+}
+
+Test(cpu_truth, both_event_layouts_total_on_a_loaded_machine, .timeout = 240)
+{
+	expect_layout_total_matches("auto", "per_cpu");
+	expect_layout_total_matches("per-thread", "per_thread");
+}
+
 /* perf's samples, all threads, as the CPU time they stand for. */
 static double perf_sampled_ns(const struct window *w)
 {
