@@ -36,7 +36,11 @@
  * and double a thread's events). Each event costs
  * a descriptor per CPU: the soft RLIMIT_NOFILE is raised to the hard one,
  * 64 descriptors are always left for the rest of the capture, and a thread
- * that gets none is counted (threads_without_event).
+ * that gets none is counted (threads_without_event). With per_cpu the
+ * cpu-clock events are instead one per CPU, as perf record -a opens them,
+ * sampling every task there (other processes' samples are dropped as
+ * drained); each thread then has only its switch-out events, and threads
+ * created later are sampled without any of their own.
  *
  * Stacks: the kernel copies at most stack_bytes (at most 65528, perf's
  * own cap) from the user SP; a copy that filled the whole size may have
@@ -94,7 +98,7 @@ struct perf_sampler_options {
 	 * saturated target was late at its p99 1.107x unprofiled with them,
 	 * 1.005x with one event per CPU (bench/RESULTS.md, ninth session).
 	 * Needs perf_event_paranoid <= 0 or CAP_PERFMON (root); a refusal
-	 * falls back to per-thread events (cpu_wide_refused). Not with
+	 * falls back to per-thread events (per_cpu_refused). Not with
 	 * switch_records, whose per-CPU form is another record. */
 	bool per_cpu;
 };
