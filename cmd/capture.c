@@ -300,6 +300,31 @@ static bool sampling_only(int c)
 	return false;
 }
 
+/* The index in words (n of them) of arg, the value of the keyword option
+ * --name; -1 after saying which words it takes ("--cpu-engine: 'x' is not
+ * auto, perf or ptrace"). words is indexed by the option's enum. */
+static int pick_word(const char *name, const char *arg, const char *const *words, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(arg, words[i]) == 0)
+			return (int)i;
+	char list[128] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < n && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+					i == 0 ? "" : i + 1 == n ? " or " : ", ", words[i]);
+	die_message("--%s: '%s' is not %s", name, arg, list);
+	return -1;
+}
+
+static const char *const CPU_ENGINE_WORDS[] = {
+	[CAPTURE_CPU_AUTO] = "auto", [CAPTURE_CPU_PERF] = "perf", [CAPTURE_CPU_PTRACE] = "ptrace"};
+static const char *const CPU_EVENTS_WORDS[] = {[CAPTURE_CPU_EVENTS_AUTO] = "auto",
+					       [CAPTURE_CPU_EVENTS_PER_THREAD] = "per-thread",
+					       [CAPTURE_CPU_EVENTS_PER_CPU] = "per-cpu"};
+static const char *const WALL_ENGINE_WORDS[] = {[CAPTURE_WALL_AUTO] = "auto",
+						[CAPTURE_WALL_PTRACE] = "ptrace"};
+
 /* -p PID, -p PID,PID..., repeated: into g (duplicates dropped). */
 static int take_pids(const char *arg, pid_t *pids, size_t *n)
 {
@@ -517,43 +542,33 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 		case OPT_RECORD_ENVIRON:
 			o->record_environ = true;
 			break;
-		case OPT_CPU_ENGINE:
-			if (strcmp(optarg, "auto") == 0)
-				o->cpu_engine = CAPTURE_CPU_AUTO;
-			else if (strcmp(optarg, "perf") == 0)
-				o->cpu_engine = CAPTURE_CPU_PERF;
-			else if (strcmp(optarg, "ptrace") == 0)
-				o->cpu_engine = CAPTURE_CPU_PTRACE;
-			else {
-				die_message("--cpu-engine: '%s' is not auto, perf or ptrace", optarg);
+		case OPT_CPU_ENGINE: {
+			int w = pick_word("cpu-engine", optarg, CPU_ENGINE_WORDS,
+					  sizeof(CPU_ENGINE_WORDS) / sizeof(*CPU_ENGINE_WORDS));
+			if (w < 0)
 				return -1;
-			}
+			o->cpu_engine = (enum capture_cpu_engine)w;
 			break;
+		}
 		case OPT_NO_KERNEL_FRAMES:
 			o->no_kernel_frames = true;
 			break;
-		case OPT_CPU_EVENTS:
-			if (strcmp(optarg, "auto") == 0) {
-				o->cpu_events = CAPTURE_CPU_EVENTS_AUTO;
-			} else if (strcmp(optarg, "per-thread") == 0) {
-				o->cpu_events = CAPTURE_CPU_EVENTS_PER_THREAD;
-			} else if (strcmp(optarg, "per-cpu") == 0) {
-				o->cpu_events = CAPTURE_CPU_EVENTS_PER_CPU;
-			} else {
-				die_message("--cpu-events: '%s' is not auto, per-thread or per-cpu", optarg);
+		case OPT_CPU_EVENTS: {
+			int w = pick_word("cpu-events", optarg, CPU_EVENTS_WORDS,
+					  sizeof(CPU_EVENTS_WORDS) / sizeof(*CPU_EVENTS_WORDS));
+			if (w < 0)
 				return -1;
-			}
+			o->cpu_events = (enum capture_cpu_events)w;
 			break;
-		case OPT_WALL_ENGINE:
-			if (strcmp(optarg, "auto") == 0) {
-				o->wall_engine = CAPTURE_WALL_AUTO;
-			} else if (strcmp(optarg, "ptrace") == 0) {
-				o->wall_engine = CAPTURE_WALL_PTRACE;
-			} else {
-				die_message("--wall-engine: '%s' is not auto or ptrace", optarg);
+		}
+		case OPT_WALL_ENGINE: {
+			int w = pick_word("wall-engine", optarg, WALL_ENGINE_WORDS,
+					  sizeof(WALL_ENGINE_WORDS) / sizeof(*WALL_ENGINE_WORDS));
+			if (w < 0)
 				return -1;
-			}
+			o->wall_engine = (enum capture_wall_engine)w;
 			break;
+		}
 		case OPT_FORCE:
 			o->force = true;
 			break;
