@@ -581,6 +581,15 @@ char *capture_finish(struct capture *c, int timeout_ms)
 	return capture_finish_rss(c, timeout_ms, NULL);
 }
 
+int capture_end_ms(int duration_ms, int hz, int busy_threads)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cpus > 0 && busy_threads > cpus)
+		busy_threads = (int)cpus;
+	int samples = (int)((long)duration_ms * hz / 1000 * busy_threads);
+	return duration_ms + END_SLACK_MS + DEFERRED_UNWIND_MS(samples);
+}
+
 int rel_loops(int default_loops)
 {
 	const char *e = getenv("DIAG_REL_LOOPS");

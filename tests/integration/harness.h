@@ -246,6 +246,11 @@ char *capture_finish(struct capture *c, int timeout_ms);
 #define END_SLACK_MS 2000
 #define DEFERRED_UNWIND_MS(n) ((n) / 10)
 #endif
+/* How long a capture of duration_ms at hz may run in all before a test
+ * calls it hung: its duration, END_SLACK_MS, and the deferred unwinding of
+ * the samples of busy_threads spinning threads (at most one per online
+ * CPU). A wait for a hang, not a speed check: bench/ measures speed. */
+int capture_end_ms(int duration_ms, int hz, int busy_threads);
 /* Send a command line ("dump2 FILE") to the Go fixture and wait for its
  * "ok" answer. */
 void go_fixture_command(struct target *t, const char *cmd);

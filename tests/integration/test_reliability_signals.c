@@ -89,7 +89,7 @@ Test(reliability_signals, a1_rt_signals_in_order, .timeout = 600)
 		for (uint64_t until = now_ms() + 5000;
 		     atomic_load(&rt.sh->rt_received) < 10000 && now_ms() < until;)
 			usleep(1000);
-		free(capture_finish(&c, 10000));
+		free(capture_finish(&c, capture_end_ms(4000, 1000, 2)));
 		cr_expect_eq(atomic_load(&rt.sh->rt_received), 10000, "iteration %d: received %llu of 10000",
 			     it, (unsigned long long)atomic_load(&rt.sh->rt_received));
 		cr_expect_eq(atomic_load(&rt.sh->rt_out_of_order), 0, "iteration %d: %llu out of order", it,
@@ -123,7 +123,7 @@ Test(reliability_signals, a2_sigusr1_ping_pong, .timeout = 600)
 			if (now_ms() - t0 > worst)
 				worst = now_ms() - t0;
 		}
-		free(capture_finish(&c, 10000));
+		free(capture_finish(&c, capture_end_ms(3000, 1000, 2)));
 		cr_expect_eq(atomic_load(&rt.sh->usr1_bad_sender), 0, "wrong si_pid/si_uid/si_code");
 		cr_log_info("a2: worst ack %llu ms", (unsigned long long)worst);
 		struct health h = {.sent_mask = SIGBIT(SIGUSR1)};
@@ -250,7 +250,7 @@ Test(reliability_signals, a7_job_control_parent_sees_nothing, .timeout = 600)
 
 	struct capture c;
 	capture_start(&c, child, "3s", "1000");
-	free(capture_finish(&c, 10000));
+	free(capture_finish(&c, capture_end_ms(3000, 1000, 3)));
 	fcntl(events[0], F_SETFL, O_NONBLOCK);
 	char ev;
 	ssize_t got = read(events[0], &ev, 1);
