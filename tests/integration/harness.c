@@ -587,7 +587,7 @@ int capture_end_ms(int duration_ms, int hz, int busy_threads)
 	if (cpus > 0 && busy_threads > cpus)
 		busy_threads = (int)cpus;
 	int samples = (int)((long)duration_ms * hz / 1000 * busy_threads);
-	return duration_ms + END_SLACK_MS + DEFERRED_UNWIND_MS(samples);
+	return 2 * (duration_ms + END_SLACK_MS + DEFERRED_UNWIND_MS(samples));
 }
 
 int rel_loops(int default_loops)

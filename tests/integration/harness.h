@@ -247,9 +247,11 @@ char *capture_finish(struct capture *c, int timeout_ms);
 #define DEFERRED_UNWIND_MS(n) ((n) / 10)
 #endif
 /* How long a capture of duration_ms at hz may run in all before a test
- * calls it hung: its duration, END_SLACK_MS, and the deferred unwinding of
- * the samples of busy_threads spinning threads (at most one per online
- * CPU). A wait for a hang, not a speed check: bench/ measures speed. */
+ * calls it hung: twice its duration, END_SLACK_MS and the deferred
+ * unwinding of the samples of busy_threads spinning threads (at most one
+ * per online CPU). A wait for a hang, not a speed check (bench/ measures
+ * speed): twice, so that CI's parallel suites on 2 cores never read as
+ * one, and never less than the fixed waits it replaced (8-10 s). */
 int capture_end_ms(int duration_ms, int hz, int busy_threads);
 /* Send a command line ("dump2 FILE") to the Go fixture and wait for its
  * "ok" answer. */
