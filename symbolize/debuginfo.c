@@ -35,6 +35,7 @@
 #include <elfutils/libdwelf.h>
 
 #include "symbolize/internal.h"
+#include "symbolize/target_access.h"
 
 /* CRC-32 as .gnu_debuglink uses it (zlib's: reflected, 0xedb88320). */
 static uint32_t crc32_update(uint32_t crc, const unsigned char *p, size_t n)
@@ -81,24 +82,106 @@ static bool is_debug_file_of(Dwfl_Module *mod, int fd, uint32_t crc)
 	return crc_matches(fd, crc);
 }
 
-static int open_regular_at(int dirfd, const char *path, bool in_root)
-{
-	struct open_how how = {
-		.flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC,
-		.resolve =
-			in_root ? RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS : RESOLVE_NO_MAGICLINKS,
-	};
-	struct stat st;
-	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+/* The host's debug store, where debug files are found by build-id. */
+static const char debug_store[] = "/usr/lib/debug";
 
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size > SYM_MAX_FILE_SIZE) {
-		close(fd);
-		return -EINVAL;
+/* Does the ELF open as fd carry this build-id? */
+static bool has_build_id(int fd, const unsigned char *want, size_t want_len)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	const void *got = NULL;
+	ssize_t got_len = elf ? dwelf_elf_gnu_build_id(elf, &got) : -1;
+	bool same = got_len > 0 && (size_t)got_len == want_len && memcmp(got, want, want_len) == 0;
+
+	elf_end(elf);
+	return same;
+}
+
+/* By build-id in the host's debug store, through target_access.h (a
+ * sandboxed worker opens no path itself): what libdwfl's
+ * dwfl_build_id_find_debuginfo does, without debuginfod. */
+static int open_by_build_id(const unsigned char *id, size_t len, char **ret_name)
+{
+	char path[sizeof(debug_store) + 32 + 2 * 64];
+	size_t n;
+
+	if (len < 2 || len > 64)
+		return -1;
+	n = (size_t)snprintf(path, sizeof(path), "%s/.build-id/%02x/", debug_store, id[0]);
+	for (size_t i = 1; i < len; i++)
+		n += (size_t)snprintf(path + n, sizeof(path) - n, "%02x", id[i]);
+	snprintf(path + n, sizeof(path) - n, ".debug");
+	int fd = target_open_debug(-1, false, path);
+	const struct target_broker *b = target_access_broker();
+	if (fd < 0 && b && b->fetch_debuginfo) {
+		fd = b->fetch_debuginfo(b->arg, id, len);
+		snprintf(path, sizeof(path), "debuginfod");
 	}
+	if (fd < 0)
+		return -1;
+	if (!has_build_id(fd, id, len)) {
+		close(fd);
+		return -1;
+	}
+	*ret_name = strdup(path);
 	return fd;
+}
+
+/* Set while a dwz alt file is looked for: dwfl_module_getdwarf, called for
+ * the alt link's build-id, must never load the module's DWARF again (a
+ * worker is one thread). */
+static bool in_alt_lookup;
+
+/* The dwz alternate debug file of mod (libdw asks for it with crc 0 and
+ * the .gnu_debugaltlink name, once the module's DWARF is loaded): by the
+ * build-id the link names, else the name itself on the host. */
+static int find_alt(Dwfl_Module *mod, const char *altlink, char **ret_name)
+{
+	Dwarf_Addr bias;
+	Dwarf *dw;
+	const char *altname;
+	const void *id;
+	ssize_t idlen;
+	int fd;
+
+	if (in_alt_lookup)
+		return -1;
+	in_alt_lookup = true;
+	dw = dwfl_module_getdwarf(mod, &bias);
+	in_alt_lookup = false;
+	idlen = dw ? dwelf_dwarf_gnu_debugaltlink(dw, &altname, &id) : -1;
+	if (idlen <= 0)
+		return -1;
+	fd = open_by_build_id(id, (size_t)idlen, ret_name);
+	if (fd >= 0 || altlink[0] != '/')
+		return fd;
+	fd = target_open_debug(-1, false, altlink);
+	if (fd < 0)
+		return -1;
+	if (!has_build_id(fd, id, (size_t)idlen)) {
+		close(fd);
+		return -1;
+	}
+	*ret_name = strdup(altlink);
+	return fd;
+}
+
+/* By build-id: libdwfl's own lookup (which may ask debuginfod) when this
+ * process may open paths, else ours through the broker. */
+static int find_by_build_id(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			    const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			    char **debuginfo_file_name)
+{
+	if (!target_access_broker())
+		return dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name,
+						    debuglink_file, debuglink_crc,
+						    debuginfo_file_name);
+	if (debuglink_crc == 0 && debuglink_file && strchr(debuglink_file, '/'))
+		return find_alt(mod, debuglink_file, debuginfo_file_name);
+	const unsigned char *id;
+	GElf_Addr vaddr;
+	int len = dwfl_module_build_id(mod, &id, &vaddr);
+	return len > 0 ? open_by_build_id(id, (size_t)len, debuginfo_file_name) : -1;
 }
 
 int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
@@ -106,8 +189,8 @@ int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, D
 		       char **debuginfo_file_name)
 {
 	const struct sym_debug_ctx *ctx = *userdata;
-	int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name,
-					      debuglink_file, debuglink_crc, debuginfo_file_name);
+	int fd = find_by_build_id(mod, userdata, modname, base, file_name, debuglink_file,
+				  debuglink_crc, debuginfo_file_name);
 
 	if (fd >= 0 || !ctx || !debuglink_file || !debuglink_file[0] ||
 	    strchr(debuglink_file, '/') || strcmp(debuglink_file, ".") == 0 ||
@@ -129,9 +212,9 @@ int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, D
 	for (int i = 0; i < n; i++) {
 		bool in_root = i < 2;
 
-		if (in_root && ctx->rootfd < 0)
+		if (in_root && ctx->rootfd < 0 && !target_access_broker())
 			continue;
-		fd = open_regular_at(in_root ? ctx->rootfd : AT_FDCWD, cand[i], in_root);
+		fd = target_open_debug(ctx->rootfd, in_root, cand[i]);
 		if (fd < 0)
 			continue;
 		if (is_debug_file_of(mod, fd, debuglink_crc)) {

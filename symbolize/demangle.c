@@ -50,3 +50,8 @@ char *sym_demangle(const char *name)
 	}
 	return out;
 }
+
+void symbolize_preload(void)
+{
+	pthread_once(&demangler_once, find_demangler);
+}

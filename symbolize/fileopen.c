@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "symbolize/internal.h"
+#include "symbolize/target_access.h"
 
 static int check_regular(int fd, const struct maps_entry *e, bool want_identity)
 {
@@ -85,7 +86,7 @@ static int open_map_files(pid_t pid, const struct maps_entry *e)
 	return fd;
 }
 
-int sym_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e)
+int sym_open_mapped_direct(int rootfd, pid_t pid, const struct maps_entry *e)
 {
 	int fd = -ENOENT;
 
@@ -98,17 +99,41 @@ int sym_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e)
 	return fd2 >= 0 ? fd2 : fd;
 }
 
+int sym_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e)
+{
+	return target_open_mapped(rootfd, pid, e);
+}
+
 int symbolize_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e)
 {
-	return sym_open_mapped(rootfd, pid, e);
+	return target_open_mapped(rootfd, pid, e);
+}
+
+int sym_open_debug_direct(int dirfd, bool in_root, const char *path)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (in_root ? O_NOFOLLOW : 0),
+		.resolve =
+			in_root ? RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS : RESOLVE_NO_MAGICLINKS,
+	};
+	struct stat st;
+	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size > SYM_MAX_FILE_SIZE) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
 }
 
 int sym_read_vdso(pid_t pid, const struct maps_entry *e, void **ret_buf, size_t *ret_len)
 {
 	size_t len = (size_t)(e->limit - e->start);
-	struct iovec local, remote;
-	ssize_t n;
 	void *buf;
+	int r;
 
 	/* A few pages in practice; refuse anything that is clearly not one. */
 	if (len == 0 || len > (64u << 20))
@@ -116,15 +141,11 @@ int sym_read_vdso(pid_t pid, const struct maps_entry *e, void **ret_buf, size_t 
 	buf = malloc(len);
 	if (!buf)
 		return -ENOMEM;
-	local = (struct iovec){ .iov_base = buf, .iov_len = len };
-	remote = (struct iovec){ .iov_base = (void *)(uintptr_t)e->start, .iov_len = len };
 	/* The target runs on, but the vdso is immutable text: no tearing. */
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n < 0 || (size_t)n != len) {
-		int r = n < 0 ? -errno : -EIO;
-
+	r = target_read(pid, e->start, buf, len);
+	if (r < 0) {
 		free(buf);
-		return r;
+		return r == -EFAULT ? -EIO : r;
 	}
 	*ret_buf = buf;
 	*ret_len = len;

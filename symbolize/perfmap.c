@@ -29,6 +29,7 @@
 
 #include "symbolize/internal.h"
 #include "symbolize/arrays.h"
+#include "symbolize/target_access.h"
 
 #define PERFMAP_MAX_SIZE (256u << 20)
 
@@ -278,15 +279,11 @@ int perfmap_load(pid_t pid, struct perfmap **ret)
 	size_t len = 0;
 	int fd, r;
 
-	fd = perfmap_open(pid, NULL);
+	/* Opened and checked (perfmap_check) by target_access.h: directly,
+	 * or by a sandboxed worker's broker. */
+	fd = target_open_file(pid, TARGET_FILE_PERFMAP);
 	if (fd < 0)
 		return fd;
-	char why[128];
-	r = perfmap_check(fd, pid, why, sizeof(why));
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
 	pm = calloc(1, sizeof(*pm));
 	if (!pm) {
 		close(fd);

@@ -55,6 +55,10 @@ const struct maps_entry *maps_find(const struct maps *m, uint64_t addr);
  * O_NOFOLLOW, O_NONBLOCK; a regular file of at most 4 GiB with e's device
  * and inode; else (replaced, deleted) the mapped file itself from
  * /proc/PID/map_files. Returns a read-only O_CLOEXEC fd or -errno. */
+/* Load now what symbolization would load lazily (the C++ demangler, from
+ * libstdc++), for a process about to lose the right to open files. */
+void symbolize_preload(void);
+
 int symbolize_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e);
 
 /* Whether the JIT map /tmp/perf-PID.map, open as fd, may name pid's

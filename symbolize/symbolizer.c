@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "symbolize/internal.h"
+#include "symbolize/target_access.h"
 
 struct sym_group {
 	size_t first, last; /* maps indices of its first and last line */
@@ -410,9 +411,14 @@ static size_t find_main(struct symbolizer *s)
 	bool have_stat, have_link;
 	ssize_t n;
 
+	/* Through target_access.h: a sandboxed worker stats the descriptor
+	 * its broker opened, and has no link to read. */
+	int exe = target_open_file(s->proc_pid, TARGET_FILE_EXE);
+	have_stat = exe >= 0 && fstat(exe, &st) == 0;
+	if (exe >= 0)
+		close(exe);
 	snprintf(link, sizeof(link), "/proc/%d/exe", (int)s->proc_pid);
-	have_stat = stat(link, &st) == 0;
-	n = readlink(link, target, sizeof(target) - 1);
+	n = target_access_broker() ? -1 : readlink(link, target, sizeof(target) - 1);
 	have_link = n > 0;
 	if (have_link) {
 		static const char del[] = " (deleted)";
@@ -446,6 +452,11 @@ static void open_root(struct symbolizer *s)
 	char path[64];
 	struct stat ours, theirs;
 
+	/* A sandboxed worker has no root to open: its broker opens in it. */
+	if (target_access_broker()) {
+		s->foreign_root = target_foreign_root(s->proc_pid);
+		return;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)s->proc_pid);
 	s->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (s->rootfd >= 0 && fstat(s->rootfd, &theirs) == 0 && stat("/", &ours) == 0)

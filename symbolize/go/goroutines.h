@@ -62,6 +62,8 @@ struct go_snapshot;
  * goroutine listing once go_target_find_globals() found runtime.allgs
  * and allm (go_target_can_list_goroutines() says so).
  */
+/* exe_path NULL: pid's own executable, opened through
+ * symbolize/target_access.h (a sandboxed worker's broker). */
 int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret);
 
 /* Frees the target; NULL is a no-op. Snapshots taken from it must be freed first. */

@@ -8,6 +8,7 @@
  * first word is the link address of the pcHeader), so static tables such as
  * waitReasonStrings can be read without touching the target.
  */
+#include "symbolize/target_access.h"
 #include "internal.h"
 
 #include <elf.h>
@@ -345,11 +346,9 @@ static void layout_sizes(struct go_layout *L)
  * and right for deleted or foreign-namespace executables. */
 static int bias_from_auxv(pid_t pid, uint64_t e_entry, uint64_t *ret)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = target_open_file(pid, TARGET_FILE_AUXV);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	uint64_t av[2];
 	int r = -ENOENT;
 	while (read(fd, av, sizeof(av)) == (ssize_t)sizeof(av) && av[0] != AT_NULL) {
@@ -427,9 +426,12 @@ int go_target_open(pid_t pid, const char *exe_path, struct go_target **ret)
 		return -ENOMEM;
 	t->fd = -1;
 	int r;
-	t->fd = open(exe_path, O_RDONLY | O_CLOEXEC);
+	/* NULL: the target's own executable, through target_access.h (a
+	 * sandboxed worker opens no path itself). */
+	t->fd = exe_path ? open(exe_path, O_RDONLY | O_CLOEXEC) : target_open_file(pid, TARGET_FILE_EXE);
 	if (t->fd < 0) {
-		r = -errno;
+		r = exe_path ? -errno : t->fd;
+		t->fd = -1;
 		goto fail;
 	}
 	struct stat st;

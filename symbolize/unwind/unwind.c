@@ -6,6 +6,7 @@
  * worker cannot be forked. The copy is the .eh_frame_hdr and .eh_frame
  * part of one segment (184 KiB for libc), once per module and unwinder.
  * Out of memory: a module whose copy cannot be allocated has no tables. */
+#include "symbolize/target_access.h"
 #include "symbolize/unwind/unwind.h"
 #include "symbolize/unwind/step_cache.h"
 #include "symbolize/arrays.h"
@@ -304,7 +305,7 @@ static struct module_image *image_for(struct unwinder *u, struct exec_mapping *m
 		 * clock_gettime lost every caller. */
 		size_t len = (size_t)(m->limit - m->start);
 		uint8_t *copy = len <= VDSO_MAX_BYTES ? malloc(len) : NULL;
-		if (copy && attach_read_memory(u->pid, m->start, copy, len) == (ssize_t)len) {
+		if (copy && target_read(u->pid, m->start, copy, len) == 0) {
 			struct image_src src = {.fd = -1, .mem = copy, .size = len};
 			img->usable = image_read(img, &src, m);
 		}
@@ -464,14 +465,14 @@ static bool read_live(struct unwinder *u, uint64_t addr, void *out, size_t len)
 {
 	uint64_t page = addr & ~(uint64_t)(PAGE_BYTES - 1);
 	if (addr + len > page + PAGE_BYTES)
-		return attach_read_memory(u->pid, addr, out, len) == (ssize_t)len;
+		return target_read(u->pid, addr, out, len) == 0;
 	struct cached_page *slot = &u->pages[(page / PAGE_BYTES) % PAGE_CACHE_SLOTS];
 	if (slot->state == PAGE_EMPTY || slot->addr != page) {
 		slot->addr = page;
 		/* A page is readable as a whole or not at all: a failure is
 		 * remembered too (hostile stack words make libunwind probe
 		 * many unmapped addresses, each a syscall otherwise). */
-		slot->state = attach_read_memory(u->pid, page, slot->bytes, PAGE_BYTES) == PAGE_BYTES
+		slot->state = target_read(u->pid, page, slot->bytes, PAGE_BYTES) == 0
 				      ? PAGE_READ
 				      : PAGE_UNREADABLE;
 	}

@@ -15,7 +15,8 @@
  *    and give libunwind a remote table (dwarf_search_unwind_table) whose
  *    bytes our memory accessor serves from that copy;
  *  - any other memory (text, the vdso, JIT code) is read from the live
- *    process with process_vm_readv: read-only mappings that do not change.
+ *    process (symbolize/target_access.h: process_vm_readv, or a sandboxed
+ *    worker's /proc/PID/mem): read-only mappings that do not change.
  *
  * A module the opener refuses, or whose headers or table are unusable, has
  * no tables: its frames are walked by frame pointers. When CFI runs out, a

@@ -1,5 +1,6 @@
 /* The worker's side of a Go target (go_serve.h), and the tracer's decoding
  * of what it sends back. */
+#include "symbolize/target_access.h"
 #include "symbolize/worker/go_serve.h"
 
 #include <errno.h>
@@ -44,8 +45,9 @@ static uint64_t now_ns(int clock)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* All-or-nothing vectored read; go_capture retries failed batches range by
- * range. */
+/* All-or-nothing vectored read (target_access.h: a pread each on the
+ * worker's read-only /proc/PID/mem); go_capture retries failed batches
+ * range by range. */
 static int read_ranges(void *ctx, const struct go_mem_range *ranges, size_t n)
 {
 	const struct go_served *g = ctx;
@@ -53,22 +55,17 @@ static int read_ranges(void *ctx, const struct go_mem_range *ranges, size_t n)
 	size_t done = 0;
 	while (done < n) {
 		size_t k = 0;
-		size_t want = 0;
-		/* process_vm_readv takes at most IOV_MAX (1024) iovecs a call. */
 		while (k < GO_READ_MAX_RANGES && done + k < n) {
 			const struct go_mem_range *r = &ranges[done + k];
 			local[k].iov_base = r->buf;
 			local[k].iov_len = r->len;
 			remote[k].iov_base = (void *)(uintptr_t)r->addr;
 			remote[k].iov_len = r->len;
-			want += r->len;
 			k++;
 		}
-		ssize_t got = process_vm_readv(g->pid, local, k, remote, k, 0);
-		if (got < 0)
-			return -errno;
-		if ((size_t)got != want)
-			return -EFAULT;
+		int r = target_read_ranges(g->pid, local, remote, k);
+		if (r < 0)
+			return r;
 		done += k;
 	}
 	return 0;
@@ -82,9 +79,7 @@ static struct go_served *served_open(pid_t pid, pid_t ns_pid)
 	if (!g)
 		return NULL;
 	g->pid = pid;
-	char exe[64];
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
-	g->open_status = go_target_open(pid, exe, &g->target);
+	g->open_status = go_target_open(pid, NULL, &g->target);
 	/* A stripped binary: its runtime.allgs and allm are looked for in its
 	 * memory (a failure is said in the manifest,
 	 * goroutines_unreadable_because). */

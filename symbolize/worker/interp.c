@@ -43,9 +43,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -53,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -65,10 +63,13 @@
 #include "attach/tool_priority.h"
 #include "symbolize/python/pyframes.h"
 #include "symbolize/unwind/unwind.h"
+#include "symbolize/worker/broker.h"
 #include "symbolize/worker/go_serve.h"
+#include "symbolize/worker/sandbox.h"
 #include "symbolize/worker/unwind_gate.h"
 #include "symbolize/worker/wire.h"
 #include "symbolize/arrays.h"
+#include "symbolize/target_access.h"
 
 /* CLOCK_MONOTONIC in nanoseconds: the workers' deadlines. */
 static uint64_t monotonic_ns(void)
@@ -93,6 +94,11 @@ struct channel {
 	unsigned lost; /* workers killed after a failed request */
 	unsigned generation; /* which worker: one more at each start */
 	bool pending; /* a warm request whose reply is not read yet */
+	/* Shared with the worker (sandbox.h): how far its sandbox got and
+	 * the call its filter stopped, if any. */
+	volatile struct sandbox_status *status;
+	unsigned denied;        /* workers their filter stopped */
+	int32_t denied_syscall; /* the last such call */
 };
 
 struct interp {
@@ -224,39 +230,6 @@ static int read_message(int fd, uint8_t *head, size_t head_len, uint8_t **ret_bo
 
 /* ---- the worker ---- */
 
-/* Deny what an interpreter never needs and an attacker would want: ptrace,
- * writing another process's memory, running programs, the network, signals
- * to others. Everything else is allowed (libdw needs mmap, open, ...). */
-static int install_seccomp(bool allow_network)
-{
-	static const int denied[] = {
-		SYS_ptrace, SYS_process_vm_writev, SYS_execve, SYS_execveat, SYS_kill,
-		SYS_mount, SYS_setuid, SYS_setgid, SYS_fork, SYS_vfork,
-		/* Last: dropped when --debuginfod lets libdw fetch debug info. */
-		SYS_socket, SYS_connect, SYS_bind, SYS_listen,
-	};
-	size_t ndenied = sizeof(denied) / sizeof(denied[0]) - (allow_network ? 4 : 0);
-	struct sock_filter f[4 + 2 * (sizeof(denied) / sizeof(denied[0])) + 1];
-	size_t n = 0;
-	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-					      offsetof(struct seccomp_data, arch));
-	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
-	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-					      offsetof(struct seccomp_data, nr));
-	for (size_t i = 0; i < ndenied; i++) {
-		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)denied[i], 0, 1);
-		f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
-	}
-	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-	struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return -errno;
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
-		return -errno;
-	return 0;
-}
-
 struct worker_state {
 	pid_t pid;
 	struct symbolize_options opts;
@@ -344,7 +317,7 @@ static void worker_sym_for(struct worker_state *w, const uint8_t *maps, size_t l
 		return;
 	char *copy = dup_bytes(maps, len);
 	struct symbolizer *s = NULL;
-	w->opts.proc_pid = attach_memory_tid(w->pid);
+	w->opts.proc_pid = w->pid; /* its broker finds a live thread */
 	if (copy && symbolizer_new(w->pid, copy, len, &w->opts, &s) == 0) {
 		if (!supersedes(s, w->sym)) {
 			symbolizer_free(s);
@@ -457,12 +430,7 @@ static void worker_symbolize(struct worker_state *w, struct cursor *c, struct by
 
 static int worker_py_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
-	pid_t pid = *(const pid_t *)ctx;
-	struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
-	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EFAULT;
+	return target_read(*(const pid_t *)ctx, addr, buf, len);
 }
 
 /* Find the interpreter (once per set of modules) and its version. */
@@ -488,9 +456,8 @@ static void worker_py_locate(struct worker_state *w, const uint8_t *maps, size_t
 		w->py_status = -ENOMEM;
 		return;
 	}
-	char root[64];
-	snprintf(root, sizeof(root), "/proc/%d/root", (int)w->pid);
-	int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* The worker's broker opens in the target's root (target_access.h). */
+	int rootfd = -1;
 	w->py_status = py_symbols_find(w->pid, rootfd, &m, &w->py_syms);
 	if (rootfd >= 0)
 		close(rootfd);
@@ -498,7 +465,7 @@ static void worker_py_locate(struct worker_state *w, const uint8_t *maps, size_t
 	free(copy);
 	if (w->py_status < 0)
 		return;
-	pid_t mem = attach_memory_tid(w->pid);
+	pid_t mem = w->pid; /* read through the mem descriptor */
 	uint32_t hex = 0;
 	/* Py_Version exists from 3.11 on: an older CPython is told apart
 	 * from one whose memory cannot be read. */
@@ -540,7 +507,7 @@ static void worker_python(struct worker_state *w, struct cursor *c, struct byte_
 	struct py_stacks *st = NULL;
 	int status = w->py_status;
 	if (status == 0 && want_frames) {
-		pid_t mem = attach_memory_tid(w->pid);
+		pid_t mem = w->pid; /* read through the mem descriptor */
 		status = py_stacks_read(&w->py_layout, w->py_syms.runtime,
 					worker_py_read, &mem, NULL, &st);
 	}
@@ -564,7 +531,8 @@ static void worker_python(struct worker_state *w, struct cursor *c, struct byte_
 	py_stacks_free(st);
 }
 
-static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
+static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts,
+			volatile struct sandbox_status *status)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "diag-interp");
@@ -574,11 +542,18 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts)
 	signal(SIGINT, SIG_IGN); /* Ctrl-C is for our parent to handle */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_IGN);
-	if (install_seccomp(opts->allow_debuginfod) < 0)
-		_exit(3);
 	struct worker_state w = {.pid = pid, .opts = *opts, .gate = unwind_gate_new(pid)};
 	if (!w.gate)
 		_exit(4);
+	/* Everything that needs the tool's rights happens now, before a byte
+	 * the target controls is read: the broker (which keeps them, to open
+	 * files), the target's memory (opened read-only), the demangler
+	 * (loaded from a file). Then the sandbox takes the rest away. */
+	symbolize_preload();
+	if (broker_start(pid, opts->allow_debuginfod) < 0)
+		_exit(3);
+	if (sandbox_enter(status) < 0)
+		_exit(3);
 	/* Test-only: crash on the Nth unwind request, to prove that a crash
 	 * in interpretation loses only the samples in flight. */
 	const char *crash = getenv("DIAG_ATTACH_TEST_WORKER_CRASH_AT");
@@ -664,16 +639,37 @@ static void reap_worker(struct channel *ch, uint64_t deadline_ns)
 	ch->worker = 0;
 }
 
+/* A worker that its filter stopped wrote the call first (sandbox.h). */
+static void note_denied(struct channel *ch)
+{
+	if (ch->status && ch->status->denied_syscall >= 0) {
+		ch->denied++;
+		ch->denied_syscall = ch->status->denied_syscall;
+		ch->status->denied_syscall = -1;
+	}
+}
+
 static void stop_worker(struct channel *ch)
 {
 	if (ch->worker > 0)
 		ch->lost++;
 	kill_worker(ch);
 	reap_worker(ch, 0);
+	note_denied(ch);
 }
 
 static int start_worker(struct interp *in, struct channel *ch)
 {
+	if (!ch->status) {
+		void *page = mmap(NULL, sizeof(struct sandbox_status), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (page == MAP_FAILED)
+			return -errno;
+		ch->status = page;
+	}
+	/* Unknown until the worker says. */
+	ch->status->namespaces_errno = ch->status->uid_errno = ch->status->seccomp_errno = -1;
+	ch->status->denied_syscall = -1;
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
@@ -695,7 +691,7 @@ static int start_worker(struct interp *in, struct channel *ch)
 		if (sv[1] > 3)
 			syscall(SYS_close_range, 3u, (unsigned)sv[1] - 1, 0u);
 		syscall(SYS_close_range, (unsigned)sv[1] + 1, ~0u, 0u);
-		worker_main(sv[1], in->pid, &in->opts);
+		worker_main(sv[1], in->pid, &in->opts, ch->status);
 		_exit(0);
 	}
 	close(sv[1]);
@@ -739,6 +735,10 @@ void interp_free(struct interp *in)
 	reap_worker(&in->unwinding, give_up);
 	reap_worker(&in->symbols, give_up);
 	reap_worker(&in->go, give_up);
+	struct channel *chs[] = {&in->unwinding, &in->symbols, &in->go};
+	for (size_t i = 0; i < 3; i++)
+		if (chs[i]->status)
+			munmap((void *)chs[i]->status, sizeof(struct sandbox_status));
 	free(in->uw_maps_sent);
 	unwinder_free(in->uw);
 	unwind_gate_free(in->gate);
@@ -1250,6 +1250,80 @@ void interp_losses(const struct interp *in, struct interp_losses *ret)
 	ret->worker_restarts = in->unwinding.restarts + in->symbols.restarts + go_restarts(in);
 	ret->stacks_lost = in->stacks_lost;
 	ret->symbol_batches_lost = in->batches_lost;
+	const struct channel *chs[] = {&in->unwinding, &in->symbols, &in->go};
+	ret->denied = 0;
+	ret->denied_syscall = -1;
+	for (size_t i = 0; i < 3; i++) {
+		ret->denied += chs[i]->denied;
+		if (chs[i]->denied)
+			ret->denied_syscall = chs[i]->denied_syscall;
+	}
+}
+
+/* One field of /proc/PID/status ("Uid:", ...): its text up to the end of
+ * the line, or "" if unknown. */
+static void status_field(const char *status, const char *name, char *out, size_t size)
+{
+	const char *p = status ? strstr(status, name) : NULL;
+	out[0] = '\0';
+	if (!p)
+		return;
+	p += strlen(name);
+	p += strspn(p, " \t");
+	size_t n = strcspn(p, "\n");
+	snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), p);
+}
+
+/* Is a worker's namespace of this kind another than ours? */
+static bool own_namespace(pid_t worker, const char *kind)
+{
+	char a[64], b[64], la[64] = "", lb[64] = "";
+	snprintf(a, sizeof(a), "/proc/%d/ns/%s", (int)worker, kind);
+	snprintf(b, sizeof(b), "/proc/self/ns/%s", kind);
+	ssize_t na = readlink(a, la, sizeof(la) - 1), nb = readlink(b, lb, sizeof(lb) - 1);
+	return na > 0 && nb > 0 && strcmp(la, lb) != 0;
+}
+
+/* The sandbox as the kernel shows it for a live worker (never as the
+ * worker says: it may be compromised), and what the worker said of the
+ * steps that failed. */
+static void describe_sandbox(const struct interp *in, cJSON *o)
+{
+	const struct channel *ch = in->unwinding.worker > 0 ? &in->unwinding : &in->symbols;
+	cJSON *sb = cJSON_AddObjectToObject(o, "sandbox");
+	if (!sb)
+		return;
+	struct interp_losses l;
+	interp_losses(in, &l);
+	cJSON_AddNumberToObject(sb, "workers_stopped_by_filter", l.denied);
+	if (l.denied)
+		cJSON_AddNumberToObject(sb, "denied_syscall", l.denied_syscall);
+	if (!in->sandboxed || ch->worker <= 0) {
+		cJSON_AddStringToObject(sb, "state", in->sandboxed ? "no live worker" : "in process");
+		return;
+	}
+	char path[64], text[4096], field[128];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)ch->worker);
+	const char *status = attach_read_small_file_at(AT_FDCWD, path, text, sizeof(text)) ? text : NULL;
+	status_field(status, "Uid:", field, sizeof(field));
+	cJSON_AddNumberToObject(sb, "uid", field[0] ? atof(field) : -1);
+	status_field(status, "CapEff:", field, sizeof(field));
+	cJSON_AddStringToObject(sb, "cap_eff", field);
+	status_field(status, "NoNewPrivs:", field, sizeof(field));
+	cJSON_AddNumberToObject(sb, "no_new_privs", field[0] ? atof(field) : -1);
+	status_field(status, "Seccomp:", field, sizeof(field));
+	cJSON_AddNumberToObject(sb, "seccomp", field[0] ? atof(field) : -1);
+	cJSON *ns = cJSON_AddArrayToObject(sb, "namespaces");
+	static const char *const kinds[] = {"mnt", "net", "ipc", "user"};
+	for (size_t i = 0; ns && i < 4; i++)
+		if (own_namespace(ch->worker, kinds[i]))
+			cJSON_AddItemToArray(ns, cJSON_CreateString(kinds[i]));
+	int32_t e = ch->status ? ch->status->namespaces_errno : -1;
+	if (e > 0)
+		cJSON_AddStringToObject(sb, "namespaces_refused", strerror(e));
+	e = ch->status ? ch->status->uid_errno : -1;
+	if (e > 0)
+		cJSON_AddStringToObject(sb, "privileges_kept", strerror(e));
 }
 
 void interp_describe(const struct interp *in, cJSON *o)
@@ -1262,6 +1336,7 @@ void interp_describe(const struct interp *in, cJSON *o)
 				in->unwinding.restarts + in->symbols.restarts + go_restarts(in));
 	cJSON_AddNumberToObject(o, "stacks_lost", (double)in->stacks_lost);
 	cJSON_AddNumberToObject(o, "symbol_batches_lost", (double)in->batches_lost);
+	describe_sandbox(in, o);
 	/* "names": no file:line or inline frames were looked for. */
 	cJSON_AddStringToObject(o, "symbols", in->opts.names_only ? "names" : "full");
 }

@@ -13,6 +13,11 @@
  * lost (counted), it is restarted, and the capture goes on; a stack it
  * could not unwind keeps its leaf PC so the sample still counts.
  *
+ * Each worker is sandboxed (sandbox.h: no privilege, its own namespaces,
+ * an allowlist filter) and reaches the target's files only through a
+ * broker it starts first (broker.h); what the kernel shows of that for a
+ * live worker goes into the manifest (interpretation.sandbox).
+ *
  * When the worker cannot be started at all (fork refused), interpretation
  * runs in this process, which the manifest records.
  */
@@ -125,10 +130,15 @@ uint64_t interp_unwinder_cpu_ns(struct interp *in);
  * only module+0xOFF. Each is a warning for the user, never silent. */
 struct interp_losses {
 	uint64_t worker_restarts, stacks_lost, symbol_batches_lost;
+	/* Workers that their sandbox's filter stopped (sandbox.h), and the
+	 * last call it stopped (-1: none). */
+	uint64_t denied;
+	int32_t denied_syscall;
 };
 void interp_losses(const struct interp *in, struct interp_losses *ret);
 
-/* {worker_cpu_ms, sandboxed, worker_restarts, stacks_lost, symbol_batches_lost,
+/* {worker_cpu_ms, sandboxed, sandbox {uid, cap_eff, no_new_privs, seccomp,
+ * namespaces, ...}, worker_restarts, stacks_lost, symbol_batches_lost,
  * symbols}: worker_cpu_ms is the live workers' CPU so far, which the tool's own
  * rusage lacks (they are not waited for at the end). */
 void interp_describe(const struct interp *in, cJSON *o);

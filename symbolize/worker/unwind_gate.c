@@ -10,6 +10,7 @@
 
 #include "attach/attach.h"
 #include "symbolize/symbolize.h"
+#include "symbolize/target_access.h"
 
 struct unwind_gate {
 	pid_t pid;
@@ -51,7 +52,8 @@ int unwind_gate_open(void *arg, const struct unwind_module *m)
 		maps_release(&maps);
 		return -EINVAL;
 	}
-	if (!g->root_tried) {
+	/* A sandboxed worker opens no path: its broker opens in the root. */
+	if (!g->root_tried && !target_access_broker()) {
 		char root[64];
 		snprintf(root, sizeof(root), "/proc/%d/root", (int)g->pid);
 		g->root_tried = true;
