@@ -107,8 +107,10 @@ const char *bundle_dir(const struct bundle *b);
 /* Verification of a finished bundle. The callback is called once per
  * problem with a short description ("missing", "size mismatch",
  * "sha256 mismatch", "not listed in manifest"; rarer: "invalid name" for a
- * manifest entry with an unsafe path, "not a regular file", "unreadable")
- * and the member name (a path relative to dir). Listed members are checked
+ * manifest entry with an unsafe path, "symbolic link in its path" (at any
+ * component: none is followed), "not a regular file", "unreadable") and
+ * the member name (a path relative to dir). dir itself must not be a
+ * symbolic link (-ELOOP). Listed members are checked
  * in manifest order, then unlisted entries (any non-directory, symlinks
  * included and never followed, at any depth; manifest.json itself excepted)
  * in sorted order. fn may be NULL.

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bundle/gzip.h"
+#include "bundle/internal.h"
 #include "bundle/profile.pb-c.h"
 #include "bundle/strmap.h"
 
@@ -29,16 +30,29 @@ struct cached_profile {
 	struct cached_profile *next;
 };
 
+/* What the const accessors note down (behind a pointer for them). */
 struct refusal {
 	struct bundle_refusal pub;
 	char *member; /* pub.member */
+	struct bundle_read_failure failure;
+	char *failed; /* failure.member */
+};
+
+/* A member the manifest lists, and what it says the member is. */
+struct listed {
+	const char *name; /* in the manifest */
+	struct bundle_member_want want;
+	bool valid; /* a size and a sha256 were given */
 };
 
 struct bundle_reader {
 	char *dir;
+	int dirfd; /* dir, opened once: every member is read below it */
 	cJSON *manifest;
-	const char **names; /* the manifest's member names, sorted (bundle_reader_has) */
-	size_t nnames;
+	char *manifest_text; /* the bytes manifest was parsed from */
+	size_t manifest_len;
+	struct listed *listed; /* sorted by name (bundle_reader_has) */
+	size_t nlisted;
 	uint64_t limit[BUNDLE_NCAPS];
 	/* Bytes the decoded profiles take (protobuf-c's allocations as asked
 	 * plus malloc's overhead, and our arrays), against
@@ -46,7 +60,7 @@ struct bundle_reader {
 	uint64_t decoded;
 	bool over_budget; /* the protobuf allocator refused one */
 	/* Behind a pointer so that the const accessors can record a refusal
-	 * too (bundle_reader_read). */
+	 * or a failure too (bundle_reader_read). */
 	struct refusal *refused;
 	struct cached_profile *profiles;
 	bool timeline_loaded;
@@ -106,6 +120,24 @@ static int refuse(const struct bundle_reader *r, const char *member, enum bundle
 	return BUNDLE_PAST_CAP;
 }
 
+const struct bundle_read_failure *bundle_reader_failure(const struct bundle_reader *r)
+{
+	return r->refused->failed ? &r->refused->failure : NULL;
+}
+
+/* Note that listed member could not be read (the first one is told);
+ * returns e. Out of memory and caps are told otherwise. */
+static int failed(const struct bundle_reader *r, const char *member, int e)
+{
+	if (e == -ENOMEM || e == BUNDLE_PAST_CAP || r->refused->failed)
+		return e;
+	r->refused->failed = strdup(member);
+	if (r->refused->failed)
+		r->refused->failure =
+			(struct bundle_read_failure){.member = r->refused->failed, .error = e};
+	return e;
+}
+
 /* Member names come from a manifest that may be hostile: never let one
  * escape the bundle directory. */
 static bool name_is_safe(const char *name)
@@ -128,9 +160,9 @@ static bool name_is_safe(const char *name)
 	return true;
 }
 
-/* Open path for reading as the reader reads members: a FIFO must not hang
- * us, a symlink must not lead outside the bundle. -EINVAL if it is not a
- * regular file. */
+/* Open path for reading, for files that are not members (members go
+ * through bundle_member_open): a FIFO must not hang us, a symlink at the
+ * last component is not followed. -EINVAL if it is not a regular file. */
 static int open_regular_at(int dirfd, const char *path, struct stat *st)
 {
 	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
@@ -158,70 +190,51 @@ int bundle_read_file_at(int dirfd, const char *path, size_t max_len, char **ret,
 		close(fd);
 		return -EFBIG;
 	}
-	/* st_size is a first guess only: the file may be growing. */
-	size_t cap = (size_t)st.st_size + 1, n = 0;
-	char *buf = malloc(cap);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		if (n + 1 >= cap) {
-			char *nb = n < max_len ? realloc(buf, cap * 2) : NULL;
-			if (!nb) {
-				free(buf);
-				close(fd);
-				return n < max_len ? -ENOMEM : -EFBIG;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		ssize_t k = read(fd, buf + n, cap - n - 1);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			int e = -errno;
-			free(buf);
-			close(fd);
-			return e;
-		}
-		if (k == 0)
-			break;
-		n += (size_t)k;
-	}
+	int e = bundle_read_fd(fd, (size_t)st.st_size, max_len, NULL, ret, ret_len);
 	close(fd);
-	if (n > max_len) {
-		free(buf);
-		return -EFBIG;
-	}
-	buf[n] = '\0';
-	*ret = buf;
-	*ret_len = n;
-	return 0;
+	return e;
 }
 
-static int cmp_str(const void *a, const void *b)
+static int cmp_listed(const void *a, const void *b)
 {
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
+	return strcmp(((const struct listed *)a)->name, ((const struct listed *)b)->name);
 }
 
-/* The member names, sorted, so that bundle_reader_has is a bsearch. */
+/* The members and what the manifest says of each, sorted by name, so that
+ * finding one is a bsearch. */
 static int index_members(struct bundle_reader *r)
 {
 	const cJSON *members = cJSON_GetObjectItemCaseSensitive(r->manifest, "members");
 	size_t n = (size_t)cJSON_GetArraySize(members);
 	const cJSON *m;
-	r->names = calloc(n + 1, sizeof(*r->names));
-	if (!r->names)
+	r->listed = calloc(n + 1, sizeof(*r->listed));
+	if (!r->listed)
 		return -ENOMEM;
 	cJSON_ArrayForEach(m, members)
 	{
 		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(m, "name");
-		if (cJSON_IsString(nm))
-			r->names[r->nnames++] = nm->valuestring;
+		const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(m, "bytes");
+		const cJSON *sha = cJSON_GetObjectItemCaseSensitive(m, "sha256");
+		if (!cJSON_IsString(nm))
+			continue;
+		struct listed *l = &r->listed[r->nlisted++];
+		l->name = nm->valuestring;
+		/* A size that is no byte count can match no file. */
+		l->valid = cJSON_IsNumber(bytes) && cJSON_IsString(sha) && bytes->valuedouble >= 0 &&
+			   bytes->valuedouble < 0x1p63 &&
+			   bytes->valuedouble == (double)(uint64_t)bytes->valuedouble;
+		if (l->valid)
+			l->want = (struct bundle_member_want){
+				.bytes = (uint64_t)bytes->valuedouble, .sha256 = sha->valuestring};
 	}
-	qsort(r->names, r->nnames, sizeof(*r->names), cmp_str);
+	qsort(r->listed, r->nlisted, sizeof(*r->listed), cmp_listed);
 	return 0;
+}
+
+static const struct listed *find_listed(const struct bundle_reader *r, const char *name)
+{
+	struct listed key = {.name = name};
+	return bsearch(&key, r->listed, r->nlisted, sizeof(*r->listed), cmp_listed);
 }
 
 int bundle_reader_open(const char *dir, struct bundle_reader **ret)
@@ -229,6 +242,7 @@ int bundle_reader_open(const char *dir, struct bundle_reader **ret)
 	struct bundle_reader *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
+	r->dirfd = -1;
 	r->dir = strdup(dir);
 	r->refused = calloc(1, sizeof(*r->refused));
 	if (!r->dir || !r->refused) {
@@ -237,21 +251,24 @@ int bundle_reader_open(const char *dir, struct bundle_reader **ret)
 	}
 	for (size_t i = 0; i < BUNDLE_NCAPS; i++)
 		r->limit[i] = caps[i].limit;
-	char *path, *text;
-	size_t len;
-	if (asprintf(&path, "%s/manifest.json", dir) < 0) {
+	/* The path the user typed resolves normally up to its last
+	 * component, which must be the bundle itself: every read from here
+	 * on is relative to this one directory. */
+	r->dirfd = bundle_open_dir_nofollow(AT_FDCWD, dir);
+	if (r->dirfd < 0) {
+		int e = r->dirfd;
 		bundle_reader_free(r);
-		return -ENOMEM;
+		return e;
 	}
-	int e = bundle_read_file_at(AT_FDCWD, path, r->limit[BUNDLE_CAP_MANIFEST_BYTES], &text,
-				    &len);
-	free(path);
+	int e = bundle_member_read(r->dirfd, BUNDLE_MANIFEST, r->limit[BUNDLE_CAP_MANIFEST_BYTES],
+				   NULL, &r->manifest_text, &r->manifest_len);
 	if (e < 0) {
 		bundle_reader_free(r);
-		return e; /* -EFBIG is BUNDLE_PAST_CAP */
+		/* -EFBIG is BUNDLE_PAST_CAP; a FIFO or a directory is no
+		 * manifest. */
+		return e == -EINVAL ? -EBADMSG : e;
 	}
-	r->manifest = cJSON_ParseWithLength(text, len);
-	free(text);
+	r->manifest = cJSON_ParseWithLength(r->manifest_text, r->manifest_len);
 	if (!cJSON_IsObject(r->manifest)) {
 		bundle_reader_free(r);
 		return -EBADMSG;
@@ -295,11 +312,16 @@ void bundle_reader_free(struct bundle_reader *r)
 	}
 	free(r->tl_counters);
 	free(r->tl_t);
-	free(r->names);
-	if (r->refused)
+	free(r->listed);
+	if (r->refused) {
 		free(r->refused->member);
+		free(r->refused->failed);
+	}
 	free(r->refused);
 	cJSON_Delete(r->manifest);
+	free(r->manifest_text);
+	if (r->dirfd >= 0)
+		close(r->dirfd);
 	free(r->dir);
 	free(r);
 }
@@ -314,22 +336,52 @@ const cJSON *bundle_reader_manifest(const struct bundle_reader *r)
 	return r->manifest;
 }
 
+int bundle_reader_dirfd(const struct bundle_reader *r)
+{
+	return r->dirfd;
+}
+
 bool bundle_reader_has(const struct bundle_reader *r, const char *name)
 {
-	return bsearch(&name, r->names, r->nnames, sizeof(*r->names), cmp_str) != NULL;
+	return find_listed(r, name) != NULL;
+}
+
+/* The listed member name as it may be read: a safe name, listed with a
+ * size and a sha256. */
+static int member_want(const struct bundle_reader *r, const char *name,
+		       const struct bundle_member_want **ret)
+{
+	if (!name_is_safe(name))
+		return -EINVAL;
+	const struct listed *l = find_listed(r, name);
+	if (!l)
+		return -ENOENT; /* nothing to check it against */
+	if (!l->valid)
+		return failed(r, name, -EBADMSG);
+	*ret = &l->want;
+	return 0;
 }
 
 int bundle_reader_read(const struct bundle_reader *r, const char *name, char **ret, size_t *ret_len)
 {
-	if (!name_is_safe(name))
-		return -EINVAL;
-	char *path;
-	if (asprintf(&path, "%s/%s", r->dir, name) < 0)
-		return -ENOMEM;
-	int e = bundle_read_file_at(AT_FDCWD, path, r->limit[BUNDLE_CAP_MEMBER_BYTES], ret,
-				    ret_len);
-	free(path);
-	return e == -EFBIG ? refuse(r, name, BUNDLE_CAP_MEMBER_BYTES) : e;
+	if (strcmp(name, BUNDLE_MANIFEST) == 0) {
+		/* The bytes that were parsed, not the file again: what is
+		 * shown or shipped as the manifest is the one obeyed. */
+		char *copy = malloc(r->manifest_len + 1);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, r->manifest_text, r->manifest_len + 1);
+		*ret = copy;
+		*ret_len = r->manifest_len;
+		return 0;
+	}
+	const struct bundle_member_want *want;
+	int e = member_want(r, name, &want);
+	if (e < 0)
+		return e;
+	e = bundle_member_read(r->dirfd, name, r->limit[BUNDLE_CAP_MEMBER_BYTES], want, ret,
+			       ret_len);
+	return e == -EFBIG ? refuse(r, name, BUNDLE_CAP_MEMBER_BYTES) : e < 0 ? failed(r, name, e) : 0;
 }
 
 /* ---- profiles ---- */
@@ -908,8 +960,8 @@ static int tl_line(struct tl_build *b, const char *line, size_t len)
 /* Feed fd's lines to tl_line, never holding more than one line (at most
  * BUNDLE_CAP_LINE_BYTES) and a read buffer: the file's size does not
  * matter, only what it holds. Empty lines are skipped, as blank lines
- * are no points. */
-static int tl_read(struct tl_build *b, int fd)
+ * are no points. Every byte read goes through d. */
+static int tl_read(struct tl_build *b, int fd, struct bundle_digest *d)
 {
 	const size_t chunk = 64 << 10;
 	size_t max_line = (size_t)b->r->limit[BUNDLE_CAP_LINE_BYTES];
@@ -937,6 +989,7 @@ static int tl_read(struct tl_build *b, int fd)
 				break;
 			}
 			eof = k == 0;
+			bundle_digest_update(d, buf + end, (size_t)k);
 			end += (size_t)k;
 			continue;
 		}
@@ -953,8 +1006,25 @@ static int tl_read(struct tl_build *b, int fd)
 		if (!nl)
 			break; /* the last line, without its newline */
 	}
+	/* The rest of a file that ends in a line past the caps is not read:
+	 * the caps' error stands, and nothing of it is kept. */
 	free(buf);
 	return e;
+}
+
+/* Forget a timeline that was not (wholly) built, so that a later call
+ * starts from nothing. */
+static void tl_reset(struct bundle_reader *r)
+{
+	for (size_t i = 0; i < r->tl.ncounters; i++) {
+		free((char *)r->tl_counters[i].name);
+		free((double *)r->tl_counters[i].v);
+	}
+	free(r->tl_counters);
+	free(r->tl_t);
+	r->tl_counters = NULL;
+	r->tl_t = NULL;
+	r->tl = (struct bundle_timeline){0};
 }
 
 int bundle_reader_timeline(struct bundle_reader *r, const struct bundle_timeline **ret)
@@ -968,22 +1038,29 @@ int bundle_reader_timeline(struct bundle_reader *r, const struct bundle_timeline
 		cJSON_GetObjectItemCaseSensitive(r->manifest, "timeline"), "member");
 	if (cJSON_IsString(m))
 		member = m->valuestring;
-	if (!name_is_safe(member))
-		return -EINVAL;
-	char *path;
-	if (asprintf(&path, "%s/%s", r->dir, member) < 0)
-		return -ENOMEM;
-	struct stat st;
-	int fd = open_regular_at(AT_FDCWD, path, &st);
-	free(path);
+	const struct bundle_member_want *want;
+	int e = member_want(r, member, &want);
+	if (e < 0)
+		return e;
+	int fd = bundle_member_open(r->dirfd, member, NULL);
 	if (fd < 0)
-		return fd;
+		return failed(r, member, fd);
 	struct tl_build b = {.r = r, .member = member};
-	int e = tl_read(&b, fd);
+	struct bundle_digest d;
+	bundle_digest_init(&d);
+	e = tl_read(&b, fd, &d);
 	close(fd);
 	strmap_release(&b.by_name);
-	if (e < 0)
-		return e; /* what was built is freed by bundle_reader_free */
+	/* Parsed as it streamed, handed out only if what streamed is what
+	 * the manifest hashed. */
+	if (e == 0 && !bundle_digest_matches(&d, want))
+		e = failed(r, member, BUNDLE_ALTERED);
+	else if (e < 0 && e != BUNDLE_PAST_CAP)
+		e = failed(r, member, e);
+	if (e < 0) {
+		tl_reset(r);
+		return e;
+	}
 	/* Drop counters that never had a value (goroutines of a C target):
 	 * they would only be flat lines at "n/a". */
 	size_t keep = 0;

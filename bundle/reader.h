@@ -4,19 +4,29 @@
  * profiles decoded into plain arrays of symbolized stacks, and the JSONL
  * timeline as one numeric series per counter.
  *
- * Nothing here verifies hashes (bundle_verify does); a member that is
- * listed but unreadable or undecodable is an error of that accessor only,
- * so a report can still show what survived.
+ * Members are read race-free: below the bundle's directory, opened once
+ * (O_DIRECTORY | O_NOFOLLOW), with no symlink followed at any component
+ * and without blocking on a FIFO, and each is read once and hashed as it
+ * is read: the bytes an accessor hands out (or decodes) are exactly those
+ * whose size and sha256 the manifest lists, else it fails with
+ * BUNDLE_ALTERED. Only listed members can be read (and manifest.json,
+ * which comes from the copy bundle_reader_open read and parsed). A member
+ * that is listed but unreadable, altered or undecodable is an error of
+ * that accessor only, so a report can still show what survived.
  *
  * Ownership: the reader owns everything it hands out. Profiles and the
  * timeline are decoded on first use and cached; every pointer returned
  * stays valid until bundle_reader_free. Nothing is thread-safe.
  *
  * Errors: 0 or a negative errno, never printed. -ENOENT: no such member
- * (or no manifest.json), -EBADMSG: malformed (manifest not JSON, profile
- * not gzip or not a pprof Profile), -EINVAL: an unsafe member name
- * (absolute, or with "." / ".." components), BUNDLE_PAST_CAP: past one of
- * the reader's caps (below), -ENOMEM.
+ * (or not listed, or no manifest.json), -EBADMSG: malformed (manifest not
+ * JSON, a listed member without its size or sha256, profile not gzip or
+ * not a pprof Profile), -EINVAL: an unsafe member name (absolute, or with
+ * "." / ".." components) or a member that is not a regular file (a FIFO,
+ * a directory), -ELOOP: a symlink at some component of the member's path
+ * (or the bundle directory is one), BUNDLE_ALTERED: the member's bytes are
+ * not those the manifest hashed, BUNDLE_PAST_CAP: past one of the reader's
+ * caps (below), -ENOMEM.
  * Out-of-memory policy: reported as -ENOMEM, never aborts; the caller
  * decides.
  */
@@ -29,7 +39,13 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
+#include "bundle/bundle.h"
+
 struct bundle_reader;
+
+/* A listed member whose size or sha256 is not the manifest's: changed
+ * since the bundle was written or verified, or while it was being read. */
+#define BUNDLE_ALTERED (-EUCLEAN)
 
 /* ---- limits ----
  *
@@ -112,10 +128,22 @@ struct bundle_refusal {
  * BUNDLE_PAST_CAP), or NULL if none was. Owned by r. */
 const struct bundle_refusal *bundle_reader_refusal(const struct bundle_reader *r);
 
-/* Open the bundle in dir: reads and parses dir/manifest.json.
+/* The first listed member r could not read for what the bundle holds
+ * (missing, altered, behind a symlink, not a regular file, unreadable:
+ * not a cap, not out of memory), and the accessor's error; NULL if none
+ * was. Owned by r. */
+struct bundle_read_failure {
+	const char *member; /* as the manifest names it */
+	int error;	    /* BUNDLE_ALTERED, -ELOOP, -EINVAL, -ENOENT, ... */
+};
+const struct bundle_read_failure *bundle_reader_failure(const struct bundle_reader *r);
+
+/* Open the bundle in dir: opens the directory (O_DIRECTORY | O_NOFOLLOW:
+ * -ELOOP if dir is a symlink, -ENOTDIR if not a directory) and keeps it
+ * open for every later read, reads dir/manifest.json once and parses it.
  * -ENOENT without a manifest (a partial bundle), -EBADMSG if it is not a
- * JSON object, BUNDLE_PAST_CAP if it is larger than
- * BUNDLE_MAX_MANIFEST_BYTES. *ret untouched on failure. */
+ * JSON object (or not a regular file), BUNDLE_PAST_CAP if it is larger
+ * than BUNDLE_MAX_MANIFEST_BYTES. *ret untouched on failure. */
 int bundle_reader_open(const char *dir, struct bundle_reader **ret);
 /* Free the reader and everything it handed out. NULL is a no-op. */
 void bundle_reader_free(struct bundle_reader *r);
@@ -127,17 +155,33 @@ const cJSON *bundle_reader_manifest(const struct bundle_reader *r);
 bool bundle_reader_has(const struct bundle_reader *r, const char *name);
 
 /* Whole member file as bytes plus a terminating NUL (not counted in
- * *ret_len). Need not be listed in the manifest (so manifest.json itself
- * can be read). BUNDLE_PAST_CAP above BUNDLE_CAP_MEMBER_BYTES. The caller
+ * *ret_len), read once and checked against the manifest's size and
+ * sha256 (BUNDLE_ALTERED if they differ). It must be listed (-ENOENT
+ * otherwise), except "manifest.json": the bytes bundle_reader_open read
+ * and parsed. BUNDLE_PAST_CAP above BUNDLE_CAP_MEMBER_BYTES. The caller
  * owns and frees *ret. */
 int bundle_reader_read(const struct bundle_reader *r, const char *name, char **ret,
 		       size_t *ret_len);
 
+/* bundle_verify (bundle.h) of r's bundle: through the directory r opened
+ * and against the manifest r parsed, with the same problems, results and
+ * *ret_members. what: BUNDLE_VERIFY_MEMBERS (re-hash every listed
+ * member), BUNDLE_VERIFY_UNLISTED (name every file that is not listed;
+ * opens none), or both. */
+enum {
+	BUNDLE_VERIFY_MEMBERS = 1,
+	BUNDLE_VERIFY_UNLISTED = 2,
+	BUNDLE_VERIFY_ALL = 3,
+};
+int bundle_reader_verify(const struct bundle_reader *r, unsigned what, bundle_problem_fn fn,
+			 void *ctx, size_t *ret_members);
+
 /* Read the whole regular file path (relative to dirfd, or AT_FDCWD) plus a
- * terminating NUL (not counted in *ret_len), as the reader reads members:
- * never through a symlink at the last component, never blocking on a
- * FIFO. -EINVAL: not a regular file; -EFBIG: more than max_len bytes
- * (SIZE_MAX: no bound). The caller owns and frees *ret. */
+ * terminating NUL (not counted in *ret_len): never through a symlink at
+ * the last component, never blocking on a FIFO. For files that are not a
+ * bundle's members (a test's); members go through bundle_reader_read.
+ * -EINVAL: not a regular file; -EFBIG: more than max_len bytes (SIZE_MAX:
+ * no bound). The caller owns and frees *ret. */
 int bundle_read_file_at(int dirfd, const char *path, size_t max_len, char **ret, size_t *ret_len);
 
 /* ---- profiles ---- */
@@ -195,8 +239,9 @@ struct bundle_timeline {
 };
 
 /* Parse the timeline member named by manifest "timeline"."member"
- * (default "runtime.jsonl"), streamed line by line. -ENOENT for a bundle
- * without one (a snapshot). A line cut short by a killed capture is
+ * (default "runtime.jsonl"), streamed line by line and hashed as it
+ * streams: nothing is kept unless the whole file is what the manifest
+ * lists (BUNDLE_ALTERED). -ENOENT for a bundle without one (a snapshot). A line cut short by a killed capture is
  * counted in bad_lines, not an error. BUNDLE_PAST_CAP past the caps on
  * counters, points, values or the length of one line. */
 int bundle_reader_timeline(struct bundle_reader *r, const struct bundle_timeline **ret);

@@ -39,7 +39,8 @@ static int read_manifest(int dirfd, cJSON **ret)
 	size_t len;
 	/* The manifest is small (one entry per member); the reader's cap,
 	 * so that what verifies can be opened. -EFBIG is BUNDLE_PAST_CAP. */
-	int r = bundle_read_file_at(dirfd, BUNDLE_MANIFEST, BUNDLE_MAX_MANIFEST_BYTES, &buf, &len);
+	int r = bundle_member_read(dirfd, BUNDLE_MANIFEST, BUNDLE_MAX_MANIFEST_BYTES, NULL, &buf,
+				   &len);
 
 	if (r == -EINVAL)
 		return -EBADMSG; /* a FIFO or a directory is no manifest */
@@ -56,28 +57,20 @@ static void check_member(struct verify *v, int dirfd, const char *name, double b
 	char got[65];
 	uint64_t size;
 	struct stat st;
-	const char *leaf;
-	int pfd, fd, r;
+	int fd;
 
 	if (!bundle_name_valid(name)) {
 		problem(v, name, "invalid name");
 		return;
 	}
-	pfd = bundle_open_parent(dirfd, name, false, &leaf);
-	if (pfd < 0) {
-		problem(v, name, pfd == -ENOENT || pfd == -ENOTDIR ? "missing" : "unreadable");
-		return;
-	}
-	fd = openat(pfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	r = -errno;
-	close(pfd);
+	fd = bundle_member_open(dirfd, name, &st);
 	if (fd < 0) {
-		problem(v, name, r == -ENOENT ? "missing" : "unreadable");
+		problem(v, name,
+			fd == -ENOENT || fd == -ENOTDIR ? "missing"
+			: fd == -ELOOP			? "symbolic link in its path"
+			: fd == -EINVAL			? "not a regular file"
+							: "unreadable");
 		return;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		problem(v, name, "not a regular file");
-		goto out;
 	}
 	if ((double)st.st_size != bytes) {
 		problem(v, name, "size mismatch");
@@ -187,7 +180,7 @@ out:
 	return r;
 }
 
-static int check_members(struct verify *v, int dirfd, const cJSON *members)
+static int check_members(struct verify *v, int dirfd, const cJSON *members, bool hash)
 {
 	const cJSON *m;
 	size_t count = (size_t)cJSON_GetArraySize(members), i = 0;
@@ -208,12 +201,38 @@ static int check_members(struct verify *v, int dirfd, const cJSON *members)
 	}
 	v->nnames = i;
 	cJSON_ArrayForEach(m, members) {
+		/* Opened only to hash them. */
+		if (!hash)
+			break;
 		check_member(v, dirfd, cJSON_GetObjectItemCaseSensitive(m, "name")->valuestring,
 			     cJSON_GetObjectItemCaseSensitive(m, "bytes")->valuedouble,
 			     cJSON_GetObjectItemCaseSensitive(m, "sha256")->valuestring);
 	}
 	qsort(v->names, v->nnames, sizeof(*v->names), str_cmp);
 	return 0;
+}
+
+/* Verify the bundle open at dirfd against manifest (what of it: the
+ * BUNDLE_VERIFY_* bits). */
+static int verify_at(int dirfd, const cJSON *manifest, unsigned what, bundle_problem_fn fn,
+		     void *ctx, size_t *ret_members)
+{
+	struct verify v = { .fn = fn, .ctx = ctx };
+	const cJSON *members = cJSON_GetObjectItemCaseSensitive(manifest, "members");
+	int r;
+
+	if (!cJSON_IsArray(members))
+		return -EBADMSG;
+	r = check_members(&v, dirfd, members, what & BUNDLE_VERIFY_MEMBERS);
+	if (r == 0 && (what & BUNDLE_VERIFY_UNLISTED))
+		r = walk(&v, dirfd, "", 0);
+	if (r == 0) {
+		r = v.problems ? 1 : 0;
+		if (ret_members)
+			*ret_members = v.nnames;
+	}
+	free(v.names);
+	return r;
 }
 
 int bundle_verify(const char *dir, bundle_problem_fn fn, void *ctx)
@@ -223,35 +242,27 @@ int bundle_verify(const char *dir, bundle_problem_fn fn, void *ctx)
 
 int bundle_verify_listed(const char *dir, bundle_problem_fn fn, void *ctx, size_t *ret_members)
 {
-	struct verify v = { .fn = fn, .ctx = ctx };
 	cJSON *manifest = NULL;
-	const cJSON *members;
 	int dirfd, r;
 
 	if (!dir)
 		return -EINVAL;
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* As the reader opens a bundle: the directory itself, not a link
+	 * to one, and every member below this one fd. */
+	dirfd = bundle_open_dir_nofollow(AT_FDCWD, dir);
 	if (dirfd < 0)
-		return -errno;
+		return dirfd;
 	r = read_manifest(dirfd, &manifest);
-	if (r < 0)
-		goto out;
-	members = cJSON_GetObjectItemCaseSensitive(manifest, "members");
-	if (!cJSON_IsArray(members)) {
-		r = -EBADMSG;
-		goto out;
-	}
-	r = check_members(&v, dirfd, members);
 	if (r == 0)
-		r = walk(&v, dirfd, "", 0);
-	if (r == 0) {
-		r = v.problems ? 1 : 0;
-		if (ret_members)
-			*ret_members = v.nnames;
-	}
-out:
-	free(v.names);
+		r = verify_at(dirfd, manifest, BUNDLE_VERIFY_ALL, fn, ctx, ret_members);
 	cJSON_Delete(manifest);
 	close(dirfd);
 	return r;
+}
+
+int bundle_reader_verify(const struct bundle_reader *r, unsigned what, bundle_problem_fn fn,
+			 void *ctx, size_t *ret_members)
+{
+	return verify_at(bundle_reader_dirfd(r), bundle_reader_manifest(r), what, fn, ctx,
+			 ret_members);
 }

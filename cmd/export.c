@@ -159,6 +159,13 @@ int export_run(const char *dir, const char *format, const char *profile, const c
 		bundle_reader_free(r);
 		return rc;
 	}
+	if (e < 0 && e != -ENOMEM && bundle_reader_failure(r)) {
+		/* Not read at all (altered, missing, behind a link): said as
+		 * such, not as a decoding error. */
+		rc = cli_reader_failed(r, e);
+		bundle_reader_free(r);
+		return rc;
+	}
 	if (e < 0) {
 		die_message("cannot decode %s/%s: %s", dir, member,
 			    e == -EBADMSG ? "not a gzipped pprof profile" : strerror(-e));

@@ -27,13 +27,17 @@ static void pem_usage(FILE *out)
 	      "one per file, that survive a log pipeline: print them where logs are\n"
 	      "collected (kubectl logs, journald, CI output), and rebuild the bundle\n"
 	      "elsewhere with 'diag-attach unpem'. Members that are not gzip already are\n"
-	      "gzipped first; every block carries the file's size and sha256.\n\n"
+	      "gzipped first; every block carries the file's size and sha256. Every\n"
+	      "member is read once, without following a symbolic link, and checked\n"
+	      "against the manifest before anything is printed: what is printed is what\n"
+	      "was checked (the bundle is held in memory meanwhile).\n\n"
 	      "Options:\n"
 	      " -o, --output FILE        write to FILE instead of standard output\n"
 	      " -h, --help               display this help\n\n"
 	      "Exit status:\n"
 	      "  0  printed\n"
-	      "  1  DIR is not a bundle, or a member is missing or altered\n"
+	      "  1  DIR is not a bundle, a member is missing, altered, not a regular\n"
+	      "     file or behind a symbolic link, or a file is not listed\n"
 	      "  2  usage error\n"
 	      " 10  the output could not be written\n"
 	      " 11  internal error (out of memory)\n"
@@ -113,8 +117,13 @@ int cmd_pem(int argc, char **argv)
 	if (rc != EXIT_OK)
 		return rc;
 	/* Shipping a damaged bundle through logs only moves the problem
-	 * somewhere harder to look at: refuse up front. */
-	if (!cli_bundle_intact(dir)) {
+	 * somewhere harder to look at: refuse up front. Here only what needs
+	 * no member opened (files the manifest does not list); each member
+	 * is checked as pem_encode_bundle reads it, once, on the very bytes
+	 * it encodes: a check here and a second read to encode would leave
+	 * a window to swap the file (or a directory on its path) between
+	 * the two. */
+	if (!cli_bundle_intact(r, BUNDLE_VERIFY_UNLISTED)) {
 		die_message("bundle '%s' is damaged; not encoding it", dir);
 		hint_message("see: diag-attach verify %s", dir);
 		bundle_reader_free(r);
@@ -134,24 +143,19 @@ int cmd_pem(int argc, char **argv)
 	w = output_file_close(&of, e < 0 ? e : w);
 	if (e == BUNDLE_PAST_CAP) {
 		rc = cli_reader_refused(r);
-		bundle_reader_free(r);
-		return rc;
-	}
-	bundle_reader_free(r);
-	if (e == -ENOMEM || w == -ENOMEM) {
+	} else if (e == -ENOMEM || w == -ENOMEM) {
 		die_message("out of memory");
-		return EXIT_INTERNAL;
-	}
-	if ((e == 0 || e == -EIO) && w < 0) {
+		rc = EXIT_INTERNAL;
+	} else if ((e == 0 || e == -EIO) && w < 0) {
 		die_message("cannot write %s: %s", output ? output : "standard output",
 			    strerror(-w));
-		return EXIT_WRITE_FAILED;
+		rc = EXIT_WRITE_FAILED;
+	} else if (e < 0) {
+		/* Which member, and why: nothing was printed. */
+		rc = cli_reader_failed(r, e);
 	}
-	if (e < 0) {
-		die_message("cannot read bundle '%s': %s", dir, strerror(-e));
-		return EXIT_VERIFY_FAILED;
-	}
-	return EXIT_OK;
+	bundle_reader_free(r);
+	return rc;
 }
 
 static int read_all(const char *path, char **ret, size_t *ret_len)

@@ -102,7 +102,7 @@ int cmd_report(int argc, char **argv)
 	rc = cli_open_bundle(dir, &r);
 	if (rc != EXIT_OK)
 		return rc;
-	bool intact = cli_bundle_intact(dir);
+	bool intact = cli_bundle_intact(r, BUNDLE_VERIFY_ALL);
 	if (!intact)
 		hint_message("the bundle is damaged; what follows is what could still be read");
 

@@ -64,6 +64,10 @@ int cmd_verify(int argc, char **argv)
 		die_message("'%s' is not a bundle: no manifest.json (a capture that did not finish?)", argv[1]);
 	else if (r == -EBADMSG)
 		die_message("'%s': manifest.json is malformed", argv[1]);
+	else if (r == -ELOOP)
+		die_message("'%s' is a symbolic link; refusing to follow it (name the directory it "
+			    "points to)",
+			    argv[1]);
 	else
 		die_message("cannot verify '%s': %s", argv[1], strerror(-r));
 	return EXIT_VERIFY_FAILED;

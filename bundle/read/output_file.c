@@ -72,11 +72,21 @@ int output_file_open(struct output_file *of, const char *path)
 		return -EISDIR;
 	}
 	char tmp[NAME_MAX + 1];
-	/* 0644 less the umask: a page or an export is meant to be opened. */
-	int fd = bundle_open_temp(dirfd, leaf, 0666, tmp, sizeof(tmp));
+	/* 0600, as bundle members are: a page, an export or a PEM text holds
+	 * what the bundle holds (stacks, thread names, a target's argv),
+	 * which its owner shares on purpose, not through the file's mode.
+	 * Exactly 0600 whatever the umask (fchmod below). */
+	int fd = bundle_open_temp(dirfd, leaf, 0600, tmp, sizeof(tmp));
 	if (fd < 0) {
 		close(dirfd);
 		return fd;
+	}
+	if (fchmod(fd, 0600) < 0) {
+		int e = -errno;
+		close(fd);
+		unlinkat(dirfd, tmp, 0);
+		close(dirfd);
+		return e;
 	}
 	of->fp = fdopen(fd, "w");
 	of->tmp = strdup(tmp);

@@ -8,6 +8,7 @@
  * PATH's directory must not let other users swap entries (writable by
  * group or others without the sticky bit: bundle_dir_shared), else
  * BUNDLE_UNSAFE_DIR.
+ * The file is created 0600, as bundle members are.
  * "-" (or NULL) is standard output, written in place.
  *
  * 0 or a negative errno, never printed.

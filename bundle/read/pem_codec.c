@@ -103,34 +103,50 @@ static int encode_one(const char *bundle_id, size_t part, size_t parts, const ch
 	return ferror(out) ? -EIO : 0;
 }
 
+/* A member read and checked, waiting to be encoded. */
+struct held {
+	const char *name;
+	char *data;
+	size_t len;
+};
+
 int pem_encode_bundle(const struct bundle_reader *r, FILE *out)
 {
 	const cJSON *m = bundle_reader_manifest(r);
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "bundle_id");
 	const char *bundle_id = cJSON_IsString(id) ? id->valuestring : "unknown";
 	const cJSON *members = cJSON_GetObjectItemCaseSensitive(m, "members");
-	size_t parts = 1 + (size_t)cJSON_GetArraySize(members), part = 1;
-	char *data;
-	size_t len;
-	int e = bundle_reader_read(r, "manifest.json", &data, &len);
-	if (e < 0)
-		return e;
-	e = encode_one(bundle_id, part++, parts, "manifest.json", (uint8_t *)data, len, out);
-	free(data);
+	size_t parts = 1 + (size_t)cJSON_GetArraySize(members), n = 0;
+	struct held *h = calloc(parts, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	/* Every member is read before a line is written, each once: the
+	 * reader hands out exactly the bytes it checked against the
+	 * manifest, and those are what is encoded. A damaged bundle, or one
+	 * changed while we read it, prints nothing. */
+	h[n].name = "manifest.json";
+	int e = bundle_reader_read(r, h[n].name, &h[n].data, &h[n].len);
+	n += e == 0;
 	const cJSON *mem;
 	cJSON_ArrayForEach(mem, members)
 	{
 		if (e < 0)
 			break;
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(mem, "name");
-		if (!cJSON_IsString(n))
-			return -EBADMSG;
-		e = bundle_reader_read(r, n->valuestring, &data, &len);
-		if (e < 0)
-			return e;
-		e = encode_one(bundle_id, part++, parts, n->valuestring, (uint8_t *)data, len, out);
-		free(data);
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(mem, "name");
+		if (!cJSON_IsString(nm)) {
+			e = -EBADMSG;
+			break;
+		}
+		h[n].name = nm->valuestring;
+		e = bundle_reader_read(r, h[n].name, &h[n].data, &h[n].len);
+		n += e == 0;
 	}
+	for (size_t i = 0; i < n && e == 0; i++)
+		e = encode_one(bundle_id, i + 1, parts, h[i].name, (uint8_t *)h[i].data, h[i].len,
+			       out);
+	for (size_t i = 0; i < n; i++)
+		free(h[i].data);
+	free(h);
 	return e;
 }
 

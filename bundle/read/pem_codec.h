@@ -47,8 +47,12 @@
 #define PEM_LABEL "DIAG-ATTACH BUNDLE"
 
 /* Write every block of the bundle r (manifest.json, then each member in
- * manifest order) to out. -EIO if a write failed, -ENOMEM, or the error
- * of reading a member (-ENOENT: listed but missing). */
+ * manifest order) to out. Every member is read first, once, through
+ * bundle_reader_read (checked against the manifest on the bytes read, no
+ * symlink followed) and held in memory; nothing is written unless all
+ * were read, and what is written is those bytes. -EIO if a write failed,
+ * -ENOMEM, or the error of reading a member (-ENOENT: missing,
+ * BUNDLE_ALTERED, -ELOOP, ...: bundle_reader_failure names it). */
 int pem_encode_bundle(const struct bundle_reader *r, FILE *out);
 
 struct pem_file {

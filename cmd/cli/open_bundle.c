@@ -20,6 +20,11 @@ int cli_open_bundle(const char *dir, struct bundle_reader **ret)
 		hint_message("a capture that was interrupted leaves no manifest; capture again");
 	} else if (e == -EBADMSG) {
 		die_message("'%s': manifest.json is malformed", dir);
+	} else if (e == -ELOOP) {
+		/* Every member is read below the bundle's own directory,
+		 * opened once; a link to it is not followed. */
+		die_message("'%s' is a symbolic link; refusing to follow it", dir);
+		hint_message("name the directory it points to: readlink -f %s", dir);
 	} else if (e == BUNDLE_PAST_CAP) {
 		return cli_refused(dir, "manifest.json", BUNDLE_CAP_MANIFEST_BYTES);
 	} else if (e == -ENOMEM) {
@@ -41,11 +46,46 @@ static void warn_problem(void *ctx, const char *member, const char *problem)
 	fprintf(stderr, ": %s\n", problem);
 }
 
-bool cli_bundle_intact(const char *dir)
+bool cli_bundle_intact(const struct bundle_reader *r, unsigned what)
 {
 	bool intact = true;
-	int r = bundle_verify(dir, warn_problem, &intact);
-	return r == 0 && intact;
+	int e = bundle_reader_verify(r, what, warn_problem, &intact, NULL);
+	return e == 0 && intact;
+}
+
+const char *cli_member_problem(int e)
+{
+	switch (e) {
+	case BUNDLE_ALTERED:
+		return "its size or sha256 is not the one the manifest lists (it was changed, "
+		       "perhaps while it was read); refusing it";
+	case -ELOOP:
+		return "a symbolic link is in its path; refusing to follow it";
+	case -EINVAL:
+		return "not a regular file";
+	case -ENOENT:
+	case -ENOTDIR:
+		return "missing";
+	case -EBADMSG:
+		return "the manifest lists it without a size or sha256";
+	default:
+		return strerror(-e);
+	}
+}
+
+int cli_reader_failed(const struct bundle_reader *r, int e)
+{
+	const struct bundle_read_failure *f = bundle_reader_failure(r);
+	const char *dir = bundle_reader_dir(r);
+	if (!f) {
+		die_message("cannot read bundle '%s': %s", dir, strerror(-e));
+		return EXIT_VERIFY_FAILED;
+	}
+	char m[512];
+	escape_text(f->member, m, sizeof(m));
+	die_message("cannot read %s/%s: %s", dir, m, cli_member_problem(f->error));
+	hint_message("see: diag-attach verify %s", dir);
+	return EXIT_VERIFY_FAILED;
 }
 
 /* "128 MiB" or "1000000". */

@@ -12,8 +12,8 @@
 
 #include "bundle/reader.h"
 
-/* Open dir, printing the failure ("not a bundle", "malformed manifest")
- * with a hint. Returns EXIT_OK with *ret set (the caller frees it with
+/* Open dir, printing the failure ("not a bundle", "malformed manifest",
+ * "a symbolic link") with a hint. Returns EXIT_OK with *ret set (the caller frees it with
  * bundle_reader_free), or the exit status to return (EXIT_VERIFY_FAILED
  * for a missing or malformed manifest, EXIT_PAST_CAP for a manifest past
  * the reader's cap, EXIT_INTERNAL for out of memory). */
@@ -30,8 +30,19 @@ int cli_reader_refused(const struct bundle_reader *r);
  * one line each, indented like an option's description. */
 void cli_print_reader_caps(FILE *out);
 
-/* Re-hash the bundle's members; print each problem to stderr as a
- * warning. Returns true if intact. */
-bool cli_bundle_intact(const char *dir);
+/* Verify r's bundle (what: BUNDLE_VERIFY_* of reader.h: re-hash the
+ * members, look for unlisted files, or both) through the directory and
+ * manifest r holds; print each problem to stderr as a warning. Returns
+ * true if intact. */
+bool cli_bundle_intact(const struct bundle_reader *r, unsigned what);
+
+/* Why a member could not be read (an accessor's error, as
+ * bundle_reader_failure gives it), in words: "missing", "not a regular
+ * file", "its size or sha256 is not ...". Static. */
+const char *cli_member_problem(int e);
+/* Print the one line that says which member of r could not be read and
+ * why (bundle_reader_failure; e, an accessor's error, if none is noted),
+ * and a hint to verify. Returns EXIT_VERIFY_FAILED. */
+int cli_reader_failed(const struct bundle_reader *r, int e);
 
 #endif
