@@ -722,6 +722,12 @@ static void print_losses(const struct capture_summary *sum)
 			(unsigned long long)sum->symbol_batches_lost,
 			(unsigned long long)sum->stacks_lost,
 			(unsigned long long)sum->worker_restarts);
+	if (sum->workers_denied)
+		fprintf(stderr,
+			"diag-attach: warning: %llu interpretation worker(s) stopped by the sandbox's "
+			"filter at system call %d, which it does not allow (a bug of ours, or a "
+			"compromised worker); see interpretation.sandbox in manifest.json\n",
+			(unsigned long long)sum->workers_denied, (int)sum->denied_syscall);
 }
 
 static void print_summary(const struct capture_summary *sum)

@@ -106,6 +106,10 @@ struct capture_summary {
 	/* Set for snapshots too: what dead interpretation workers lost
 	 * (interp_losses). */
 	uint64_t worker_restarts, stacks_lost, symbol_batches_lost;
+	/* Workers their sandbox's filter stopped, and the last call it
+	 * stopped (-1: none). */
+	uint64_t workers_denied;
+	int32_t denied_syscall;
 };
 
 struct capture_options {

@@ -327,6 +327,8 @@ void capture_session_summary(const struct capture_session *s, struct capture_sum
 	ret->worker_restarts = l.worker_restarts;
 	ret->stacks_lost = l.stacks_lost;
 	ret->symbol_batches_lost = l.symbol_batches_lost;
+	ret->workers_denied = l.denied;
+	ret->denied_syscall = s->interp ? l.denied_syscall : -1;
 }
 
 bool capture_session_target_exited(const struct capture_session *s)
