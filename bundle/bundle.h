@@ -20,6 +20,10 @@
 #include <sys/types.h>
 #include <cjson/cJSON.h>
 
+/* argv and environment redaction, and the one way into the bundle for a
+ * string a target chose (argv, environ, thread names): its own header. */
+#include "bundle/redact.h"
+
 struct bundle;
 
 /* The manifest's "format_version" (absent: 1). 2: "target" may be a list,
@@ -129,62 +133,5 @@ int bundle_verify_listed(const char *dir, bundle_problem_fn fn, void *ctx, size_
 
 /* sha256 (nettle) of a buffer as 64 lowercase hex chars + NUL. */
 void bundle_sha256_hex(const void *data, size_t len, char out[65]);
-
-/* ---- argv and environment redaction ---- */
-
-#define BUNDLE_REDACTED "[REDACTED]"
-/* Returns a newly allocated copy of argv[0..argc) with credential values
- * replaced by BUNDLE_REDACTED. Free with bundle_redacted_free. NULL on
- * ENOMEM. argv[0] is copied verbatim. The result has argc + 1 entries, the
- * last NULL. Redacting the result again changes nothing (argv is
- * redacted until it settles; see redact.c).
- *
- * Names: a flag, variable, header or key whose name looks like a
- * credential (password, passwd, pwd, pass, passphrase, token, secret,
- * key, auth, credential, cookie, session, private, dsn...) has its value
- * redacted. Names are matched by component (split at - _ . and camelCase,
- * case-insensitive, plural allowed), so "api-key", "apiKey", "DB_PASSWORD"
- * match but "keyboard", "author" do not; a component that ends with
- * password, passwd, passphrase, secret, token or apikey matches too
- * ("PGPASSWORD"); a name whose last component is file/path/dir is not a
- * credential (its value is a path). This covers "--flag=value" and
- * "--flag value" (the next argument, unless it starts with '-'),
- * single-dash long flags ("-password x", "-Dfoo.password=x"), NAME=value
- * arguments, "Header: value" arguments (curl -H), and credential keys in
- * key=value lists after ';' ',' '?' '&' (ODBC/ADO.NET connection strings,
- * braced values included, mount options, URL queries).
- *
- * One-letter options are read only under a program that defines them,
- * named by argv[0] or by any later word ("sudo mysql ..."): -pPW of
- * mysql*, mariadb* and 7z* (a bare -p prompts: the next word is kept);
- * -p of sshpass and mongo*, -a of redis-cli, -w of ldap*, -P of sqlcmd,
- * zip and unzip, attached or as the next word; curl's -u and -U take
- * user:password, as --user and --proxy-user do for any program: the user
- * is kept, the password redacted (a numeric uid:gid is kept, except under
- * curl). Other one-letter options ("-p 8080") are left alone.
- *
- * Anywhere in an argument: user:password@ with or without a scheme
- * ("admin:pw@db:5432", not "mailto:a@b"), secret webhook paths (Slack,
- * Discord, Teams), recognizable tokens (AKIA..., ghp_, xoxb-, glpat-,
- * sk_live_, AIza..., eyJ JWTs...), openssl's "pass:PHRASE", and a
- * -----BEGIN ... PRIVATE KEY block (the whole argument). An option,
- * NAME= or header whose name itself holds a token or URL goes whole.
- *
- * Values inside a word are redacted as words: an option's "=value", an
- * assignment's value, a one-letter option's attached value. A word with
- * blanks in it that no rule took whole is redacted as a command line
- * ("sh -c 'mysql -pX'"): split into shell words with POSIX quoting, each
- * redacted with these rules; unchanged words and the text between words
- * are kept as written, a redacted word is re-quoted if it needs it. */
-char **bundle_redact_argv(char *const *argv, size_t argc);
-void bundle_redacted_free(char **argv, size_t argc);
-
-/* One environment entry "NAME=value", newly allocated (free()), NULL on
- * ENOMEM: NAME=[REDACTED] when NAME looks like a credential (as above),
- * else the value redacted as one argument of a command line with no
- * program, so options, URLs, lists and tokens in it are found as in argv
- * ("JAVA_TOOL_OPTIONS=-Xmx1g -Dx.password=[REDACTED]",
- * "SLACK_WEBHOOK_URL=https://hooks.slack.com/services/[REDACTED]"). */
-char *bundle_redact_env(const char *entry);
 
 #endif

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "bundle/bundle.h"
+#include "bundle/redact.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -35,7 +35,7 @@
 #define MAX_DEPTH 8
 
 static const char *const cred_words[] = {
-	"password", "passwd", "pwd", "pass", "passphrase", "token", "secret", "key",
+	"password", "passwd", "pwd", "pw", "pass", "passphrase", "token", "secret", "key",
 	"auth", "credential", "cookie", "session", "private", "dsn",
 	/* common run-together forms */
 	"apikey", "authorization", "bearer", "sessionid", "accesskey", "secretkey",
@@ -43,12 +43,29 @@ static const char *const cred_words[] = {
 };
 
 /* A component that ends with one of these is a credential name of its
- * own: "PGPASSWORD", "MYSQLPASSWORD", "dbpassword", "GITLABTOKEN". Only
- * words long enough that no ordinary word ends with them: "key" would
- * take "monkey", "pass" "compass", "pwd" the shell's "OLDPWD". */
+ * own: "PGPASSWORD", "MYSQLPASSWORD", "dbpassword", "GITLABTOKEN", and
+ * the short forms run together that tools document: "PGPWD", "DBPASS",
+ * "SSHPASS" (sshpass -e), "LDAP_BINDPW". No ordinary word ends with "pw"
+ * or "pwd" (the shell's OLDPWD is kept by is_cwd_var, below); "key"
+ * stays out, as it would take "monkey", and "pass" is taken except in
+ * the ordinary words of pass_words. */
 static const char *const cred_suffixes[] = {
-	"password", "passwd", "passphrase", "secret", "token", "apikey",
+	"password", "passwd", "passphrase", "secret", "token", "apikey", "pwd", "pw", "pass",
 };
+
+/* Words that end with "pass" and name no password. */
+static const char *const pass_words[] = {
+	"bypass", "compass", "encompass", "surpass", "overpass", "underpass", "trespass",
+	"multipass", "onepass", "twopass",
+};
+
+/* Names that are credentials only as the key of a URL query: the
+ * signature of a pre-signed URL (Azure SAS "sig=", AWS
+ * "X-Amz-Signature=", GCS "X-Goog-Signature=", CloudFront "Signature="),
+ * which lets anyone holding the URL use it until it expires. Elsewhere
+ * "sig" is a signal number ("--sig=9") and "signature" a file or an
+ * algorithm, so they are not credential words. */
+static const char *const query_words[] = { "sig", "signature" };
 
 /* A flag that names where a secret lives ("--password-file /run/x") has a
  * path, not a secret, as its value. */
@@ -67,6 +84,8 @@ static bool word_in(const char *w, size_t n, const char *const *list, size_t nli
 
 static bool ends_with_cred(const char *w, size_t n)
 {
+	if (word_in(w, n, pass_words, NELEM(pass_words), true))
+		return false;
 	for (size_t i = 0; i < NELEM(cred_suffixes); i++) {
 		size_t l = strlen(cred_suffixes[i]);
 		if (n > l && strncasecmp(w + n - l, cred_suffixes[i], l) == 0)
@@ -85,8 +104,9 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-/* Does name[0..len) look like the name of a credential? */
-static bool name_is_credential(const char *name, size_t len)
+/* Does name[0..len) look like the name of a credential? In a URL query
+ * (in_query), the words of query_words count too. */
+static bool name_is_credential_in(const char *name, size_t len, bool in_query)
 {
 	bool cred = false, last_is_path = false;
 	size_t i = 0;
@@ -103,10 +123,27 @@ static bool name_is_credential(const char *name, size_t len)
 		       !(islower((unsigned char)name[i - 1]) && isupper((unsigned char)name[i])))
 			i++;
 		cred |= word_in(name + start, i - start, cred_words, NELEM(cred_words), true) ||
-			ends_with_cred(name + start, i - start);
+			ends_with_cred(name + start, i - start) ||
+			(in_query &&
+			 word_in(name + start, i - start, query_words, NELEM(query_words), false));
 		last_is_path = word_in(name + start, i - start, path_words, NELEM(path_words), false);
 	}
 	return cred && !last_is_path;
+}
+
+static bool name_is_credential(const char *name, size_t len)
+{
+	return name_is_credential_in(name, len, false);
+}
+
+/* The shell's working directory: PWD and OLDPWD as every shell exports
+ * them, an absolute path. Not a password, though "pwd" is one as a word
+ * ("Pwd=" in an ODBC string, which the ';' keeps from looking like a
+ * path here). Its value is still redacted as any other. */
+static bool is_cwd_var(const char *name, size_t len, const char *value)
+{
+	return ((len == 3 && !strncmp(name, "PWD", 3)) || (len == 6 && !strncmp(name, "OLDPWD", 6))) &&
+	       value[0] == '/' && !strchr(value, ';');
 }
 
 /* ---- output buffer ---- */
@@ -285,7 +322,7 @@ static size_t pair_at(const char *s, char sep, size_t *ret_value)
 
 	while (isalnum((unsigned char)s[k]) || s[k] == '_' || s[k] == '.' || s[k] == '-')
 		k++;
-	if (k == key || !name_is_credential(s + key, k - key))
+	if (k == key || !name_is_credential_in(s + key, k - key, sep == '?' || sep == '&'))
 		return 0;
 	if (sep == ';')
 		k += strspn(s + k, " \t");
@@ -306,6 +343,55 @@ static size_t pair_at(const char *s, char sep, size_t *ret_value)
 		return 0;
 	*ret_value = k;
 	return v;
+}
+
+/* A member of a JSON object (or of a Python or JavaScript literal, with
+ * single quotes) whose key names a credential, at s, a quote:
+ * {"password":"v"}, {'db_pass': 'v'}, {"secret": 1234}. Sets *ret_value to
+ * the offset of the value's first byte (past its opening quote) and
+ * returns the offset of its end (its closing quote, or the end of an
+ * unterminated string or bare value), or 0. A string value's escapes are
+ * skipped; an empty string, true, false, null, an object or an array hold
+ * no secret of their own (an object's keys are scanned as they come). */
+static size_t json_member_at(const char *s, size_t *ret_value)
+{
+	char q = s[0];
+	size_t k = 1, v;
+
+	while (isalnum((unsigned char)s[k]) || s[k] == '_' || s[k] == '.' || s[k] == '-')
+		k++;
+	if (s[k] != q || k == 1 || !name_is_credential(s + 1, k - 1))
+		return 0;
+	k++;
+	k += strspn(s + k, " \t");
+	if (s[k] != ':')
+		return 0;
+	k++;
+	k += strspn(s + k, " \t");
+	if (s[k] == '"' || s[k] == '\'') {
+		char vq = s[k];
+
+		v = ++k;
+		while (s[k] && s[k] != vq)
+			k += s[k] == '\\' && s[k + 1] ? 2 : 1;
+	} else if (s[k] == '{' || s[k] == '[') {
+		/* An object or array; "[REDACTED]" is what a second pass sees
+		 * of a bare value redacted by the first. */
+		if (strncmp(s + k, BUNDLE_REDACTED, strlen(BUNDLE_REDACTED)))
+			return 0;
+		v = k;
+		k += strlen(BUNDLE_REDACTED);
+	} else {
+		v = k;
+		k += strcspn(s + k, ",}] \t\n\r\"'");
+		if ((k - v == 4 && (!strncmp(s + v, "true", 4) || !strncmp(s + v, "null", 4))) ||
+		    (k - v == 5 && !strncmp(s + v, "false", 5)))
+			return 0;
+	}
+	if (k == v)
+		return 0;
+	*ret_value = v;
+	return k;
 }
 
 static void scan_prefix(struct sbuf *b, const char *s, size_t n);
@@ -371,6 +457,13 @@ static void scan(struct sbuf *b, const char *s)
 				sb_str(b, BUNDLE_REDACTED);
 				i += (size_t)(at_p - auth);
 			}
+			continue;
+		}
+		if ((s[i] == '"' || s[i] == '\'') && (t = json_member_at(s + i, &at))) {
+			/* The key is kept, scanned as a list's key is. */
+			scan_prefix(b, s + i, at);
+			sb_str(b, BUNDLE_REDACTED);
+			i += t;
 			continue;
 		}
 		if (strchr(";,?&", s[i])) {
@@ -677,7 +770,7 @@ static bool redact_plain(struct sbuf *b, const struct line *st, const char *arg,
 			return true;
 		}
 		sb_add(b, arg, klen + 1);
-		if (eq[1] && name_is_credential(arg, klen))
+		if (eq[1] && name_is_credential(arg, klen) && !is_cwd_var(arg, klen, eq + 1))
 			sb_str(b, BUNDLE_REDACTED);
 		else
 			redact_sub(b, st, eq + 1);
@@ -984,7 +1077,7 @@ static void redact_env_once(struct sbuf *b, const char *entry)
 		return;
 	}
 	sb_add(b, entry, klen + 1);
-	if (eq[1] && name_is_credential(entry, klen))
+	if (eq[1] && name_is_credential(entry, klen) && !is_cwd_var(entry, klen, eq + 1))
 		sb_str(b, BUNDLE_REDACTED);
 	else
 		redact_word(b, &st, eq + 1, NULL);

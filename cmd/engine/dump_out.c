@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "bundle/redact.h"
 #include "bundle/text.h"
 #include "cmd/engine/profile_out.h"
 #include "cmd/engine/go_out.h"
@@ -100,8 +101,8 @@ static const char *syscall_of(const struct thread_capture *tc, char buf[24])
 
 static void text_thread(FILE *f, const struct thread_capture *tc, pid_t gil_holder)
 {
-	char comm[4 * sizeof(tc->comm) + 1], nr[24];
-	fprintf(f, "    %d \"%s\"  %c", (int)tc->tid, escape_text(tc->comm, comm, sizeof(comm)),
+	char comm[BUNDLE_NAME_TEXT_SIZE], nr[24];
+	fprintf(f, "    %d \"%s\"  %c", (int)tc->tid, bundle_target_name(tc->comm, comm, sizeof(comm)),
 		tc->state ? tc->state : '?');
 	const char *sc = syscall_of(tc, nr);
 	if (sc)
@@ -126,7 +127,7 @@ static void write_text(FILE *f, const struct grouping *g, const struct symtab *s
 	char name[256];
 	fprintf(f, "Process %d", (int)pc->pid);
 	if (meta->comm)
-		fprintf(f, " \"%s\"", escape_text(meta->comm, name, sizeof(name)));
+		fprintf(f, " \"%s\"", bundle_target_name(meta->comm, name, sizeof(name)));
 	if (meta->exe)
 		fprintf(f, " (%s)", escape_text(meta->exe, name, sizeof(name)));
 	fprintf(f, ": %zu thread%s in %zu group%s, held at once for %llu us\n", pc->nthreads,
@@ -159,12 +160,20 @@ static void write_text(FILE *f, const struct grouping *g, const struct symtab *s
 
 /* ---- JSON ---- */
 
+/* A thread's or the process's name, as redact.h lets it into the bundle. */
+static void add_name(cJSON *o, const char *comm)
+{
+	char *name = bundle_target_string(TARGET_NAME, TARGET_FOR_JSON, comm, strlen(comm));
+	cJSON_AddStringToObject(o, "comm", name ? name : BUNDLE_REDACTED);
+	free(name);
+}
+
 static cJSON *json_thread(const struct thread_capture *tc, pid_t gil_holder)
 {
 	cJSON *t = cJSON_CreateObject();
 	char state[2] = {tc->state ? tc->state : '?', 0}, nr[24];
 	cJSON_AddNumberToObject(t, "tid", tc->tid);
-	cJSON_AddStringToObject(t, "comm", tc->comm);
+	add_name(t, tc->comm);
 	cJSON_AddStringToObject(t, "state", state);
 	const char *sc = syscall_of(tc, nr);
 	if (sc)
@@ -228,7 +237,7 @@ static cJSON *json_doc(const struct grouping *g, const struct symtab *st,
 	format_rfc3339_ms(pc->wall_ns, when);
 	cJSON_AddNumberToObject(d, "pid", pc->pid);
 	if (meta->comm)
-		cJSON_AddStringToObject(d, "comm", meta->comm);
+		add_name(d, meta->comm);
 	if (meta->exe)
 		cJSON_AddStringToObject(d, "exe", meta->exe);
 	cJSON_AddStringToObject(d, "captured_at", when);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bundle/redact.h"
 #include "bundle/text.h"
 #include "cmd/engine/dump_out.h"
 #include "timeline/fd_census.h"
@@ -108,24 +109,33 @@ static int newcomers_text(const struct leak_evidence *ev, FILE *f, bool children
 		ev->counter, n + more, children ? "child process(es)" : "thread(s)",
 		now - ev->window_start_boot_s, more ? ", the first listed" : "");
 	for (size_t i = 0; i < n; i++) {
-		fprintf(f, "%9d \"", (int)v[i].id);
-		put_escaped(f, v[i].comm);
-		fprintf(f, "\"  started %.1f s ago", now - v[i].started_s);
+		/* The names and argv are the children's and threads' own
+		 * words: they enter the bundle as redact.h spells them. */
+		char name[BUNDLE_NAME_TEXT_SIZE];
+		fprintf(f, "%9d \"%s\"  started %.1f s ago", (int)v[i].id,
+			bundle_target_name(v[i].comm, name, sizeof(name)), now - v[i].started_s);
 		if (children) {
 			char path[64], argv[4096];
 			snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)v[i].id);
 			int fd = open(path, O_RDONLY | O_CLOEXEC);
-			ssize_t len = fd >= 0 ? read(fd, argv, sizeof(argv) - 1) : -1;
+			ssize_t len = fd >= 0 ? read(fd, argv, sizeof(argv)) : -1;
 			if (fd >= 0)
 				close(fd);
-			if (len > 0) {
-				for (ssize_t k = 0; k < len - 1; k++)
-					if (argv[k] == '\0')
-						argv[k] = ' ';
-				argv[len] = '\0';
-				fputs("  argv: ", f);
-				put_escaped(f, argv);
+			/* A longer argv is cut, and its last word with it: that
+			 * word goes, as a cut secret may no longer look like one
+			 * ("ghp_" and a few letters). */
+			bool cut = len == (ssize_t)sizeof(argv);
+			if (cut) {
+				const char *z = memrchr(argv, '\0', sizeof(argv));
+				len = z ? z - argv + 1 : 0;
 			}
+			char *shown = len > 0 ? bundle_target_string(TARGET_CMDLINE, TARGET_FOR_TEXT, argv,
+								     (size_t)len)
+					      : NULL;
+			if (len > 0 || cut)
+				fprintf(f, "  argv: %s%s", shown ? shown : len > 0 ? BUNDLE_REDACTED : "",
+					cut ? " ..." : "");
+			free(shown);
 		}
 		fputc('\n', f);
 	}

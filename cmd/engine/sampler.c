@@ -13,7 +13,7 @@
 
 #include "cmd/engine/internal.h"
 #include "attach/tool_priority.h"
-#include "bundle/text.h"
+#include "bundle/redact.h"
 #include "cmd/engine/binaries.h"
 #include "cmd/engine/cpu_perf.h"
 #include "cmd/engine/go_out.h"
@@ -166,6 +166,9 @@ struct sampler {
 	size_t stacks_cap, last_stacks_cap;
 	struct stackagg *cpu, *wall;
 	struct cpu_table cpu_seen;
+	/* Thread names as the labels spell them (redact.h), each redacted
+	 * once rather than at every sample. */
+	struct bundle_name_memo names;
 	/* Threads whose samples carry a tid label; past tid_label_cap new
 	 * threads go without one (counted), so that a process that churns
 	 * threads cannot grow the profiles by one entry per thread forever. */
@@ -525,13 +528,13 @@ static void seed_cpu_seen(struct sampler *sp)
 	free(v);
 }
 
-/* The labels of a CPU sample of tid named raw_comm (escaped as in
- * threads.txt): "tid=N<SEP>thread_comm=NAME", without the tid past the
- * label cap. Returns whether the tid label is there. */
+/* The labels of a CPU sample of tid named raw_comm (redacted and escaped
+ * as in threads.txt): "tid=N<SEP>thread_comm=NAME", without the tid past
+ * the label cap. Returns whether the tid label is there. */
 static bool cpu_labels(struct sampler *sp, pid_t tid, const char *raw_comm, char *buf, size_t size)
 {
-	char comm[4 * 64 + 1], tidl[32] = "";
-	escape_text(raw_comm, comm, sizeof(comm));
+	const char *comm = bundle_name_memo_get(&sp->names, raw_comm);
+	char tidl[32] = "";
 	bool labelled = tid_labelled(sp, tid);
 	if (labelled)
 		snprintf(tidl, sizeof(tidl), "tid=%d" LABEL_SEP, (int)tid);
@@ -748,9 +751,10 @@ static int fill_from_moments(struct sampler *sp)
 static int add_wall_sample(struct sampler *sp, const struct thread_capture *tc, char state,
 			   const struct unwound_stack *st)
 {
-	/* The name escaped as in threads.txt (snapshot_out.c says why). */
-	char labels[200], comm[4 * sizeof(tc->comm) + 1], tid[32] = "";
-	escape_text(tc->comm, comm, sizeof(comm));
+	/* The name redacted and escaped as in threads.txt (snapshot_out.c
+	 * says why). */
+	char labels[200], tid[32] = "";
+	const char *comm = bundle_name_memo_get(&sp->names, tc->comm);
 	if (tid_labelled(sp, tc->tid))
 		snprintf(tid, sizeof(tid), "tid=%d" LABEL_SEP, (int)tc->tid);
 	else
@@ -923,8 +927,8 @@ static int sample_tick(struct sampler *sp)
 		if (add_wall_sample(sp, tc, tc->state, st) < 0)
 			return -ENOMEM;
 		if (!sp->perf && st->n) {
-			char labels[200], comm[4 * sizeof(tc->comm) + 1], tid[32] = "";
-			escape_text(tc->comm, comm, sizeof(comm));
+			char labels[200], tid[32] = "";
+			const char *comm = bundle_name_memo_get(&sp->names, tc->comm);
 			if (tid_labelled(sp, tc->tid))
 				snprintf(tid, sizeof(tid), "tid=%d" LABEL_SEP, (int)tc->tid);
 			snprintf(labels, sizeof(labels), "%sthread_comm=%s", tid, comm);
@@ -1366,6 +1370,7 @@ static void sampler_release(struct sampler *sp)
 	stackagg_free(sp->cpu);
 	stackagg_free(sp->wall);
 	free(sp->cpu_seen.slots);
+	bundle_name_memo_release(&sp->names);
 	free(sp->labelled.slots);
 	free(sp->pause.reservoir);
 	free(sp->thread_pause.reservoir);

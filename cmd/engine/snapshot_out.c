@@ -9,6 +9,7 @@
 #include "cmd/engine/py_out.h"
 #include "cmd/engine/profile_out.h"
 #include "cmd/engine/stackagg.h"
+#include "bundle/redact.h"
 #include "bundle/text.h"
 #include "cmd/engine/internal.h"
 
@@ -74,11 +75,12 @@ void snapshot_print_stack(FILE *f, const struct unwound_stack *stack, const stru
 
 static void print_thread_header(FILE *f, const struct thread_capture *tc, pid_t gil_holder)
 {
-	/* The name is the thread's own choice (prctl, /proc/.../comm): escaped,
-	 * one thread stays one line ("a\nThread 1 ..." would forge another). */
-	char comm[4 * sizeof(tc->comm) + 1];
+	/* The name is the thread's own choice (prctl, /proc/.../comm):
+	 * redacted and escaped (redact.h), one thread stays one line
+	 * ("a\nThread 1 ..." would forge another). */
+	char comm[BUNDLE_NAME_TEXT_SIZE];
 	fprintf(f, "Thread %d \"%s\" (state %c)", (int)tc->tid,
-		escape_text(tc->comm, comm, sizeof(comm)), tc->state ? tc->state : '?');
+		bundle_target_name(tc->comm, comm, sizeof(comm)), tc->state ? tc->state : '?');
 	if (tc->group_stopped)
 		fputs(" [stopped by job control]", f);
 	if (tc->not_stopped)
@@ -190,10 +192,10 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 		 * label of the thread's choosing. A thread without a stack is
 		 * still one sample (no frames, and a no_stack label): it is one
 		 * of the process's threads, for report and diff alike. */
-		char labels[200], comm[4 * sizeof(tc->comm) + 1];
+		char labels[200], comm[BUNDLE_NAME_TEXT_SIZE];
 		snprintf(labels, sizeof(labels),
 			 "tid=%d" LABEL_SEP "thread_comm=%s" LABEL_SEP "state=%c%s%s%s", (int)tc->tid,
-			 escape_text(tc->comm, comm, sizeof(comm)), tc->state ? tc->state : '?',
+			 bundle_target_name(tc->comm, comm, sizeof(comm)), tc->state ? tc->state : '?',
 			 why ? LABEL_SEP "no_stack=" : "", why ? snapshot_no_stack_label(tc) : "",
 			 meta->gil_holder && tc->tid == meta->gil_holder ? LABEL_SEP "gil=held" : "");
 		int64_t one = 1;

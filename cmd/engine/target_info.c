@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bundle/bundle.h"
+#include "bundle/redact.h"
 #include "bundle/text.h"
 #include "symbolize/symbolize.h"
 
@@ -86,7 +87,8 @@ static cJSON *argv_json(const struct attach_target *t)
 	while (argc > 1 && args[argc - 1][0] == '\0')
 		argc--;
 	if (argc) {
-		/* argv often carries credentials: only the redacted form is kept. */
+		/* argv often carries credentials: only the redacted form is kept,
+		 * word by word (redact.h's rules; the manifest keeps the array). */
 		char **red = bundle_redact_argv(args, argc);
 		if (red) {
 			for (size_t i = 0; i < argc; i++)
@@ -100,9 +102,9 @@ static cJSON *argv_json(const struct attach_target *t)
 	return arr;
 }
 
-/* environ, only on request (--record-environ): each entry redacted by
- * bundle_redact_env (a credential's name kept, its value not; any other
- * value redacted with the argv rules). */
+/* environ, only on request (--record-environ): each entry as redact.h
+ * spells it (a credential's name kept, its value not; any other value
+ * redacted with the argv rules). */
 static cJSON *environ_json(const struct attach_target *t)
 {
 	cJSON *arr = cJSON_CreateArray();
@@ -111,7 +113,7 @@ static cJSON *environ_json(const struct attach_target *t)
 	char *buf = NULL, **vars = malloc(ARGV_MAX * sizeof(*vars));
 	size_t n = vars ? read_nul_list(t, "environ", &buf, vars) : 0;
 	for (size_t i = 0; i < n; i++) {
-		char *red = bundle_redact_env(vars[i]);
+		char *red = bundle_target_string(TARGET_ENVIRON, TARGET_FOR_JSON, vars[i], strlen(vars[i]));
 		/* Out of memory: drop the entry rather than keep a secret. */
 		if (red)
 			add_target_string(arr, NULL, red);
@@ -232,7 +234,10 @@ cJSON *target_info_json(const struct attach_target *t, bool record_environ)
 	cJSON_AddItemToObject(o, "argv", argv_json(t));
 	if (record_environ)
 		cJSON_AddItemToObject(o, "environ", environ_json(t));
-	add_target_string(o, "comm", t->comm);
+	/* The process names itself (prctl, or comm): redacted as its words are. */
+	char *comm = bundle_target_string(TARGET_NAME, TARGET_FOR_JSON, t->comm, strlen(t->comm));
+	add_target_string(o, "comm", comm ? comm : BUNDLE_REDACTED);
+	free(comm);
 	long hz = sysconf(_SC_CLK_TCK);
 	uint64_t btime = boot_time_s();
 	if (hz > 0 && btime) {

@@ -197,6 +197,28 @@ Test(leak, children_fire)
 	finish(&r);
 }
 
+/* Issue 54: a child's argv is its own words and may hold secrets:
+ * new_children.txt lists it redacted (under a word that names mysql, as
+ * "sudo mysql -pX" would), and escaped, as the manifest's argv is. */
+Test(leak, children_argv_redacted)
+{
+	const char *argv[] = {target_path("leak/leak_children"), "4", "sleep", "--", "mysql", "\x1b[2J",
+			      "postgres://app:S3cr3tPW@db/x", "-pHUNTER2secret", NULL};
+	struct leak_run r;
+	capture(&r, argv, "8s", "250ms");
+	char *text = expect_newcomers(&r, "child_procs", "new_children.txt", "leak_children");
+	cr_expect(strstr(text, " sleep -- mysql \\x1b[2J postgres://app:[REDACTED]@db/x -p[REDACTED]\n"),
+		  "the children's argv are not listed redacted:\n%s", text);
+	cr_expect(!strstr(text, "HUNTER2secret") && !strstr(text, "S3cr3tPW") && !strchr(text, '\x1b'),
+		  "a secret or a raw control in new_children.txt:\n%s", text);
+	free(text);
+	char *m = read_in(r.out, "manifest.json");
+	cr_assert(m);
+	cr_expect(!strstr(m, "HUNTER2secret") && !strstr(m, "S3cr3tPW"), "a secret in the manifest");
+	free(m);
+	finish(&r);
+}
+
 /* Leaked TCP connections are named as such, with the address they go to:
  * in fds.txt and in the manifest's finding. */
 Test(leak, tcp_sockets_are_named)

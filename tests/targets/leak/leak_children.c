@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * leak_children [CHILDREN_PER_SECOND=1] [MODE=zombie]
+ * leak_children [CHILDREN_PER_SECOND=1] [MODE=zombie] [ARG...]
  *
  * Forks children and never reaps them: child_procs grows by the rate.
  * MODE zombie: each child exits at once and stays a zombie (zombie_children
  * grows too). MODE sleep: each child sleeps until its parent dies
  * (PR_SET_PDEATHSIG), so killing the target leaves nothing behind either
  * way: zombies are reaped by init once their parent is gone.
+ * ARGs are ignored: a sleeping child keeps them in its argv (a fork's is
+ * its parent's), for the tests that put secrets there.
  */
 #include <signal.h>
 #include <string.h>

@@ -147,6 +147,65 @@ static const struct row review_rows[] = {
 	  { "app", R, "pass:" R } },
 };
 
+/*
+ * Issue 54 item 2: forms the third security round found passing, each
+ * with what it becomes; then what looks like them and must stay.
+ */
+static const struct row round3_rows[] = {
+	/* "pw" as a word, and the short forms run together */
+	{ { "app", "--pw=hunter9", "--db-pw", "hunter9", "-bindPw=hunter9" },
+	  { "app", "--pw=" R, "--db-pw", R, "-bindPw=" R } },
+	{ { "app", "--dbpass=hunter9", "--ldappass", "hunter9", "--pgpwd=hunter9" },
+	  { "app", "--dbpass=" R, "--ldappass", R, "--pgpwd=" R } },
+	/* inline JSON (and Python or JavaScript literals): the key is kept */
+	{ { "app", "{\"password\":\"hunter9\"}" }, { "app", "{\"password\":\"" R "\"}" } },
+	{ { "app", "--config={\"db\": {\"user\": \"u\", \"db_password\": \"hunter9\"}}" },
+	  { "app", "--config={\"db\": {\"user\": \"u\", \"db_password\": \"" R "\"}}" } },
+	{ { "app", "{\"apiKey\":\"k\\\"9\",\"secret\":12345}" },
+	  { "app", "{\"apiKey\":\"" R "\",\"secret\":" R "}" } },
+	{ { "app", "{'token': 'hunter9', 'n': 1}" }, { "app", "{'token': '" R "', 'n': 1}" } },
+	{ { "sh", "-c", "curl -d '{\"password\": \"hunter9\"}' https://h" },
+	  { "sh", "-c", "curl -d '{\"password\": \"" R "\"}' https://h" } },
+	/* a pre-signed URL's signature: Azure SAS, AWS, GCS */
+	{ { "azcopy", "https://a.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=hunter9%3D" },
+	  { "azcopy", "https://a.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=" R } },
+	{ { "curl", "https://b.s3.amazonaws.com/k?X-Amz-Date=1&X-Amz-Signature=hunter9&x=1" },
+	  { "curl", "https://b.s3.amazonaws.com/k?X-Amz-Date=1&X-Amz-Signature=" R "&x=1" } },
+	{ { "curl", "https://storage.googleapis.com/b/o?X-Goog-Signature=hunter9" },
+	  { "curl", "https://storage.googleapis.com/b/o?X-Goog-Signature=" R } },
+	/* as assignments in argv ("env SSHPASS=x sshpass -e ssh h") */
+	{ { "env", "SSHPASS=hunter9", "DBPASS=hunter9", "LDAP_BINDPW=hunter9", "PGPWD=hunter9",
+	    "MY_PW=hunter9" },
+	  { "env", "SSHPASS=" R, "DBPASS=" R, "LDAP_BINDPW=" R, "PGPWD=" R, "MY_PW=" R } },
+};
+
+/* Choices about false positives (each argued in redact.c):
+ *  - the shell's PWD and OLDPWD holding an absolute path are the working
+ *    directory; "PWD=" of an ODBC string (after ';', or with a ';' in
+ *    its value) and "--pwd=" stay passwords, as "pwd" is one to ODBC,
+ *    mysql clients and many CLIs: a path there costs one readable word;
+ *  - "sig" and "signature" are secrets only as URL query keys: "--sig=9"
+ *    is a signal, "--signature-file" a path;
+ *  - "...pass" run together is a password but for ordinary words
+ *    ("bypass", "compass"); "--password-file", "--pw-file" hold paths;
+ *  - in JSON, true, false, null, an object and an array are kept. */
+static const struct row round3_readable_rows[] = {
+	{ { "env", "PWD=/root", "OLDPWD=/home/app dir" },
+	  { "env", "PWD=/root", "OLDPWD=/home/app dir" } },
+	{ { "app", "--pwd=/home", "PWD=hunter9", "Server=db;PWD=/x;" },
+	  { "app", "--pwd=" R, "PWD=" R, "Server=db;PWD=" R ";" } },
+	{ { "kill", "--sig=9", "--signature-file=/etc/sig", "sig=3", "https://h/?signal=1" },
+	  { "kill", "--sig=9", "--signature-file=/etc/sig", "sig=3", "https://h/?signal=1" } },
+	{ { "app", "--password-file=/run/pw", "--pw-file", "/run/pw", "--bypass=1", "COMPASS=n" },
+	  { "app", "--password-file=/run/pw", "--pw-file", "/run/pw", "--bypass=1", "COMPASS=n" } },
+	{ { "app", "{\"password_file\":\"/x\",\"requirePassword\":true,\"token\":null}" },
+	  { "app", "{\"password_file\":\"/x\",\"requirePassword\":true,\"token\":null}" } },
+	{ { "app", "{\"password\":\"\",\"secret\":{\"a\":1},\"user\":\"bob\"}" },
+	  { "app", "{\"password\":\"\",\"secret\":{\"a\":1},\"user\":\"bob\"}" } },
+	{ { "app", "--pw", "--verbose", "--upward=1", "--pwm=50" },
+	  { "app", "--pw", "--verbose", "--upward=1", "--pwm=50" } },
+};
+
 /* ... and what must stay readable. */
 static const struct row readable_rows[] = {
 	/* -p is a port to most programs, and mysql's bare -p prompts */
@@ -203,7 +262,21 @@ static const struct env_row env_rows[] = {
 	{ "TLS_BUNDLE=-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----",
 	  "TLS_BUNDLE=" R },
 	{ "X hooks.slack.com/services/T0/ab=c", R },
+	/* issue 54 */
+	{ "SSHPASS=hunter9", "SSHPASS=" R },
+	{ "DBPASS=hunter9", "DBPASS=" R },
+	{ "LDAP_BINDPW=hunter9", "LDAP_BINDPW=" R },
+	{ "PGPWD=hunter9", "PGPWD=" R },
+	{ "MY_PW=hunter9", "MY_PW=" R },
+	{ "APP_CONFIG={\"password\":\"hunter9\"}", "APP_CONFIG={\"password\":\"" R "\"}" },
+	{ "BLOB_URL=https://a.blob.core.windows.net/c?sv=1&sig=hunter9",
+	  "BLOB_URL=https://a.blob.core.windows.net/c?sv=1&sig=" R },
+	{ "PWD=hunter9", "PWD=" R },
 	/* readable */
+	{ "PWD=/root", "PWD=/root" },
+	{ "OLDPWD=/home/app", "OLDPWD=/home/app" },
+	{ "BYPASS_CACHE=1", "BYPASS_CACHE=1" },
+	{ "PASSWORD_FILE=/run/secrets/pw", "PASSWORD_FILE=/run/secrets/pw" },
 	{ "PATH=/usr/local/bin:/usr/bin:/bin", "PATH=/usr/local/bin:/usr/bin:/bin" },
 	{ "LS_COLORS=rs=0:di=01;34:ln=01;36:*.tar=01;31",
 	  "LS_COLORS=rs=0:di=01;34:ln=01;36:*.tar=01;31" },
@@ -265,6 +338,16 @@ Test(redact, ordinary_words_kept)
 	CHECK_ROWS(readable_rows);
 }
 
+Test(redact, round3_forms_redacted)
+{
+	CHECK_ROWS(round3_rows);
+}
+
+Test(redact, round3_false_positives_kept)
+{
+	CHECK_ROWS(round3_readable_rows);
+}
+
 Test(redact, environ_entries)
 {
 	for (size_t i = 0; i < sizeof(env_rows) / sizeof(env_rows[0]); i++) {
@@ -308,4 +391,90 @@ Test(redact, empty_and_null)
 	cr_assert_null(out[0]);
 	bundle_redacted_free(out, 0);
 	bundle_redacted_free(NULL, 3);
+}
+
+/*
+ * Issue 54 item 1: the one way in for what a target chose (redact.h).
+ * A child's cmdline, a thread's name, an environ entry: redacted, and for
+ * text escaped as escape_text does.
+ */
+struct target_row {
+	enum target_string_kind kind;
+	const char *in;
+	size_t len;
+	const char *text, *json;
+};
+
+/* A literal and its length, NULs inside and the one ending it excluded. */
+#define BYTES(s) s, sizeof(s) - 1
+
+static const struct target_row target_rows[] = {
+	/* children's argv as new_children.txt lists them */
+	{ TARGET_CMDLINE, BYTES("mysql\0-uroot\0-pHUNTER2secret\0"), "mysql -uroot -p" R,
+	  "mysql -uroot -p" R },
+	{ TARGET_CMDLINE, BYTES("psql\0postgres://app:S3cr3tPW@db/x\0"),
+	  "psql postgres://app:" R "@db/x", "psql postgres://app:" R "@db/x" },
+	/* a title written over argv leaves NULs; the last NUL may be missing */
+	{ TARGET_CMDLINE, BYTES("nginx: worker process\0\0\0"), "nginx: worker process",
+	  "nginx: worker process" },
+	{ TARGET_CMDLINE, BYTES("app\0--token\0t0k"), "app --token " R, "app --token " R },
+	{ TARGET_CMDLINE, BYTES("app\0\x1b]0;x\x07\0\xe2\x80\xae"), "app \\x1b]0;x\\x07 \\u202e",
+	  "app \x1b]0;x\x07 \xe2\x80\xae" },
+	{ TARGET_CMDLINE, BYTES(""), "", "" },
+	/* thread and process names */
+	{ TARGET_NAME, BYTES("pool-1-thread-3"), "pool-1-thread-3", "pool-1-thread-3" },
+	{ TARGET_NAME, BYTES("\x1b[31mred\xe2\x80\xae"), "\\x1b[31mred\\u202e",
+	  "\x1b[31mred\xe2\x80\xae" },
+	{ TARGET_NAME, BYTES("token=hunter9"), "token=" R, "token=" R },
+	{ TARGET_NAME, BYTES("ghp_abcdefghijk"), R, R },
+	{ TARGET_NAME, BYTES("-phunter9"), "-phunter9", "-phunter9" }, /* no program named */
+	/* environ entries */
+	{ TARGET_ENVIRON, BYTES("DBPASS=hunter9"), "DBPASS=" R, "DBPASS=" R },
+	{ TARGET_ENVIRON, BYTES("PS1=\x1b[1m$ "), "PS1=\\x1b[1m$ ", "PS1=\x1b[1m$ " },
+};
+
+Test(redact, target_strings)
+{
+	for (size_t i = 0; i < sizeof(target_rows) / sizeof(target_rows[0]); i++) {
+		const struct target_row *t = &target_rows[i];
+		size_t len = t->len;
+		char *text = bundle_target_string(t->kind, TARGET_FOR_TEXT, t->in, len);
+		char *json = bundle_target_string(t->kind, TARGET_FOR_JSON, t->in, len);
+
+		cr_assert_not_null(text);
+		cr_assert_not_null(json);
+		cr_expect_str_eq(text, t->text, "target row %zu (text): '%s'", i, text);
+		cr_expect_str_eq(json, t->json, "target row %zu (json): '%s'", i, json);
+		free(text);
+		free(json);
+	}
+}
+
+Test(redact, target_name_into_a_buffer)
+{
+	char out[BUNDLE_NAME_TEXT_SIZE], small[8];
+
+	cr_expect_str_eq(bundle_target_name("api_key=hunter9", out, sizeof(out)), "api_key=" R);
+	cr_expect_str_eq(bundle_target_name("\x1b[2J", out, sizeof(out)), "\\x1b[2J");
+	/* cut between escapes, never inside one */
+	cr_expect_str_eq(bundle_target_name("ab\x1b[2J", small, sizeof(small)), "ab\\x1b[");
+	cr_expect_str_eq(bundle_target_name("a\xe2\x80\xae", small, 6), "a");
+}
+
+Test(redact, name_memo)
+{
+	struct bundle_name_memo m = { 0 };
+	char name[32], want[BUNDLE_NAME_TEXT_SIZE];
+
+	/* More names than slots, twice: what comes back is always the name's. */
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 3 * BUNDLE_NAME_MEMO_SLOTS; i++) {
+			snprintf(name, sizeof(name), i % 2 ? "w%d" : "secret=%d\x1b", i);
+			cr_expect_str_eq(bundle_name_memo_get(&m, name),
+					 bundle_target_name(name, want, sizeof(want)));
+		}
+	cr_expect_str_eq(bundle_name_memo_get(&m, "key=hunter9"), "key=" R);
+	cr_expect_str_eq(bundle_name_memo_get(&m, "key=hunter9"), "key=" R);
+	bundle_name_memo_release(&m);
+	bundle_name_memo_release(&m);
 }
