@@ -20,12 +20,24 @@ static int cmp_line(const void *a, const void *b)
 	return strcmp(((const struct line *)a)->stack, ((const struct line *)b)->stack);
 }
 
-/* Append a frame name with the two characters the format cannot carry
- * replaced. */
-static void put_frame(FILE *f, const char *name)
+/* Append a frame or thread name as the text report shows it: escaped
+ * (escape_text), as it comes from the target (a perf map's symbol, a
+ * thread's name) and the lines go to a terminal or a flame graph's SVG
+ * (ESC, a bidirectional override, a newline that would start a line of
+ * its own). Then ';', which would split the frame, as ':'. */
+static int put_frame(FILE *f, const char *name)
 {
-	for (; *name; name++)
-		fputc(*name == ';' ? ':' : (*name == '\n' || *name == '\r') ? ' ' : *name, f);
+	char small[256], *buf = small;
+	size_t size = 4 * strlen(name) + 1;
+
+	if (size > sizeof(small) && !(buf = malloc(size)))
+		return -ENOMEM;
+	escape_text(name, buf, size);
+	for (const char *c = buf; *c; c++)
+		fputc(*c == ';' ? ':' : *c, f);
+	if (buf != small)
+		free(buf);
+	return 0;
 }
 
 int export_collapsed(const struct bundle_profile *p, size_t value_index, bool per_thread, FILE *out)
@@ -47,15 +59,16 @@ int export_collapsed(const struct bundle_profile *p, size_t value_index, bool pe
 			break;
 		}
 		bool first = true;
+		int pe = 0;
 		if (per_thread) {
-			put_frame(m, s->thread_comm ? s->thread_comm : "?");
+			pe |= put_frame(m, s->thread_comm ? s->thread_comm : "?");
 			fprintf(m, "/%lld", (long long)s->tid);
 			first = false;
 		}
 		for (size_t k = s->nframes; k-- > 0;) {
 			if (!first)
 				fputc(';', m);
-			put_frame(m, s->frames[k].function);
+			pe |= put_frame(m, s->frames[k].function);
 			first = false;
 		}
 		/* A thread counted without a stack (wall.pprof, threads.pprof:
@@ -63,9 +76,9 @@ int export_collapsed(const struct bundle_profile *p, size_t value_index, bool pe
 		if (s->nframes == 0) {
 			if (!first)
 				fputc(';', m);
-			put_frame(m, "[no stack]");
+			pe |= put_frame(m, "[no stack]");
 		}
-		if (fclose(m) != 0 || !buf) {
+		if (fclose(m) != 0 || !buf || pe) {
 			free(buf);
 			e = -ENOMEM;
 			break;

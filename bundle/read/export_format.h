@@ -4,8 +4,10 @@
  *  - collapsed ("folded") stacks, as FlameGraph's stackcollapse scripts and
  *    inferno read them: one line per distinct stack, frames root first
  *    joined by ';', a space, then the summed value. Lines are sorted, so the
- *    output is stable. A ';' inside a function name becomes ':' (it would
- *    split the frame), newlines become spaces.
+ *    output is stable. Names are escaped as the text report shows them
+ *    (bundle/text.h's escape_text: controls, bidirectional overrides and
+ *    invalid UTF-8 become \xNN or \uXXXX, a newline \n), then a ';'
+ *    inside a name becomes ':' (it would split the frame).
  *  - speedscope's file format (https://www.speedscope.app/file-format-schema.json):
  *    one "sampled" profile per thread (or one in all if the profile has no
  *    tid labels), frames shared, stacks root first, weights in the chosen

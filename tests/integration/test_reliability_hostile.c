@@ -1243,6 +1243,48 @@ Test(reliability_hostile, e9_names_never_reach_the_terminal_raw, .timeout = 300)
 	rm_rf(dir);
 }
 
+/* Issue 54 item 3: export --format collapsed prints names as the text
+ * report does. hostile_target --jit: a thread named "\x1b[31mjit\u202eevil"
+ * blocked in anonymous code that /tmp/perf-PID.map names
+ * "jit_\x1b[31mred\x1b[0m_\u202eevil". The symbol reaches the profile raw
+ * (names are the bundle's data); the export escapes it. */
+Test(reliability_hostile, e9_export_collapsed_escapes_jit_names, .timeout = 300)
+{
+#if !defined(__x86_64__)
+	cr_skip_test("hostile_target --jit runs x86-64 code");
+#endif
+	const char *args[] = {"--jit", NULL};
+	struct target t = hostile_start(args);
+	char dir[256], out[320], map[64];
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", (int)t.pid);
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/sampled", dir);
+	const char *sampled[] = {"-d", "1s", "-F", "49", NULL};
+	bundle_run(t.pid, out, sampled, "sampling");
+	expect_target_ok(t.pid, "e9 jit");
+	target_kill(&t);
+	unlink(map);
+
+	struct tool_result r;
+	const char *per_thread[] = {"export", "--format", "collapsed", "--profile", "wall",
+				    "--per-thread", out, NULL};
+	tool_run(&r, per_thread);
+	cr_assert_eq(r.exit_code, 0, "export: exit %d: %s", r.exit_code, r.err);
+	e9_expect_clean("export --format collapsed --per-thread", &r);
+	cr_expect(strstr(r.out, ";jit_\\x1b[31mred\\x1b[0m_\\u202eevil"),
+		  "the perf map's name is not shown escaped:\n%s", r.out);
+	/* The label is stored escaped, and escaped again as any name read
+	 * from a bundle is (report shows it so too). */
+	cr_expect(strstr(r.out, "x1b[31mjit") && strstr(r.out, "u202eevil/"),
+		  "the thread's name is not shown escaped:\n%s", r.out);
+	const char *plain[] = {"export", "-f", "collapsed", "--profile", "wall", out, NULL};
+	tool_run(&r, plain);
+	cr_assert_eq(r.exit_code, 0, "export: exit %d: %s", r.exit_code, r.err);
+	e9_expect_clean("export --format collapsed", &r);
+	cr_expect(strstr(r.out, "jit_\\x1b[31mred\\x1b[0m_\\u202eevil"), "%s", r.out);
+	rm_rf(dir);
+}
+
 /* ---- D8 ---- */
 
 /* D8: a process that made itself non-dumpable (PR_SET_DUMPABLE 0) asked

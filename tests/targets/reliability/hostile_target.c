@@ -18,6 +18,11 @@
  *                 "nl\nname" and "ééééééé€" cut by the kernel at 15 bytes
  *                 (in the middle of the euro sign); the main thread takes
  *                 the cut name too, so it is also the process's comm (E8)
+ *   --jit         one more thread, named "\x1b[31mjit\u202eevil" (prctl
+ *                 PR_SET_NAME), blocked in the pause() loop in anonymous
+ *                 executable memory that /tmp/perf-PID.map names
+ *                 "jit_\x1b[31mred\x1b[0m_\u202eevil" (x86-64 only; the
+ *                 test removes the map)
  *   --root DIR    enter a new mount namespace (private propagation) and
  *                 pivot_root into DIR before anything else: FILE paths are
  *                 then inside DIR, and /proc/PID/maps read from outside
@@ -87,6 +92,42 @@ static void *pause_forever(void *name)
 	for (;;)
 		pause();
 	return NULL;
+}
+
+/* --jit: code no ELF file names, named by a perf map as a JIT's is. */
+#define JIT_THREAD_NAME "\x1b[31mjit\xe2\x80\xae" "evil"
+#define JIT_SYMBOL "jit_\x1b[31mred\x1b[0m_\xe2\x80\xae" "evil"
+
+static void *run_jit(void *code)
+{
+	if (prctl(PR_SET_NAME, JIT_THREAD_NAME, 0, 0, 0) < 0)
+		fail("naming the JIT thread", NULL);
+	return run_code(code);
+}
+
+static void *jit_code(void)
+{
+#if defined(__x86_64__)
+	/* mov eax, 34 (pause); syscall; jmp back to the mov */
+	static const uint8_t pause_loop[] = {0xb8, 0x22, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xeb, 0xf7};
+	uint8_t *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		fail("mmap", "--jit");
+	memcpy(p, pause_loop, sizeof(pause_loop));
+	if (mprotect(p, 4096, PROT_READ | PROT_EXEC) < 0)
+		fail("mprotect", "--jit");
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	FILE *f = fopen(path, "w");
+	if (!f || fprintf(f, "%lx 1000 " JIT_SYMBOL "\n", (unsigned long)(uintptr_t)p) < 0 ||
+	    fclose(f) != 0 || chmod(path, 0644) < 0)
+		fail("writing", path);
+	return p;
+#else
+	errno = ENOSYS;
+	fail("--jit needs x86-64", NULL);
+	return NULL;
+#endif
 }
 
 static void start(void *(*fn)(void *), void *arg)
@@ -175,7 +216,7 @@ int main(int argc, char **argv)
 	static struct plant plants[MAX_PLANTS];
 	size_t nfiles = 0, nplants = 0;
 	const char *root = NULL, *overmount = NULL;
-	int names = 0, unlink_after = 0, threads = 0;
+	int names = 0, unlink_after = 0, threads = 0, jit = 0;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -191,6 +232,8 @@ int main(int argc, char **argv)
 				fail("PR_SET_DUMPABLE", NULL);
 		} else if (strcmp(a, "--names") == 0) {
 			names = 1;
+		} else if (strcmp(a, "--jit") == 0) {
+			jit = 1;
 		} else if (strcmp(a, "--unlink") == 0) {
 			unlink_after = 1;
 		} else if (strcmp(a, "--root") == 0 && i + 1 < argc) {
@@ -261,6 +304,10 @@ int main(int argc, char **argv)
 		if (fd < 0 || write(fd, hostile_names[2], strlen(hostile_names[2])) < 0)
 			fail("naming the main thread", NULL);
 		close(fd);
+	}
+	if (jit) {
+		start(run_jit, jit_code());
+		threads++;
 	}
 	while (atomic_load(&entered) < threads) {
 		struct timespec ts = {0, 1000000};
