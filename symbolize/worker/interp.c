@@ -1274,14 +1274,18 @@ static void status_field(const char *status, const char *name, char *out, size_t
 	snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), p);
 }
 
-/* Is a worker's namespace of this kind another than ours? */
-static bool own_namespace(pid_t worker, const char *kind)
+/* Is a worker's namespace of this kind another than ours? 1 yes, 0 no,
+ * -1 unknown (a non-root tool may not read the links of a worker that
+ * entered a user namespace of its own). */
+static int own_namespace(pid_t worker, const char *kind)
 {
 	char a[64], b[64], la[64] = "", lb[64] = "";
 	snprintf(a, sizeof(a), "/proc/%d/ns/%s", (int)worker, kind);
 	snprintf(b, sizeof(b), "/proc/self/ns/%s", kind);
 	ssize_t na = readlink(a, la, sizeof(la) - 1), nb = readlink(b, lb, sizeof(lb) - 1);
-	return na > 0 && nb > 0 && strcmp(la, lb) != 0;
+	if (na <= 0 || nb <= 0)
+		return -1;
+	return strcmp(la, lb) != 0;
 }
 
 /* The sandbox as the kernel shows it for a live worker (never as the
@@ -1315,10 +1319,24 @@ static void describe_sandbox(const struct interp *in, cJSON *o)
 	cJSON_AddNumberToObject(sb, "seccomp", field[0] ? atof(field) : -1);
 	cJSON *ns = cJSON_AddArrayToObject(sb, "namespaces");
 	static const char *const kinds[] = {"mnt", "net", "ipc", "user"};
-	for (size_t i = 0; ns && i < 4; i++)
-		if (own_namespace(ch->worker, kinds[i]))
+	bool unknown = false;
+	for (size_t i = 0; ns && i < 4; i++) {
+		int own = own_namespace(ch->worker, kinds[i]);
+		unknown |= own < 0;
+		if (own > 0)
 			cJSON_AddItemToArray(ns, cJSON_CreateString(kinds[i]));
+	}
+	/* Not for us to read: say whose account the list is. */
 	int32_t e = ch->status ? ch->status->namespaces_errno : -1;
+	if (unknown && ns) {
+		cJSON_DeleteItemFromObject(sb, "namespaces");
+		ns = cJSON_AddArrayToObject(sb, "namespaces");
+		for (size_t i = 0; ns && e == 0 && i < 4; i++)
+			if (i < 3 || geteuid() != 0)
+				cJSON_AddItemToArray(ns, cJSON_CreateString(kinds[i]));
+		cJSON_AddStringToObject(sb, "namespaces_from",
+					"the worker's own account (its /proc/PID/ns is not ours to read)");
+	}
 	if (e > 0)
 		cJSON_AddStringToObject(sb, "namespaces_refused", strerror(e));
 	e = ch->status ? ch->status->uid_errno : -1;
