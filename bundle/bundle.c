@@ -11,10 +11,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <nettle/sha2.h>
 
 #include "bundle/bundle.h"
 #include "bundle/internal.h"
@@ -33,12 +36,25 @@ struct bundle_stream {
 	int fd;
 };
 
+struct bundle_spool {
+	struct bundle *b;
+	struct bundle_spool *prev, *next; /* b->spools: those not committed */
+	char tmp[NAME_MAX + 1];
+	int fd; /* -1 once closed */
+	uint64_t bytes;
+	char sha256[65];
+	struct sha256_ctx ctx;
+};
+
 struct bundle {
 	char *dir;
 	int dirfd;
+	bool made;    /* bundle_create made dir (bundle_discard removes it) */
+	bool discard; /* bundle_discard_on_failure */
 	struct member *members;
 	size_t nmembers, cap;
 	struct bundle_stream *streams;
+	struct bundle_spool *spools;
 };
 
 int bundle_opendir_dup(int fd, DIR **ret)
@@ -160,6 +176,7 @@ int bundle_create(const char *dir, struct bundle **ret)
 	}
 	b->dir = path;
 	b->dirfd = fd;
+	b->made = made;
 	*ret = b;
 	return 0;
 fail_errno:
@@ -299,6 +316,162 @@ int bundle_stream_append(struct bundle_stream *s, const void *data, size_t len)
 	return bundle_write_all(s->fd, data, len);
 }
 
+int bundle_spool_open(struct bundle *b, struct bundle_spool **ret)
+{
+	struct bundle_spool *s;
+
+	if (!b || !ret)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	/* In the bundle's own directory, so that committing is a rename on
+	 * one file system; ".tmp" keeps it out of every member's way. */
+	s->fd = bundle_open_temp(b->dirfd, "spool", 0600, s->tmp, sizeof(s->tmp));
+	if (s->fd < 0) {
+		int r = s->fd;
+		free(s);
+		return r;
+	}
+	(void)fchmod(s->fd, 0600); /* as for members: independent of the umask */
+	sha256_init(&s->ctx);
+	s->b = b;
+	s->next = b->spools;
+	if (b->spools)
+		b->spools->prev = s;
+	b->spools = s;
+	*ret = s;
+	return 0;
+}
+
+int bundle_spool_write(struct bundle_spool *s, const void *data, size_t len)
+{
+	if (!s || (!data && len))
+		return -EINVAL;
+	if (s->fd < 0)
+		return -EBADF;
+	int r = bundle_write_all(s->fd, data, len);
+	if (r < 0)
+		return r;
+	sha256_update(&s->ctx, len, data);
+	s->bytes += len;
+	return 0;
+}
+
+int bundle_spool_close(struct bundle_spool *s, uint64_t *ret_bytes, char ret_sha256[65])
+{
+	int r = 0;
+
+	if (!s)
+		return -EINVAL;
+	if (s->fd >= 0) {
+		/* The write-back starts now, as for an unsynced member;
+		 * finalize fsyncs it with the others. */
+		if (s->bytes && sync_file_range(s->fd, 0, 0, SYNC_FILE_RANGE_WRITE) < 0 &&
+		    errno != ESPIPE && errno != EINVAL && errno != ENOSYS)
+			r = -errno;
+		if (close(s->fd) < 0 && r == 0)
+			r = -errno;
+		s->fd = -1;
+		bundle_sha256_digest_hex(&s->ctx, s->sha256);
+	}
+	if (r < 0)
+		return r;
+	if (ret_bytes)
+		*ret_bytes = s->bytes;
+	if (ret_sha256)
+		memcpy(ret_sha256, s->sha256, 65);
+	return 0;
+}
+
+static void spool_unlist(struct bundle_spool *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		s->b->spools = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+}
+
+static void spool_free(struct bundle_spool *s, bool remove)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	if (remove)
+		(void)unlinkat(s->b->dirfd, s->tmp, 0);
+	free(s);
+}
+
+void bundle_spool_drop(struct bundle_spool *s)
+{
+	if (!s)
+		return;
+	spool_unlist(s);
+	spool_free(s, true);
+}
+
+/* The directories of name, deepest first, as long as they are empty: what
+ * a member that is gone, or was never written, leaves behind. */
+static void remove_empty_dirs(int rootfd, const char *name)
+{
+	char *copy = strdup(name);
+	const char *leaf;
+
+	if (!copy)
+		return;
+	for (char *sl = strrchr(copy, '/'); sl; sl = strrchr(copy, '/')) {
+		*sl = '\0';
+		int pfd = bundle_open_parent(rootfd, copy, false, &leaf);
+		if (pfd < 0)
+			break;
+		int r = unlinkat(pfd, leaf, AT_REMOVEDIR);
+		close(pfd);
+		if (r < 0)
+			break; /* not empty: another member's, and so are those above */
+	}
+	free(copy);
+}
+
+int bundle_spool_commit(struct bundle_spool *s, const char *name)
+{
+	const char *leaf;
+	struct member *m;
+	int pfd, r;
+
+	if (!s || s->fd >= 0)
+		return -EINVAL; /* not closed: its hash is not final */
+	struct bundle *b = s->b;
+	if (!bundle_name_valid(name))
+		return -EINVAL;
+	if (name_taken(b, name))
+		return -EEXIST;
+	m = member_reserve(b, name);
+	if (!m)
+		return -ENOMEM;
+	pfd = bundle_open_parent(b->dirfd, name, true, &leaf);
+	if (pfd < 0) {
+		r = pfd;
+		goto fail;
+	}
+	/* RENAME_NOREPLACE: a name is taken once, never over a file or a
+	 * directory that is already there. */
+	r = renameat2(b->dirfd, s->tmp, pfd, leaf, RENAME_NOREPLACE) < 0 ? -errno : 0;
+	close(pfd);
+	if (r < 0)
+		goto fail;
+	m->bytes = s->bytes;
+	memcpy(m->sha256, s->sha256, sizeof(m->sha256));
+	b->nmembers++;
+	spool_unlist(s);
+	spool_free(s, false);
+	return 0;
+fail:
+	free(m->name);
+	remove_empty_dirs(b->dirfd, name);
+	return r;
+}
+
 static void streams_free(struct bundle *b)
 {
 	struct bundle_stream *s = b->streams, *next;
@@ -313,9 +486,17 @@ static void streams_free(struct bundle *b)
 	b->streams = NULL;
 }
 
+/* A spool never committed is no member: its temporary goes. */
+static void spools_drop(struct bundle *b)
+{
+	while (b->spools)
+		bundle_spool_drop(b->spools);
+}
+
 static void bundle_free(struct bundle *b)
 {
 	streams_free(b);
+	spools_drop(b);
 	for (size_t i = 0; i < b->nmembers; i++)
 		free(b->members[i].name);
 	free(b->members);
@@ -329,6 +510,43 @@ void bundle_abandon(struct bundle *b)
 {
 	if (b)
 		bundle_free(b);
+}
+
+void bundle_discard(struct bundle *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->nmembers; i++) {
+		const char *name = b->members[i].name, *leaf;
+		int pfd = bundle_open_parent(b->dirfd, name, false, &leaf);
+		if (pfd >= 0) {
+			(void)unlinkat(pfd, leaf, 0);
+			close(pfd);
+		}
+		remove_empty_dirs(b->dirfd, name);
+	}
+	for (const struct bundle_stream *s = b->streams; s; s = s->next) {
+		const char *leaf;
+		int pfd = bundle_open_parent(b->dirfd, s->name, false, &leaf);
+		if (pfd >= 0) {
+			(void)unlinkat(pfd, leaf, 0);
+			close(pfd);
+		}
+		remove_empty_dirs(b->dirfd, s->name);
+	}
+	char *dir = b->made ? strdup(b->dir) : NULL;
+	bundle_free(b); /* the spools' temporaries, and the directory's fd */
+	/* rmdir refuses a directory that is not empty: whatever could not be
+	 * removed above keeps it, visibly partial (no manifest). */
+	if (dir)
+		(void)rmdir(dir);
+	free(dir);
+}
+
+void bundle_discard_on_failure(struct bundle *b)
+{
+	if (b)
+		b->discard = true;
 }
 
 /* Every member written so far, and its directory entry, on disk. */
@@ -500,6 +718,7 @@ int bundle_finalize(struct bundle *b, cJSON *manifest)
 		r = -EINVAL;
 		goto out;
 	}
+	spools_drop(b); /* before the manifest: no stray file beside it */
 	r = sync_members(b);
 	if (r < 0)
 		goto out;
@@ -516,7 +735,10 @@ int bundle_finalize(struct bundle *b, cJSON *manifest)
 out:
 	free(text);
 	cJSON_Delete(manifest);
-	bundle_free(b);
+	if (r < 0 && b->discard)
+		bundle_discard(b);
+	else
+		bundle_free(b);
 	return r;
 }
 
@@ -526,10 +748,14 @@ int bundle_finalize_verbatim(struct bundle *b, const void *manifest, size_t len)
 
 	if (!b)
 		return -EINVAL;
+	spools_drop(b);
 	if (b->streams || (!manifest && len))
 		r = -EINVAL; /* nothing would hash the streams into the text */
 	else if ((r = sync_members(b)) == 0)
 		r = finish(b, manifest ? manifest : "", len);
-	bundle_free(b);
+	if (r < 0 && b->discard)
+		bundle_discard(b);
+	else
+		bundle_free(b);
 	return r;
 }

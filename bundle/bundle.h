@@ -77,6 +77,29 @@ struct bundle_stream;
 int bundle_stream_open(struct bundle *b, const char *name, struct bundle_stream **ret);
 int bundle_stream_append(struct bundle_stream *s, const void *data, size_t len);
 
+/* A member whose bytes arrive in pieces and whose fate is known only once
+ * it is whole (unpem decodes a block straight to disk and keeps it only if
+ * its size and sha256 hold, and only names it once every block has been
+ * seen): a temporary file in the bundle's directory ("spool.<random>.tmp",
+ * a name no member can have), hashed as it is written. Owned by the
+ * bundle: bundle_finalize, _finalize_verbatim, _abandon and _discard
+ * remove the temporary of a spool that was never committed and free it.
+ *
+ * bundle_spool_write appends; bundle_spool_close ends the writing
+ * (closes the file, starts its write-back) and says how many bytes it
+ * holds and their sha256; then exactly one of bundle_spool_commit, which
+ * makes it member name (bundle_write_member's rules and errors, recorded
+ * for the manifest with that size and sha256; on failure the temporary
+ * stays the spool's), or bundle_spool_drop, which removes it and frees s
+ * (a no-op on NULL). At most one spool is open for writing at a time in
+ * practice: each holds a file descriptor until it is closed. */
+struct bundle_spool;
+int bundle_spool_open(struct bundle *b, struct bundle_spool **ret);
+int bundle_spool_write(struct bundle_spool *s, const void *data, size_t len);
+int bundle_spool_close(struct bundle_spool *s, uint64_t *ret_bytes, char ret_sha256[65]);
+int bundle_spool_commit(struct bundle_spool *s, const char *name);
+void bundle_spool_drop(struct bundle_spool *s);
+
 /* Finalize: close streams, hash them, add "members" [{name, bytes, sha256}]
  * sorted by name to manifest (which the caller filled with everything else;
  * an existing "members" key is replaced; NULL means an empty object;
@@ -104,6 +127,17 @@ int bundle_finalize_verbatim(struct bundle *b, const void *manifest, size_t len)
  * far stay (the directory is visibly partial). Safe on NULL. Use this or
  * bundle_finalize, exactly once. */
 void bundle_abandon(struct bundle *b);
+
+/* Discard: as bundle_abandon, and then remove what b wrote (its members,
+ * streams and spools, and the directories made for them) and the
+ * directory itself if bundle_create made it (an existing directory, empty
+ * when b was created, is left empty). For a writer that must not leave a
+ * partial bundle behind when it gives up (unpem). Best effort: what
+ * cannot be removed stays, and still has no manifest. Safe on NULL. */
+void bundle_discard(struct bundle *b);
+/* Have bundle_finalize and _finalize_verbatim discard b, not abandon it,
+ * when they fail: a writer that leaves nothing or a whole bundle. */
+void bundle_discard_on_failure(struct bundle *b);
 
 /* Path of the bundle directory. */
 const char *bundle_dir(const struct bundle *b);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -99,4 +100,74 @@ int bundle_gunzip(const void *gz, size_t len, size_t max_len, uint8_t **ret, siz
 	*ret = out;
 	*ret_len = n;
 	return 0;
+}
+
+struct bundle_gunzip_stream {
+	z_stream zs;
+	bool ended;
+	uint8_t out[64 * 1024];
+};
+
+int bundle_gunzip_stream_new(struct bundle_gunzip_stream **ret)
+{
+	struct bundle_gunzip_stream *z = calloc(1, sizeof(*z));
+
+	if (!z)
+		return -ENOMEM;
+	if (inflateInit2(&z->zs, 15 + 16) != Z_OK) {
+		free(z);
+		return -ENOMEM;
+	}
+	*ret = z;
+	return 0;
+}
+
+int bundle_gunzip_stream_reset(struct bundle_gunzip_stream *z)
+{
+	z->ended = false;
+	return inflateReset(&z->zs) == Z_OK ? 0 : -ENOMEM;
+}
+
+int bundle_gunzip_stream_feed(struct bundle_gunzip_stream *z, const void *data, size_t len,
+			      bundle_gunzip_out_fn out, void *ctx)
+{
+	const uint8_t *in = data;
+
+	while (!z->ended && len) {
+		uInt n = len > UINT_MAX ? UINT_MAX : (uInt)len;
+		z->zs.next_in = (Bytef *)in;
+		z->zs.avail_in = n;
+		int zr;
+		do {
+			z->zs.next_out = z->out;
+			z->zs.avail_out = sizeof(z->out);
+			zr = inflate(&z->zs, Z_NO_FLUSH);
+			size_t got = sizeof(z->out) - z->zs.avail_out;
+			if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)
+				return zr == Z_MEM_ERROR ? -ENOMEM : -EBADMSG;
+			if (got) {
+				int r = out(ctx, z->out, got);
+				if (r < 0)
+					return r;
+			}
+			/* Z_BUF_ERROR: no progress possible without more
+			 * input, which is not an error of the stream. */
+		} while (zr == Z_OK && (z->zs.avail_in || !z->zs.avail_out));
+		if (zr == Z_STREAM_END)
+			z->ended = true;
+		size_t used = n - z->zs.avail_in;
+		in += used;
+		len -= used;
+		if (!used)
+			break;
+	}
+	return z->ended ? 1 : 0;
+}
+
+void bundle_gunzip_stream_free(struct bundle_gunzip_stream *z)
+{
+	if (!z)
+		return;
+	inflateEnd(&z->zs);
+	free(z);
 }

@@ -20,6 +20,11 @@ struct stat;
  * by it). 0 or -errno. */
 int bundle_write_all(int fd, const void *data, size_t len);
 
+/* The sha256 of what went into ctx, as 64 lowercase hex chars + NUL
+ * (ctx is a nettle struct sha256_ctx; it is reset). */
+struct sha256_ctx;
+void bundle_sha256_digest_hex(struct sha256_ctx *ctx, char out[65]);
+
 /* Hash fd's contents from offset 0 to EOF. 0 or -errno. */
 int bundle_sha256_fd(int fd, char out[65], uint64_t *ret_bytes);
 

@@ -6,7 +6,7 @@
 #include "bundle/bundle.h"
 #include "bundle/internal.h"
 
-static void hex_digest(struct sha256_ctx *ctx, char out[65])
+void bundle_sha256_digest_hex(struct sha256_ctx *ctx, char out[65])
 {
 	static const char hex[] = "0123456789abcdef";
 	uint8_t d[SHA256_DIGEST_SIZE];
@@ -25,7 +25,7 @@ void bundle_sha256_hex(const void *data, size_t len, char out[65])
 
 	sha256_init(&ctx);
 	sha256_update(&ctx, len, data);
-	hex_digest(&ctx, out);
+	bundle_sha256_digest_hex(&ctx, out);
 }
 
 int bundle_sha256_fd(int fd, char out[65], uint64_t *ret_bytes)
@@ -51,7 +51,7 @@ int bundle_sha256_fd(int fd, char out[65], uint64_t *ret_bytes)
 		off += n;
 		total += (uint64_t)n;
 	}
-	hex_digest(&ctx, out);
+	bundle_sha256_digest_hex(&ctx, out);
 	if (ret_bytes)
 		*ret_bytes = total;
 	return 0;

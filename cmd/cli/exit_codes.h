@@ -25,7 +25,9 @@ enum exit_code {
 	EXIT_PERF_REFUSED = 15,  /* --cpu-engine perf, and perf events were refused */
 	EXIT_UNSAFE_NAME = 16,   /* unpem: a block names a member outside DIR, one no bundle can
 				  * hold, or one twice; nothing was written */
-	EXIT_PAST_CAP = 17,      /* a bundle member is past one of the reader's caps (reader.h) */
+	EXIT_PAST_CAP = 17,      /* a bundle member is past one of the reader's caps (reader.h);
+				  * unpem: a block is, or the blocks come to more than
+				  * --max-total; nothing was written */
 };
 
 #endif

@@ -14,10 +14,12 @@
  *    verdict on refused_name, a duplicate's two parts hold that name, a
  *    nested member lies under the other part's name; no refusal means no
  *    two present parts collide (checked here by brute force);
+ *  - a block past a limit is told with its name, part and Size, which is
+ *    past the limit it names (PEM_LIMITS_DEFAULT);
  *  - pem_bundle_write never writes outside its directory: after every
  *    input the scratch directory holds only that directory and the
- *    symlink's target, which stays empty; a refused or incomplete bundle
- *    (-EINVAL, -ENODATA) leaves no output at all; any failure leaves no
+ *    symlink's target, which stays empty; a refused, past-limit or
+ *    incomplete bundle (-EINVAL, -EFBIG, -ENODATA) leaves no output at all; any failure leaves no
  *    manifest.json; success leaves exactly the decoded files, byte for
  *    byte, and nothing else;
  *  - what pem_bundle_write wrote and verifies is encoded again by
@@ -63,6 +65,20 @@ static void check_decoded(const struct pem_bundle *b)
 		FUZZ_CHECK(f->name && (f->data || f->len == 0));
 		FUZZ_CHECK(pem_name_check(f->name, strlen(f->name)) == PEM_WRITABLE);
 	}
+	if (b->past != PEM_WITHIN) {
+		const struct pem_limits *lim = &b->limits;
+		FUZZ_CHECK(b->past_name && b->past_part >= 1 && b->past_part <= b->parts);
+		FUZZ_CHECK(pem_name_check(b->past_name, strlen(b->past_name)) == PEM_WRITABLE);
+		FUZZ_CHECK(!b->have[b->past_part - 1]);
+		if (b->past == PEM_PAST_MEMBER)
+			FUZZ_CHECK(b->past_size > (strcmp(b->past_name, "manifest.json") == 0
+							   ? lim->manifest_bytes
+							   : lim->member_bytes));
+		else
+			FUZZ_CHECK(b->past == PEM_PAST_TOTAL &&
+				   b->past_size > lim->total_bytes - b->decoded_bytes);
+	}
+	FUZZ_CHECK(b->decoded_bytes <= b->limits.total_bytes);
 	switch (b->refusal) {
 	case PEM_WRITABLE:
 		FUZZ_CHECK(!present_collide(b));
@@ -232,18 +248,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < b->parts; i++)
 		complete &= b->have[i];
 	int r = pem_bundle_write(b, out);
-	FUZZ_CHECK(r == 0 || r == -EINVAL || r == -ENODATA || r == -ELOOP || r == -ENOMEM ||
-		   r == -ENOSPC || r == -ENAMETOOLONG);
+	FUZZ_CHECK(r == 0 || r == -EINVAL || r == -EFBIG || r == -ENODATA || r == -ELOOP ||
+		   r == -ENOMEM || r == -ENOSPC || r == -ENAMETOOLONG);
 	if (b->refusal != PEM_WRITABLE)
 		FUZZ_CHECK(r == -EINVAL);
+	else if (b->past != PEM_WITHIN)
+		FUZZ_CHECK(r == -EFBIG);
 	else if (!complete)
 		FUZZ_CHECK(r == -ENODATA);
-	if (r == -EINVAL || r == -ENODATA) /* refused before touching out */
+	if (r == -EINVAL || r == -EFBIG || r == -ENODATA) /* refused before touching out */
 		FUZZ_CHECK(out_kind == 0 ? access(out, F_OK) != 0
 					 : out_kind == 2 || dir_is_empty(out));
 	if (out_kind == 2)
-		FUZZ_CHECK(r != 0 &&
-			   (r == -ELOOP || r == -EINVAL || r == -ENODATA || r == -ENOMEM));
+		FUZZ_CHECK(r != 0 && (r == -ELOOP || r == -EINVAL || r == -EFBIG || r == -ENODATA ||
+				      r == -ENOMEM));
 	FUZZ_CHECK(dir_is_empty(sentinel));
 	check_nothing_outside(scratch, leaf);
 	snprintf(manifest, sizeof(manifest), "%s/manifest.json", out);
