@@ -11,8 +11,9 @@
  * before the params is the profile). A profile that does not start with
  * the gzip magic is gzipped by the harness, so mutations reach protobuf-c
  * and the reader's id lookups instead of dying in the CRC.
- * Flags: bit 0 write the manifest bytes as they are (else a fixed manifest
- * that lists every member below, so the members are always read); bit 1
+ * Flags: bit 0 write the manifest bytes as they are (else a manifest that
+ * lists every member below, those written with their size and sha256, so
+ * the members are always read); bit 1
  * the profile is cpu.pprof, bit 2 also wall.pprof, bit 3 also
  * threads.pprof (with the timeline bytes as threads.txt); bit 4 the
  * timeline bytes are goroutine.txt too; bit 5 flame graph data (report
@@ -33,6 +34,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "bundle/bundle.h"
 #include "bundle/read/diff_model.h"
 #include "bundle/read/export_format.h"
 #include "bundle/read/flame_svg.h"
@@ -40,16 +42,10 @@
 #include "bundle/read/report_text.h"
 #include "bundle/reader.h"
 
-static const char fixed_manifest[] =
+static const char fixed_head[] =
 	"{\"bundle_id\":\"fuzz\",\"mode\":\"sample\",\"target\":{\"pid\":1,\"comm\":\"t\"},"
 	"\"timeline\":{\"member\":\"runtime.jsonl\",\"interval_s\":1},"
-	"\"findings\":[{\"counter\":\"rss_bytes\",\"slope_per_s\":1}],"
-	"\"members\":[{\"name\":\"cpu.pprof\",\"bytes\":0,\"sha256\":\"\"},"
-	"{\"name\":\"wall.pprof\",\"bytes\":0,\"sha256\":\"\"},"
-	"{\"name\":\"threads.pprof\",\"bytes\":0,\"sha256\":\"\"},"
-	"{\"name\":\"threads.txt\",\"bytes\":0,\"sha256\":\"\"},"
-	"{\"name\":\"goroutine.txt\",\"bytes\":0,\"sha256\":\"\"},"
-	"{\"name\":\"runtime.jsonl\",\"bytes\":0,\"sha256\":\"\"}]}";
+	"\"findings\":[{\"counter\":\"rss_bytes\",\"slope_per_s\":1}],\"members\":[";
 
 /* Every file the harness writes: only these can be refused (a manifest
  * of the input's may name any of them as its timeline). */
@@ -69,11 +65,42 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* What was written of each of members[] but the manifest, for the
+ * manifest the harness makes: the reader reads only what it lists, and
+ * hands out only the bytes it lists. */
+static struct written {
+	bool on;
+	size_t len;
+	char sha[65];
+} written[6];
+
 static void write_member(const char *dir, const char *name, const void *data, size_t len)
 {
 	char path[600];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	fz_write_file(path, data, len);
+	for (size_t i = 0; i < 6; i++)
+		if (strcmp(name, members[i]) == 0) {
+			written[i].on = true;
+			written[i].len = len;
+			bundle_sha256_hex(data, len, written[i].sha);
+		}
+}
+
+/* Every member listed; those not written with an empty sha256 (missing). */
+static void write_manifest(const char *dir)
+{
+	char text[2048];
+	size_t n = (size_t)snprintf(text, sizeof(text), "%s", fixed_head);
+	for (size_t i = 0; i < 6; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+				      "%s{\"name\":\"%s\",\"bytes\":%zu,\"sha256\":\"%s\"}",
+				      i ? "," : "", members[i], written[i].on ? written[i].len : 0,
+				      written[i].on ? written[i].sha : "");
+	snprintf(text + n, sizeof(text) - n, "]}");
+	char path[600];
+	snprintf(path, sizeof(path), "%s/manifest.json", dir);
+	fz_write_file(path, text, strlen(text));
 }
 
 static void write_profile(const char *dir, const char *name, const uint8_t *data, size_t size)
@@ -135,10 +162,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	snprintf(dir, sizeof(dir), "%s/b%u", fz_dir(), iteration++);
 	FUZZ_CHECK(mkdir(dir, 0700) == 0);
+	memset(written, 0, sizeof(written));
 	if (flags & 1)
 		write_member(dir, "manifest.json", manifest, mlen);
-	else
-		write_member(dir, "manifest.json", fixed_manifest, strlen(fixed_manifest));
 	write_member(dir, "runtime.jsonl", timeline, tlen);
 	if (flags & 2)
 		write_profile(dir, "cpu.pprof", profile, plen);
@@ -150,6 +176,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (flags & 16)
 		write_member(dir, "goroutine.txt", timeline, tlen);
+	if (!(flags & 1))
+		write_manifest(dir);
 
 	struct bundle_reader *r, *r2;
 	int e = bundle_reader_open(dir, &r);

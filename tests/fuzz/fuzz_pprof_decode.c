@@ -6,7 +6,8 @@
  * start with the gzip magic, a raw serialized Profile that the harness
  * gzips itself, so mutations reach the protobuf decoder and the id/index
  * resolution instead of dying in the gzip CRC. The bytes become member
- * "cpu.pprof" of a bundle whose manifest lists it.
+ * "cpu.pprof" of a bundle whose manifest lists it with their size and
+ * sha256 (the reader hands out nothing else).
  * Invariants:
  *  - no crash, no leak, no undefined behaviour;
  *  - failure is -EBADMSG, -ENOMEM or BUNDLE_PAST_CAP (a bomb: the reader's
@@ -19,34 +20,35 @@
 
 #include "tests/fuzz/fuzz_common.h"
 
+#include "bundle/bundle.h"
 #include "bundle/reader.h"
 
-static const char manifest[] =
-	"{\"format\":\"diag-attach-bundle\",\"members\":[{\"name\":\"cpu.pprof\","
-	"\"bytes\":0,\"sha256\":\"\"}]}";
-
-static char bundle_dir[300];
+static char the_bundle[300];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char path[400];
-
 	(void)argc;
 	(void)argv;
-	snprintf(bundle_dir, sizeof(bundle_dir), "%s/bundle", fz_dir());
-	if (mkdir(bundle_dir, 0700) < 0)
+	snprintf(the_bundle, sizeof(the_bundle), "%s/bundle", fz_dir());
+	if (mkdir(the_bundle, 0700) < 0)
 		abort();
-	snprintf(path, sizeof(path), "%s/manifest.json", bundle_dir);
-	fz_write_file(path, manifest, strlen(manifest));
 	return 0;
 }
 
-static void write_gzipped(const char *path, const uint8_t *data, size_t size)
+/* cpu.pprof and a manifest that lists it as it is. */
+static void write_member(const uint8_t *data, size_t len)
 {
-	size_t len;
-	uint8_t *out = fz_gzip(data, size, &len);
-	fz_write_file(path, out, len);
-	free(out);
+	char path[400], sha[65], manifest[300];
+
+	snprintf(path, sizeof(path), "%s/cpu.pprof", the_bundle);
+	fz_write_file(path, data, len);
+	bundle_sha256_hex(data, len, sha);
+	snprintf(manifest, sizeof(manifest),
+		 "{\"format\":\"diag-attach-bundle\",\"members\":[{\"name\":\"cpu.pprof\","
+		 "\"bytes\":%zu,\"sha256\":\"%s\"}]}",
+		 len, sha);
+	snprintf(path, sizeof(path), "%s/manifest.json", the_bundle);
+	fz_write_file(path, manifest, strlen(manifest));
 }
 
 static volatile size_t sink;
@@ -88,16 +90,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct bundle_reader *r;
 	const struct bundle_profile *p, *again;
-	char path[400];
 	int e;
 
-	snprintf(path, sizeof(path), "%s/cpu.pprof", bundle_dir);
-	if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b)
-		fz_write_file(path, data, size);
-	else
-		write_gzipped(path, data, size);
+	if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
+		write_member(data, size);
+	} else {
+		size_t len;
+		uint8_t *gz = fz_gzip(data, size, &len);
+		write_member(gz, len);
+		free(gz);
+	}
 
-	FUZZ_CHECK(bundle_reader_open(bundle_dir, &r) == 0);
+	FUZZ_CHECK(bundle_reader_open(the_bundle, &r) == 0);
 	bundle_reader_set_limit(r, BUNDLE_CAP_INFLATED_BYTES, 16 << 20);
 	bundle_reader_set_limit(r, BUNDLE_CAP_DECODED_BYTES, 256 << 20);
 	FUZZ_CHECK(bundle_reader_has(r, "cpu.pprof"));
