@@ -12,10 +12,10 @@
  * read: what a caller gets is exactly what was compared to the manifest.
  */
 #include <errno.h>
-#include <stdint.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -61,7 +61,8 @@ bool bundle_digest_matches(struct bundle_digest *d, const struct bundle_member_w
 }
 
 /* O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR: say ELOOP
- * when name, in dirfd, is one, as openat2 does. */
+ * when name, in dirfd, is one, as openat2 does. Only the error's words
+ * depend on this second look; the open already refused. */
 static int dir_error(int dirfd, const char *name, int e)
 {
 	struct stat st;
