@@ -328,6 +328,11 @@ int attach_watchdog_start(unsigned limit_ms);
 /* Tell the watchdog to exit (it also does when we exit). */
 void attach_watchdog_stop(void);
 bool attach_watchdog_running(void);
+/* While threads are held (in while_held, say): the ms left before the
+ * watchdog kills the tool, 0 once past; UINT_MAX without a watchdog. Work
+ * done while holding (reading a Go runtime) is bounded by this, so that
+ * running late costs that work, not the whole capture. */
+unsigned attach_watchdog_left_ms(void);
 
 /* Re-read /proc/PID/maps into pc->maps_text (reusing its buffer), without
  * touching the threads; from another thread's maps when the leader's is

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -239,4 +240,15 @@ void attach_watchdog_stop(void)
 bool attach_watchdog_running(void)
 {
 	return shared != NULL;
+}
+
+unsigned attach_watchdog_left_ms(void)
+{
+	if (!shared)
+		return UINT_MAX;
+	uint64_t since = atomic_load(&shared->open_since_ns), limit = shared->limit_ms;
+	if (!since)
+		return (unsigned)limit; /* no window open: a whole one ahead */
+	uint64_t spent = (mono_ns() - since) / 1000000ull;
+	return spent >= limit ? 0 : (unsigned)(limit - spent);
 }

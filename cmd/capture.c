@@ -17,6 +17,7 @@
 
 #include "bundle/bundle.h"
 #include "bundle/read/output_file.h"
+#include "bundle/text.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/export.h"
 #include "cmd/cli/capture_errors.h"
@@ -714,6 +715,12 @@ static void show_leak(const struct capture_leak *l, void *arg)
  * deep in the manifest. */
 static void print_losses(const struct capture_summary *sum)
 {
+	/* The Go worker's words: the target's numbers may be in them. */
+	if (sum->go_warning[0]) {
+		fputs("diag-attach: warning: Go goroutines: ", stderr);
+		escape_text_put(sum->go_warning, stderr);
+		fputs("; see target.go.goroutine_capture in manifest.json\n", stderr);
+	}
 	if (sum->symbol_batches_lost || sum->stacks_lost || sum->worker_restarts)
 		fprintf(stderr,
 			"diag-attach: warning: an interpretation worker died: %llu symbol batch(es) lost "

@@ -110,6 +110,11 @@ struct capture_summary {
 	 * stopped (-1: none). */
 	uint64_t workers_denied;
 	int32_t denied_syscall;
+	/* A Go target whose goroutines were read cut short (a forged
+	 * runtime.allglen, the read budget, the time the target could be
+	 * held) or lost: the one line that says so, as the worker wrote it
+	 * (print it escaped); "" if none. */
+	char go_warning[512];
 };
 
 struct capture_options {

@@ -4,6 +4,7 @@
 #include "cmd/engine/go_out.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +16,13 @@
 
 /* How long each request may take before the worker counts as lost. The
  * capture runs while every thread of the target is held: its bound is the
- * longest the target can be kept stopped by a hung worker. Opening parses
- * the binary (a large one under ASan on a loaded box: seconds). */
+ * longest the target can be kept stopped by a hung worker, and never more
+ * than the watchdog leaves (held_budget). Opening parses the binary (a
+ * large one under ASan on a loaded box: seconds). */
 #define OPEN_TIMEOUT_MS 60000
 #define HELD_TIMEOUT_MS 5000
+/* Less than this left before the watchdog: the goroutines are not read. */
+#define HELD_MIN_MS 50
 #define COUNTERS_TIMEOUT_MS 1000
 #define LONG_TIMEOUT_MS 300000
 #define MAX_HELD_THREADS 4096
@@ -31,6 +35,8 @@ struct go_session {
 	bool armed;
 	bool held;        /* the last armed capture held the threads: the worker read them */
 	int capture_lost; /* the worker was lost during the last capture: why */
+	unsigned held_timeout_ms; /* what the last capture's request was given */
+	char warning[512]; /* the last capture's goroutine_capture.warning, "" if none */
 };
 
 /* A request's body, starting as every one does (go_serve.h). */
@@ -92,11 +98,45 @@ void go_session_describe(struct go_session *g, cJSON *target)
 		cJSON_Delete(copy);
 }
 
+/* How long the held request may take, and how long the worker may read
+ * (it must still answer, and we release the threads, before the watchdog
+ * fires): a slow read then costs the goroutines that were not read, or at
+ * worst this capture's goroutines, never the bundle. Without a watchdog,
+ * the hung-worker bound alone. */
+static void held_budget(unsigned *ret_timeout_ms, unsigned *ret_worker_ms)
+{
+	unsigned left = attach_watchdog_left_ms(), timeout = HELD_TIMEOUT_MS;
+	if (left != UINT_MAX) {
+		/* A quarter of what is left (at least 50 ms) for the release,
+		 * the reply and a late scheduler. */
+		unsigned margin = left / 4 > HELD_MIN_MS ? left / 4 : HELD_MIN_MS;
+		unsigned usable = left > margin ? left - margin : 0;
+		if (usable < timeout)
+			timeout = usable;
+	}
+	/* The worker stops reading a fifth earlier, so that its answer,
+	 * goroutines cut short and all, arrives in time. */
+	unsigned slack = timeout / 5 > 10 ? timeout / 5 : 10;
+	*ret_timeout_ms = timeout;
+	*ret_worker_ms = timeout > slack ? timeout - slack : 0;
+}
+
 static void while_held(void *ctx, const struct process_capture *pc)
 {
 	struct go_session *g = ctx;
+	unsigned timeout_ms, worker_ms;
+	held_budget(&timeout_ms, &worker_ms);
+	g->held_timeout_ms = timeout_ms;
+	g->held = true;
+	if (timeout_ms < HELD_MIN_MS) {
+		/* The watchdog is about to fire (stopping the threads took its
+		 * time): nothing is asked, the goroutines are lost, said. */
+		g->capture_lost = -ETIME;
+		return;
+	}
 	struct byte_buf m = {0};
 	body_start(g, &m);
+	msg_u32(&m, worker_ms);
 	size_t count_at = m.len;
 	uint32_t n = 0;
 	msg_u32(&m, 0);
@@ -120,9 +160,8 @@ static void while_held(void *ctx, const struct process_capture *pc)
 	 * worker armed for it: a new one would parse the binary in the pause. */
 	g->capture_lost = m.failed ? -ENOMEM
 				   : interp_go_call_running(g->interp, GO_REQ_HELD, &m, &reply, &len,
-							    HELD_TIMEOUT_MS);
+							    timeout_ms);
 	free(m.p);
-	g->held = true;
 	free(reply);
 }
 
@@ -160,6 +199,7 @@ void go_session_arm(struct go_session *g, struct attach_options *opts)
 	}
 	g->armed = true;
 	g->held = false;
+	g->warning[0] = '\0';
 	g->capture_lost = r < 0 ? r : 0;
 	if (r < 0)
 		return;
@@ -178,10 +218,19 @@ static void describe_lost(struct go_session *g, cJSON *manifest_go, int why)
 	for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++)
 		cJSON_DeleteItemFromObject(manifest_go, said[i]);
 	cJSON *o = cJSON_AddObjectToObject(manifest_go, "goroutine_capture");
-	char text[160];
-	snprintf(text, sizeof(text), "Go interpretation worker lost (%s): no goroutines",
-		 strerror(-why));
+	char text[200];
+	if (why == -ETIME || why == -ETIMEDOUT)
+		/* Said apart from a crash: the read took longer than the hold
+		 * may last (held_budget), and was abandoned for the target. */
+		snprintf(text, sizeof(text),
+			 "no goroutines: reading them would have held the target past %u ms "
+			 "(the watchdog's limit leaves no more)",
+			 g->held_timeout_ms);
+	else
+		snprintf(text, sizeof(text), "Go interpretation worker lost (%s): no goroutines",
+			 strerror(-why));
 	cJSON_AddStringToObject(o, "error", text);
+	snprintf(g->warning, sizeof(g->warning), "%s", text);
 	/* capture_lost stays set until the next capture is armed: the dumps
 	 * that follow ask no new worker for what this one lost. */
 }
@@ -278,6 +327,10 @@ int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 		describe_lost(g, manifest_go, -EBADMSG);
 		return 0;
 	}
+	/* The one line a cut-short read earns at the end of the capture. */
+	const char *warning = cJSON_GetStringValue(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(fields, "goroutine_capture"), "warning"));
+	snprintf(g->warning, sizeof(g->warning), "%s", warning ? warning : "");
 	while (manifest_go && fields->child) {
 		cJSON *it = cJSON_DetachItemViaPointer(fields, fields->child);
 		cJSON_DeleteItemFromObject(manifest_go, it->string);
@@ -289,6 +342,11 @@ int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 	cJSON_Delete(fields);
 	free(reply);
 	return r;
+}
+
+const char *go_session_warning(const struct go_session *g)
+{
+	return g && g->warning[0] ? g->warning : NULL;
 }
 
 /* One line of the worker's dump, escaped for the terminal but for its

@@ -51,6 +51,13 @@ void go_session_released(struct go_session *g);
 int go_session_write(struct go_session *g, struct bundle *b, const char *prefix,
 		     const struct symtab *st, cJSON *manifest_go);
 
+/* The one line for the user about the last capture's goroutines, when
+ * they were cut short (a forged runtime.allglen, the budget, the time the
+ * target could be held) or lost: the manifest's goroutine_capture.warning
+ * or .error, the worker's text (print it escaped). NULL when there is
+ * nothing to say. Owned by g, valid until the next capture. */
+const char *go_session_warning(const struct go_session *g);
+
 /* For diag-attach dump: the goroutines copied during the last armed
  * capture, as the runtime's own debug=2 dump prints them, to f under a
  * heading; returns how many (0: none, or g NULL), -ENOMEM. */

@@ -321,6 +321,8 @@ enum capture_stage capture_session_stage(const struct capture_session *s)
 void capture_session_summary(const struct capture_session *s, struct capture_summary *ret)
 {
 	*ret = s->summary;
+	const char *gw = go_session_warning(s->go);
+	snprintf(ret->go_warning, sizeof(ret->go_warning), "%s", gw ? gw : "");
 	struct interp_losses l = {0};
 	if (s->interp)
 		interp_losses(s->interp, &l);

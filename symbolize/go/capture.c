@@ -151,6 +151,33 @@ static uint64_t now_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* What go_capture() allocates per entry of allgs: its g copy, a merged
+ * read of it with the gap rd_coalesced() may span, the go_g, the pointer,
+ * the range, the sort index, the merged range and flags. */
+static size_t bytes_per_g(const struct go_layout *L)
+{
+	return 2 * L->g_read + 512 + sizeof(struct go_g) + 8 + 2 * sizeof(struct go_mem_range) +
+	       sizeof(struct span_ix) + sizeof(size_t) + 2;
+}
+
+static bool past(uint64_t deadline_ns)
+{
+	return deadline_ns && now_ns(CLOCK_MONOTONIC) >= deadline_ns;
+}
+
+/* A status some runtime has (runtime2.go: 0..11, maybe with _Gscan): a
+ * "g" read through a forged pointer mostly has none. */
+static bool status_plausible(uint32_t status)
+{
+	return (status & ~(uint32_t)(G_SCAN | 0xf)) == 0 && (status & 0xf) <= G_DEADEXTRA;
+}
+
+/* Entries of allgs read at a time between two looks at the deadline. */
+#define G_BATCH 16384
+/* Pointers of allgs read as one range: the array may end (unmapped)
+ * before a forged allglen does, and what precedes stays read. */
+#define GPTR_CHUNK 8192
+
 /* ---- labels ---- */
 
 struct pend_str {
@@ -390,21 +417,51 @@ void go_snapshot_stats(const struct go_snapshot *s, struct go_capture_stats *ret
 	*ret = s->stats;
 }
 
+/* How many entries of allgs to read, out of what runtime.allglen says:
+ * never past len(runtime.allgs), which a real runtime keeps equal to it
+ * (both are stored under allglock, allgs first), nor past cap(allgs), nor
+ * past what the limits allow. hdr: allgs's slice header, or NULL. */
+static size_t entries_to_read(uint64_t claimed, const uint64_t *hdr, size_t limit,
+			      struct go_capture_stats *st)
+{
+	uint64_t n = claimed;
+	st->allglen_claimed = (size_t)(claimed > SIZE_MAX ? SIZE_MAX : claimed);
+	st->allgs_len = -1;
+	if (hdr) {
+		st->allgs_len = hdr[1] > INT64_MAX ? INT64_MAX : (int64_t)hdr[1];
+		uint64_t real = hdr[1] < hdr[2] ? hdr[1] : hdr[2];
+		if (n > real) {
+			n = real;
+			st->cut = GO_CUT_ALLGS;
+		}
+	}
+	st->read_limit = limit;
+	if (n > limit) {
+		n = limit;
+		if (!st->cut)
+			st->cut = GO_CUT_LIMIT;
+	}
+	return (size_t)n;
+}
+
 int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const struct go_thread_regs *threads,
 	       size_t nthreads, const struct go_capture_limits *limits, struct go_snapshot **ret)
 {
 	if (!go_target_can_list_goroutines(t))
 		return -ENOTSUP;
 	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-	struct go_capture_limits lim = {64 * 1024, 10000000, 1000, false};
+	struct go_capture_limits lim = {64 * 1024, 10000000, 1000, GO_CAPTURE_BUDGET_BYTES, 0, false};
 	if (limits) {
 		lim.defer_parked_stacks = limits->defer_parked_stacks;
+		lim.deadline_ns = limits->deadline_ns;
 		if (limits->max_stack_bytes)
 			lim.max_stack_bytes = limits->max_stack_bytes;
 		if (limits->max_goroutines)
 			lim.max_goroutines = limits->max_goroutines;
 		if (limits->max_labels)
 			lim.max_labels = limits->max_labels;
+		if (limits->max_bytes)
+			lim.max_bytes = limits->max_bytes;
 	}
 	const struct go_layout *L = &t->L;
 	struct go_snapshot *s = calloc(1, sizeof(*s));
@@ -423,10 +480,12 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 	struct mrec *ms = NULL;
 	int ret_code = -ENOMEM;
 
-	/* A: the globals, one batch */
-	uint64_t allglen = 0, allgptr = 0, allm = 0;
+	/* A: the globals, one batch; allgs's slice header too, where allglen
+	 * is a global of its own (a stripped binary's allglen is that
+	 * header's len already) */
+	uint64_t allglen = 0, allgptr = 0, allm = 0, allgs_hdr[3] = {0, 0, 0};
 	uint32_t fing = 0;
-	struct go_mem_range a[4] = {
+	struct go_mem_range a[5] = {
 		{t->sym_allglen + bias, &allglen, 8},
 		{(t->sym_allgptr ? t->sym_allgptr : t->sym_allgs) + bias, &allgptr, 8},
 		{t->sym_allm + bias, &allm, 8},
@@ -436,20 +495,21 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 		a[na++] = (struct go_mem_range){t->sym_fingrunning + bias, &fing, 1};
 	else if (t->sym_fingstatus) /* uint32, 1.20+ */
 		a[na++] = (struct go_mem_range){t->sym_fingstatus + bias, &fing, 4};
+	bool have_hdr = t->sym_allgs != 0;
+	if (have_hdr)
+		a[na++] = (struct go_mem_range){t->sym_allgs + bias, allgs_hdr, sizeof(allgs_hdr)};
 	if (rd_ranges(&r, a, na, NULL) != 0) {
 		ret_code = -EIO;
 		goto fail;
 	}
 	/* 1.20+: fingRunningFinalizer = 2 (fingCreated = 1, fingWait = 4, fingWake = 8) */
 	s->fing_running = t->sym_fingrunning ? (fing & 0xff) != 0 : (fing & 2) != 0;
-	if (allglen > lim.max_goroutines) {
-		ret_code = -E2BIG;
-		goto fail;
-	}
-	size_t n = allglen;
-	s->stats.allglen = n;
+	size_t per_g = bytes_per_g(L);
+	size_t limit = lim.max_bytes / per_g < lim.max_goroutines ? lim.max_bytes / per_g
+								 : lim.max_goroutines;
+	size_t n = entries_to_read(allglen, have_hdr ? allgs_hdr : NULL, limit, &s->stats);
 
-	/* B: allgs */
+	/* B: allgs, in chunks: what precedes an unmapped end is kept */
 	gptrs = calloc(n + 1, 8);
 	ok = calloc(n + 1, sizeof(bool));
 	rg = calloc(n + 1, sizeof(*rg));
@@ -457,23 +517,50 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 	s->gs = calloc(n + 1, sizeof(*s->gs));
 	if (!gptrs || !ok || !rg || !gbuf || !s->gs)
 		goto fail;
-	if (n && rd_one(&r, allgptr, gptrs, n * 8) != 0) {
-		ret_code = -EIO;
-		goto fail;
+	size_t nchunks = (n + GPTR_CHUNK - 1) / GPTR_CHUNK;
+	for (size_t c = 0; c < nchunks; c++) {
+		size_t first = c * GPTR_CHUNK, k = n - first < GPTR_CHUNK ? n - first : GPTR_CHUNK;
+		rg[c] = (struct go_mem_range){allgptr + first * 8, gptrs + first, k * 8};
 	}
+	rd_ranges(&r, rg, nchunks, ok);
+	for (size_t c = 0; c < nchunks; c++) {
+		if (ok[c])
+			continue;
+		if (c == 0) {
+			ret_code = -EIO;
+			goto fail;
+		}
+		n = c * GPTR_CHUNK;
+		if (!s->stats.cut)
+			s->stats.cut = GO_CUT_UNREADABLE;
+		break;
+	}
+	memset(ok, 0, (n + 1) * sizeof(bool));
 
-	/* C: every g */
-	for (size_t i = 0; i < n; i++)
-		rg[i] = (struct go_mem_range){gptrs[i], gbuf + i * L->g_read, L->g_read};
-	if (rd_coalesced(&r, rg, n, ok, 512) == -ENOMEM)
-		goto fail;
+	/* C: every g, a batch at a time, with a look at the deadline after
+	 * each: those not reached are left out */
+	size_t done = 0;
+	while (done < n) {
+		size_t k = n - done < G_BATCH ? n - done : G_BATCH;
+		for (size_t i = done; i < done + k; i++)
+			rg[i] = (struct go_mem_range){gptrs[i], gbuf + i * L->g_read, L->g_read};
+		if (rd_coalesced(&r, rg + done, k, ok + done, 512) == -ENOMEM)
+			goto fail;
+		done += k;
+		if (done < n && past(lim.deadline_ns)) {
+			n = done;
+			if (!s->stats.cut)
+				s->stats.cut = GO_CUT_DEADLINE;
+		}
+	}
+	s->stats.allglen = n;
 	for (size_t i = 0; i < n; i++) {
 		const uint8_t *b = gbuf + i * L->g_read;
 		struct go_g *g = &s->gs[s->ngs];
 		memset(g, 0, sizeof(*g));
 		g->labelset = -1;
 		g->addr = gptrs[i];
-		if (!ok[i] || !gptrs[i]) {
+		if (!ok[i] || !gptrs[i] || !status_plausible(go_u32(b + L->g_atomicstatus))) {
 			s->stats.unreadable++;
 			continue;
 		}
@@ -543,8 +630,10 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 	free(mb);
 
 	/* E: the stacks, into one arena (deferred ones get their place in
-	 * it later, so the pause does not fault in memory for them) */
-	size_t total = 0;
+	 * it later, so the pause does not fault in memory for them), all of
+	 * them within max_bytes: a forged stack bound is 64 KiB at most, but
+	 * 200,000 of them would be 12 GiB */
+	size_t total = 0, budgeted = 0;
 	for (size_t i = 0; i < s->ngs; i++) {
 		struct go_g *g = &s->gs[i];
 		choose_start(g, ms, nms, threads, nthreads);
@@ -556,6 +645,12 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 			g->truncated = true;
 			s->stats.stacks_truncated++;
 		}
+		if (len > lim.max_bytes - budgeted) {
+			g->have_start = false; /* "stack unavailable" */
+			s->stats.stacks_over_budget++;
+			continue;
+		}
+		budgeted += len;
 		g->copy_len = len;
 		if (len && lim.defer_parked_stacks && (g->status & ~(uint32_t)G_SCAN) == G_WAITING) {
 			g->deferred = true;
@@ -577,19 +672,32 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 		rg[nr++] = (struct go_mem_range){g->start_sp, s->arena + g->copy_off, g->copy_len};
 	}
 	s->deferred_pending = s->stats.stacks_deferred > 0;
-	rd_ranges(&r, rg, nr, ok);
+	/* A batch at a time, as rd_ranges reads them, with a look at the
+	 * deadline between: a stack not copied prints "stack unavailable". */
+	memset(ok, 0, (nr + 1) * sizeof(bool));
+	size_t copied = 0;
+	while (copied < nr && !past(lim.deadline_ns)) {
+		size_t k = nr - copied < GO_READ_MAX_RANGES ? nr - copied : GO_READ_MAX_RANGES;
+		rd_ranges(&r, rg + copied, k, ok + copied);
+		copied += k;
+	}
+	if (copied < nr && !s->stats.cut)
+		s->stats.cut = GO_CUT_DEADLINE;
 	for (size_t i = 0, k = 0; i < s->ngs; i++) {
 		struct go_g *g = &s->gs[i];
 		if (g->have_start && g->copy_len && !g->deferred) {
-			g->copy_ok = ok[k++];
-			if (!g->copy_ok)
+			g->copy_ok = ok[k];
+			if (k >= copied)
+				s->stats.stacks_past_deadline++;
+			else if (!g->copy_ok)
 				s->stats.unreadable++;
+			k++;
 		}
 	}
 
 	/* F: label sets, one per distinct g.labels pointer (children inherit
 	 * their parent's pointer, so this is usually far fewer than goroutines) */
-	for (size_t i = 0; i < s->ngs; i++) {
+	for (size_t i = 0; i < s->ngs && !past(lim.deadline_ns); i++) {
 		struct go_g *g = &s->gs[i];
 		if (!g->labels)
 			continue;
@@ -641,14 +749,13 @@ size_t go_capture_heap_hint(struct go_target *t, go_read_mem_fn read, void *read
 	struct go_capture_stats st = {0};
 	struct rd r = {read, read_ctx, &st};
 	uint64_t allglen = 0;
-	if (rd_one(&r, t->sym_allglen + t->bias, &allglen, 8) != 0 || allglen > 10000000)
+	if (rd_one(&r, t->sym_allglen + t->bias, &allglen, 8) != 0)
 		return 0;
-	/* Per g: its copy, a merged read of it with the gap rd_coalesced()
-	 * may span, the go_g, the pointer, the range, the sort index and
-	 * flags; doubled, since goroutines come and go. */
-	size_t per = 2 * t->L.g_read + 512 + sizeof(struct go_g) + 8 + sizeof(struct go_mem_range) +
-		     sizeof(struct span_ix) + 3 * sizeof(size_t) + 2;
-	return (size_t)allglen * per * 2;
+	/* Doubled, since goroutines come and go; never past the budget the
+	 * capture itself keeps to, whatever allglen says. */
+	size_t per = bytes_per_g(&t->L);
+	uint64_t hint = allglen < GO_CAPTURE_BUDGET_BYTES / per ? allglen * per * 2 : GO_CAPTURE_BUDGET_BYTES;
+	return (size_t)(hint < GO_CAPTURE_BUDGET_BYTES ? hint : GO_CAPTURE_BUDGET_BYTES);
 }
 
 int go_capture_parked(struct go_snapshot *s, go_read_mem_fn read, void *read_ctx)

@@ -198,11 +198,32 @@ struct go_thread_regs {
 	uint64_t fs_base;  /* TLS base; kept for TLS-based g lookup, unused on 1.19 */
 };
 
+/* What one capture may take of the worker's memory for its goroutines:
+ * the g structs copied and their bookkeeping, and the stacks copied, each
+ * up to this. runtime.allglen is the target's to forge (a hostile one says
+ * 1,000,000 and costs a reader that trusts it gigabytes and seconds of
+ * the target held): the goroutines read are what this budget allows
+ * (about 200,000 g structs of Go 1.19), whatever the target says.
+ * go_capture_heap_hint() stays within it too. */
+#define GO_CAPTURE_BUDGET_BYTES (256u << 20)
+
 /* Caps on what one capture copies; all can be raised by the caller. */
 struct go_capture_limits {
 	size_t max_stack_bytes;   /* per goroutine, from sp upwards; default 64 KiB */
-	size_t max_goroutines;    /* allglen beyond this is an error; default 10,000,000 */
+	/* The most goroutines read, default 10,000,000; the budget below
+	 * usually binds first. More in runtime.allglen is not an error: the
+	 * first ones are read, and stats.cut says why not all. */
+	size_t max_goroutines;
 	size_t max_labels;        /* label pairs per goroutine; default 1000 */
+	/* Bytes of memory for the g structs (with their bookkeeping) and,
+	 * apart, for the stacks copied; default GO_CAPTURE_BUDGET_BYTES. */
+	size_t max_bytes;
+	/* CLOCK_MONOTONIC time by which go_capture() returns, 0: none. Past
+	 * it, goroutines not yet read are left out and stacks not yet copied
+	 * print "stack unavailable" (stats.cut = GO_CUT_DEADLINE): a slow
+	 * read costs goroutines, never the hold of the caller, who may have
+	 * a watchdog behind it. */
+	uint64_t deadline_ns;
 	/* Leave the stacks of parked goroutines (_Gwaiting) for
 	 * go_capture_parked() after the target is released. Pinning each
 	 * stack's pages is most of a large capture (about 2 us per goroutine:
@@ -222,7 +243,10 @@ struct go_capture_limits {
  * maps (one chain of small reads per distinct label set).
  *
  * Returns 0 and *ret; -ENOTSUP if !go_target_can_list_goroutines(t);
- * -EIO/-EFAULT if the runtime globals cannot be read; -ENOMEM.
+ * -EIO/-EFAULT if the runtime globals cannot be read; -ENOMEM. A
+ * runtime.allglen past what limits allow, or past len(runtime.allgs)
+ * (which it always equals in a real runtime), is no error: the goroutines
+ * that fit are read and stats.cut says why the rest were not.
  * Goroutines whose g or stack cannot be read are kept and printed as
  * "stack unavailable" rather than failing the capture.
  */
@@ -232,8 +256,8 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx,
 
 /*
  * An upper estimate, from allglen read now (the target need not be
- * stopped), of the heap memory the next go_capture() allocates; 0 if it
- * cannot be read. Fresh pages cost a fault each inside the pause (a few
+ * stopped) and never more than GO_CAPTURE_BUDGET_BYTES, of the heap
+ * memory the next go_capture() allocates; 0 if it cannot be read. Fresh pages cost a fault each inside the pause (a few
  * microseconds apiece on a virtual machine, ~10 ms for 10,000 goroutines),
  * so a caller can fault this much heap in before it stops the target.
  */
@@ -253,16 +277,34 @@ size_t go_capture_heap_hint(struct go_target *t, go_read_mem_fn read, void *read
  */
 int go_capture_parked(struct go_snapshot *s, go_read_mem_fn read, void *read_ctx);
 
+/* Why a capture read fewer goroutines than runtime.allglen says. */
+enum go_capture_cut {
+	GO_CUT_NONE = 0,
+	GO_CUT_ALLGS,      /* allglen is past len (or cap) of runtime.allgs: forged */
+	GO_CUT_LIMIT,      /* past max_goroutines or the max_bytes budget */
+	GO_CUT_UNREADABLE, /* the array of g pointers ends before allglen (unmapped) */
+	GO_CUT_DEADLINE,   /* deadline_ns passed */
+};
+
 /* Figures about one capture, for the manifest and benchmarks. */
 struct go_capture_stats {
 	uint64_t pause_ns;        /* wall time spent inside go_capture() */
-	size_t allglen;           /* g structs in the runtime, dead ones included */
+	/* The entries of allgs examined: g structs, dead ones included
+	 * (allglen_claimed, unless cut). */
+	size_t allglen;
+	size_t allglen_claimed;   /* runtime.allglen as read */
+	int64_t allgs_len;        /* len(runtime.allgs), -1 unknown */
+	size_t read_limit;        /* the most goroutines max_goroutines and max_bytes allow */
+	enum go_capture_cut cut;  /* why allglen < allglen_claimed, the first reason */
+	size_t stacks_over_budget; /* stacks not copied: max_bytes of stacks reached */
+	size_t stacks_past_deadline; /* stacks not copied: deadline_ns passed */
 	size_t goroutines;        /* live ones (not _Gdead), system ones included */
 	size_t user_goroutines;   /* the ones Go's own dump shows */
 	size_t read_calls;        /* calls of the read callback */
 	size_t bytes_read;
 	size_t stacks_truncated;  /* stacks longer than max_stack_bytes */
-	size_t unreadable;        /* g structs or stacks whose read failed */
+	size_t unreadable;        /* g structs or stacks whose read failed, g structs
+				   * whose status no runtime has (not a g) */
 	size_t stacks_deferred;   /* parked stacks left for go_capture_parked() */
 	size_t stacks_changed;    /* of those, goroutines that ran before the copy */
 	uint64_t parked_ns;       /* wall time of go_capture_parked() */

@@ -33,6 +33,7 @@ struct go_served {
 	int contention_error[2];
 	int capture_error;
 	uint64_t capture_ns;
+	uint32_t held_ms; /* what the tracer gave the last capture (GO_REQ_HELD) */
 	/* Interned strings of the frames handed to the pprof writers. */
 	char **strings;
 	size_t nstrings, strings_cap;
@@ -160,6 +161,10 @@ static void prefault_heap(size_t bytes)
 static void serve_held(struct go_served *g, struct cursor *c, struct byte_buf *out)
 {
 	static struct go_thread_regs regs[MAX_HELD_THREADS];
+	/* The tracer's deadline: it releases the target when it passes,
+	 * answered or not (go_out.c), so what is not read by then is lost
+	 * anyway; stopping in time keeps what was. */
+	g->held_ms = take_u32(c);
 	uint32_t n = take_u32(c);
 	if (n > MAX_HELD_THREADS)
 		n = MAX_HELD_THREADS;
@@ -185,16 +190,25 @@ static void serve_held(struct go_served *g, struct cursor *c, struct byte_buf *o
 		g->heap_error = -ENOTSUP;
 	} else {
 		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-		const struct go_capture_limits lim = {.defer_parked_stacks = true};
+		uint64_t deadline = g->held_ms ? t0 + (uint64_t)g->held_ms * 1000000ull : 0;
+		const struct go_capture_limits lim = {.defer_parked_stacks = true,
+						      .deadline_ns = deadline};
 		g->capture_error = go_capture(g->target, read_ranges, g, regs, n, &lim, &g->snap);
-		/* The heap buckets too, in the same stop, so both describe one moment. */
-		g->heap_error = go_heap_supported(g->target)
-					? go_heap_capture(g->target, read_ranges, g, &g->heap)
-					: -ENOTSUP;
+		/* The heap buckets too, in the same stop, so both describe one
+		 * moment; not once the deadline has passed (the goroutines
+		 * come first). */
+		bool late = deadline && now_ns(CLOCK_MONOTONIC) >= deadline;
+		g->heap_error = !go_heap_supported(g->target) ? -ENOTSUP
+				: late ? -ETIME
+				       : go_heap_capture(g->target, read_ranges, g, &g->heap);
 		/* and the block and mutex buckets: short lists */
-		for (int k = 0; k < 2; k++)
-			g->contention_error[k] = go_contention_capture(g->target, (enum go_contention_kind)k,
-								       read_ranges, g, &g->contention[k]);
+		for (int k = 0; k < 2; k++) {
+			late = deadline && now_ns(CLOCK_MONOTONIC) >= deadline;
+			g->contention_error[k] =
+				late ? -ETIME
+				     : go_contention_capture(g->target, (enum go_contention_kind)k,
+							     read_ranges, g, &g->contention[k]);
+		}
 		g->capture_ns = now_ns(CLOCK_MONOTONIC) - t0;
 	}
 	msg_u32(out, (uint32_t)g->capture_error);
@@ -409,6 +423,63 @@ static int put_go_profile(struct go_served *g, struct byte_buf *out, const char 
 	return r;
 }
 
+/* n with thousands separators: "1,000,000". */
+static const char *grouped(uint64_t n, char buf[32])
+{
+	char digits[24];
+	int len = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)n), o = 0;
+	for (int i = 0; i < len; i++) {
+		if (i && (len - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* The one line that says why fewer goroutines were read than the runtime
+ * claims, or stacks were left out; "" when nothing was. */
+static void capture_warning(const struct go_served *g, const struct go_capture_stats *st,
+			    char *out, size_t size)
+{
+	char a[32], b[32], c[32];
+	size_t o = 0;
+	out[0] = '\0';
+	grouped(st->allglen_claimed, a);
+	grouped(st->allglen, c);
+	switch (st->cut) {
+	case GO_CUT_NONE:
+		break;
+	case GO_CUT_ALLGS:
+		o = (size_t)snprintf(out, size,
+				     "allglen %s exceeds len(runtime.allgs) %s, which a real runtime "
+				     "keeps equal to it (a forged count): read %s",
+				     a, grouped(st->allgs_len < 0 ? 0 : (uint64_t)st->allgs_len, b), c);
+		break;
+	case GO_CUT_LIMIT:
+		o = (size_t)snprintf(out, size,
+				     "allglen %s exceeds the %u MiB budget for reading goroutines (%s of "
+				     "them): read %s",
+				     a, GO_CAPTURE_BUDGET_BYTES >> 20, grouped(st->read_limit, b), c);
+		break;
+	case GO_CUT_UNREADABLE:
+		o = (size_t)snprintf(out, size,
+				     "allglen %s exceeds the runtime.allgs array, which ends (unmapped) "
+				     "after %s entries: read %s",
+				     a, c, c);
+		break;
+	case GO_CUT_DEADLINE:
+		o = (size_t)snprintf(out, size,
+				     "the %u ms the target could be held passed after %s of %s "
+				     "goroutines: read %s, %zu stack(s) not copied",
+				     g->held_ms, c, a, c, st->stacks_past_deadline);
+		break;
+	}
+	if (o < size && st->stacks_over_budget)
+		snprintf(out + o, size - o, "%s%zu stack(s) past the %u MiB budget for stacks not copied",
+			 o ? "; " : "", st->stacks_over_budget, GO_CAPTURE_BUDGET_BYTES >> 20);
+}
+
 static void describe_capture(struct go_served *g, cJSON *o)
 {
 	if (!g->snap) {
@@ -418,6 +489,23 @@ static void describe_capture(struct go_served *g, cJSON *o)
 	struct go_capture_stats stats;
 	go_snapshot_stats(g->snap, &stats);
 	cJSON_AddNumberToObject(o, "goroutines", (double)stats.goroutines);
+	/* What the runtime claims and what was read of it: a forged
+	 * runtime.allglen costs a bounded read, said here and in one line. */
+	static const char *const cuts[] = {"none", "allgs", "budget", "unreadable", "deadline"};
+	cJSON_AddNumberToObject(o, "allglen", (double)stats.allglen_claimed);
+	if (stats.allgs_len >= 0)
+		cJSON_AddNumberToObject(o, "allgs_len", (double)stats.allgs_len);
+	cJSON_AddNumberToObject(o, "goroutines_read", (double)stats.allglen);
+	cJSON_AddNumberToObject(o, "goroutines_read_limit", (double)stats.read_limit);
+	cJSON_AddNumberToObject(o, "held_ms_allowed", (double)g->held_ms);
+	if (stats.cut || stats.stacks_over_budget) {
+		char text[512];
+		capture_warning(g, &stats, text, sizeof(text));
+		cJSON_AddStringToObject(o, "cut", cuts[stats.cut]);
+		cJSON_AddNumberToObject(o, "stacks_over_budget", (double)stats.stacks_over_budget);
+		cJSON_AddNumberToObject(o, "stacks_past_deadline", (double)stats.stacks_past_deadline);
+		cJSON_AddStringToObject(o, "warning", text);
+	}
 	cJSON_AddNumberToObject(o, "read_us", (double)g->capture_ns / 1000.0);
 	cJSON_AddNumberToObject(o, "goroutines_us", (double)stats.pause_ns / 1000.0);
 	cJSON_AddNumberToObject(o, "bytes_read", (double)stats.bytes_read);
@@ -456,6 +544,9 @@ static void describe_heap(struct go_served *g, cJSON *o)
 	} else {
 		cJSON_AddStringToObject(o, "reason", g->heap_error == -ENOTSUP
 							     ? "heap buckets not readable in this binary"
+						     : g->heap_error == -ETIME
+							     ? "not read: the time the target could be held "
+							       "had passed"
 							     : strerror(-g->heap_error));
 	}
 }
@@ -534,6 +625,7 @@ static void describe_contention(struct go_served *g, enum go_contention_kind k, 
 						       : "mutex profiling not enabled in target "
 							 "(runtime.SetMutexProfileFraction never called)")
 		: e == -ENOTSUP ? "profile buckets not readable in this binary"
+		: e == -ETIME	? "not read: the time the target could be held had passed"
 				: strerror(-e);
 	cJSON_AddStringToObject(o, "reason", reason);
 }

@@ -22,9 +22,12 @@
  *                       manifest's target.go object as JSON
  *   GO_REQ_ARM       -> empty (the worker faults in the heap the next
  *                       capture will fill while every thread is held)
- *   GO_REQ_HELD      u32 n, n x {u32 tid, u64 pc, sp, fp, fs_base}
+ *   GO_REQ_HELD      u32 ms, u32 n, n x {u32 tid, u64 pc, sp, fp, fs_base}
  *                    -> i32 goroutine capture status, i32 heap status
- *                       (called while every thread is held: copies only)
+ *                       (called while every thread is held: copies only,
+ *                       and stops after ms, 0: no limit, leaving out what
+ *                       it has not read; the tracer releases the target
+ *                       soon after, answered or not)
  *   GO_REQ_RELEASED  -> empty (the parked goroutines' stacks copied)
  *   GO_REQ_WRITE     the symbol table (symtab_encode), for the profiles'
  *                    mappings -> u32 len + JSON {goroutine_capture,

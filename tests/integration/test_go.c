@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -378,5 +379,132 @@ Test(go, report_shows_contention_and_thread_creation, .timeout = 240)
 			cr_expect(strstr(d, ids[i]), "no %s table in the rendered page", ids[i]);
 		free(d);
 	}
+	run_end(&g);
+}
+
+/* ---- a forged runtime.allglen (issue 54) ----
+ *
+ * A Go target that claims 1,000,000 goroutines (runtime.allglen written
+ * here, with process_vm_writev, into the running fixture: the runtime
+ * itself reads it only for profiles and tracing) used to cost the whole
+ * capture: the worker read a million g structs and more (3.4 GB), past the
+ * watchdog, which killed the tool: exit 137, no manifest, no message. Now
+ * what is read is bounded by len(runtime.allgs), a memory budget and the
+ * time the watchdog leaves, and the capture says so in one line and in
+ * the manifest. The value is put back before the fixture is asked
+ * anything. */
+
+static uint64_t fixture_symbol(const char *exe, const char *name)
+{
+	char cmd[700], out[256];
+	snprintf(cmd, sizeof(cmd), "nm '%s' | awk '$3 == \"%s\" { print $1 }'", exe, name);
+	cr_assert_eq(shell_output(cmd, out, sizeof(out)), 0, "nm %s", exe);
+	uint64_t a = strtoull(out, NULL, 16);
+	cr_assert(a, "%s not found in %s", name, exe);
+	return a;
+}
+
+static uint64_t swap_word(pid_t pid, uint64_t addr, uint64_t value)
+{
+	uint64_t old = 0;
+	struct iovec l = {&old, 8}, r = {(void *)(uintptr_t)addr, 8};
+	cr_assert_eq(process_vm_readv(pid, &l, 1, &r, 1, 0), 8);
+	l.iov_base = &value;
+	cr_assert_eq(process_vm_writev(pid, &l, 1, &r, 1, 0), 8);
+	return old;
+}
+
+/* Capture the fixture with allglen (and with hdr_too allgs' len and cap)
+ * set to 1,000,000; args after -p PID. */
+static void capture_forged(struct target_run *g, bool hdr_too, const char *const *extra,
+			   struct tool_result *r)
+{
+	const char *exe = fixture("DIAG_GO_FIXTURE");
+	const char *argv[] = {exe, NULL};
+	run_begin(g, argv, "pid", "b");
+	uint64_t allglen = fixture_symbol(exe, "runtime.allglen");
+	uint64_t allgs = fixture_symbol(exe, "runtime.allgs");
+	uint64_t old[3];
+	old[0] = swap_word(g->t.pid, allglen, 1000000);
+	if (hdr_too) {
+		old[1] = swap_word(g->t.pid, allgs + 8, 1000000);
+		old[2] = swap_word(g->t.pid, allgs + 16, 1000000);
+	}
+	const char *args[16] = {"-p", g->pid, "--snapshot", "-o", g->out};
+	size_t n = 5;
+	for (size_t i = 0; extra && extra[i] && n < 15; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
+	tool_run(r, args);
+	swap_word(g->t.pid, allglen, old[0]);
+	if (hdr_too) {
+		swap_word(g->t.pid, allgs + 8, old[1]);
+		swap_word(g->t.pid, allgs + 16, old[2]);
+	}
+}
+
+static cJSON *goroutine_capture(const cJSON *m)
+{
+	return cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "target"), "go"),
+				   "goroutine_capture");
+}
+
+/* allglen forged alone: read as long as allgs really is, the goroutines
+ * all there, the count called forged in one line and the manifest. */
+Test(go, forged_allglen_said_and_bounded, .timeout = 120)
+{
+	struct target_run g;
+	struct tool_result r;
+	capture_forged(&g, false, NULL, &r);
+	cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "diag-attach: warning: Go goroutines: allglen 1,000,000 exceeds "
+				"len(runtime.allgs) "),
+		  "no line about the forged count: %s", r.err);
+	cJSON *m = manifest_need(g.out);
+	cJSON *gc = goroutine_capture(m);
+	cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(gc, "allglen")), 1000000);
+	cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(gc, "cut")), "allgs");
+	double read = cJSON_GetNumberValue(cJSON_GetObjectItem(gc, "goroutines_read"));
+	cr_expect(read > 10 && read < 1000, "read %g", read);
+	cr_expect_eq(read, cJSON_GetNumberValue(cJSON_GetObjectItem(gc, "allgs_len")));
+	cJSON_Delete(m);
+	expect_member_has(g.out, "goroutine.txt", "main.main", "goroutines lost to the forged count");
+	expect_verified(g.out, NULL);
+	char why[256];
+	cr_expect(target_healthy(g.t.pid, false, why, sizeof(why)), "%s", why);
+	run_end(&g);
+}
+
+/* allgs' header forged too, so that nothing but the budget and the time
+ * stand in the way: under the default watchdog (1 s) the capture still
+ * ends with its bundle, the goroutines read before the budget or the
+ * deadline, and says which. */
+Test(go, forged_allgs_cost_goroutines_not_the_bundle, .timeout = 120)
+{
+	struct target_run g;
+	struct tool_result r;
+	capture_forged(&g, true, NULL, &r);
+	cr_assert_eq(r.exit_code, 0, "exit %d (the watchdog?): %s", r.exit_code, r.err);
+	cr_expect(strstr(r.err, "diag-attach: warning: Go goroutines: "), "no line: %s", r.err);
+	cJSON *m = manifest_need(g.out);
+	cJSON *gc = goroutine_capture(m);
+	const char *cut = cJSON_GetStringValue(cJSON_GetObjectItem(gc, "cut"));
+	const char *error = cJSON_GetStringValue(cJSON_GetObjectItem(gc, "error"));
+	/* Read within the budget or the time, or (a very slow box) given up
+	 * before the watchdog: said either way. */
+	cr_expect((cut && (strcmp(cut, "budget") == 0 || strcmp(cut, "deadline") == 0 ||
+			   strcmp(cut, "unreadable") == 0)) ||
+			  (error && strstr(error, "would have held the target")),
+		  "goroutine_capture: cut %s, error %s", cut ? cut : "-", error ? error : "-");
+	if (cut)
+		cr_expect_lt(cJSON_GetNumberValue(cJSON_GetObjectItem(gc, "goroutines_read")),
+			     1000000);
+	fprintf(stderr, "forged allgs: cut %s, read %g goroutines in %g us\n", cut ? cut : "-",
+		cJSON_GetNumberValue(cJSON_GetObjectItem(gc, "goroutines_read")),
+		cJSON_GetNumberValue(cJSON_GetObjectItem(gc, "read_us")));
+	cJSON_Delete(m);
+	expect_verified(g.out, NULL);
+	char why[256];
+	cr_expect(target_healthy(g.t.pid, false, why, sizeof(why)), "%s", why);
 	run_end(&g);
 }

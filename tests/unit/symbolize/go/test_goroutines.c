@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -557,5 +558,173 @@ Test(go_goroutines, debug0_samples_match, .timeout = 60)
 		free(all_t[i]);
 	go_snapshot_free(s);
 	child_kill(&c);
+	go_target_free(t);
+}
+
+/* ---- runtime.allglen is the target's to forge (issue 54) ----
+ *
+ * A hostile runtime says 1,000,000 goroutines; a reader that trusted it
+ * read a million pointers past allgs, a million "g structs", and took
+ * gigabytes and the target's time. The fixture's allglen (and allgs'
+ * header) are written here while it is stopped, and put back before it
+ * runs again. */
+
+/* The link-time address of a symbol of the (non-PIE) fixture, from nm. */
+static uint64_t symbol_addr(const char *exe, const char *name)
+{
+	char cmd[600], line[256];
+	snprintf(cmd, sizeof(cmd), "nm '%s'", exe);
+	FILE *p = popen(cmd, "r");
+	cr_assert(p, "nm");
+	uint64_t addr = 0;
+	while (!addr && fgets(line, sizeof(line), p)) {
+		char sym[200];
+		unsigned long long a;
+		char type;
+		if (sscanf(line, "%llx %c %199s", &a, &type, sym) == 3 && strcmp(sym, name) == 0)
+			addr = a;
+	}
+	pclose(p);
+	cr_assert(addr, "%s not in nm %s", name, exe);
+	return addr;
+}
+
+static void poke(pid_t pid, uint64_t addr, uint64_t value)
+{
+	struct iovec l = {&value, 8}, r = {(void *)(uintptr_t)addr, 8};
+	cr_assert_eq(process_vm_writev(pid, &l, 1, &r, 1, 0), 8, "process_vm_writev");
+}
+
+static uint64_t peek(pid_t pid, uint64_t addr)
+{
+	uint64_t v = 0;
+	struct iovec l = {&v, 8}, r = {(void *)(uintptr_t)addr, 8};
+	cr_assert_eq(process_vm_readv(pid, &l, 1, &r, 1, 0), 8, "process_vm_readv");
+	return v;
+}
+
+/* One capture of the stopped fixture with allglen (and, with hdr_too, the
+ * len and cap of allgs) set to forged, then put back. */
+static int capture_forged(struct go_target *t, struct child *c, uint64_t forged, bool hdr_too,
+			  const struct go_capture_limits *lim, struct go_snapshot **ret, size_t *ret_hint)
+{
+	uint64_t allglen = symbol_addr(GO_FIXTURE, "runtime.allglen");
+	uint64_t allgs = symbol_addr(GO_FIXTURE, "runtime.allgs");
+	struct stopper st;
+	cr_assert_eq(stopper_stop(&st, c->pid), 0);
+	uint64_t old[3] = {peek(c->pid, allglen), peek(c->pid, allgs + 8), peek(c->pid, allgs + 16)};
+	if (forged) {
+		poke(c->pid, allglen, forged);
+		if (hdr_too) {
+			poke(c->pid, allgs + 8, forged);
+			poke(c->pid, allgs + 16, forged);
+		}
+	}
+	if (ret_hint)
+		*ret_hint = go_capture_heap_hint(t, stopper_read, (void *)(intptr_t)c->pid);
+	int r = go_capture(t, stopper_read, (void *)(intptr_t)c->pid, st.regs, st.n, lim, ret);
+	poke(c->pid, allglen, old[0]);
+	poke(c->pid, allgs + 8, old[1]);
+	poke(c->pid, allgs + 16, old[2]);
+	stopper_release(&st);
+	return r;
+}
+
+static size_t user_goroutines(struct go_snapshot *s)
+{
+	FILE *null = fopen("/dev/null", "w");
+	cr_assert(null);
+	cr_assert_eq(go_snapshot_write_debug2(s, null), 0); /* unwinds; counts user ones */
+	fclose(null);
+	struct go_capture_stats st;
+	go_snapshot_stats(s, &st);
+	return st.user_goroutines;
+}
+
+/* allglen past len(allgs): read len(allgs), the same goroutines as an
+ * honest capture, said as forged; the heap hint stays within the budget. */
+Test(go_goroutines, forged_allglen_read_as_allgs_says, .timeout = 60)
+{
+	struct child c;
+	struct go_target *t = gotest_start(&c, GO_FIXTURE, NULL);
+	struct go_snapshot *honest = NULL, *s = NULL;
+	cr_assert_eq(capture_forged(t, &c, 0, false, NULL, &honest, NULL), 0);
+	size_t hint = 0;
+	int r = capture_forged(t, &c, 1000000, false, NULL, &s, &hint);
+	cr_assert_eq(r, 0, "go_capture: %s", strerror(-r));
+	struct go_capture_stats a, b;
+	go_snapshot_stats(honest, &a);
+	go_snapshot_stats(s, &b);
+	cr_expect_eq(a.cut, GO_CUT_NONE);
+	cr_expect_eq(b.cut, GO_CUT_ALLGS);
+	cr_expect_eq(b.allglen_claimed, 1000000);
+	cr_expect_eq(b.allgs_len, (int64_t)a.allglen);
+	cr_expect_eq(b.allglen, a.allglen);
+	cr_expect_eq(user_goroutines(s), user_goroutines(honest));
+	cr_expect_leq(hint, GO_CAPTURE_BUDGET_BYTES, "heap hint %zu for a forged allglen", hint);
+	go_snapshot_free(honest);
+	go_snapshot_free(s);
+	gotest_quit(&c);
+	go_target_free(t);
+}
+
+/* allgs' header forged as well: what the budget allows is read, and no
+ * more, whatever lies past the real array. */
+Test(go_goroutines, forged_allgs_read_within_the_budget, .timeout = 60)
+{
+	struct child c;
+	struct go_target *t = gotest_start(&c, GO_FIXTURE, NULL);
+	struct go_snapshot *s = NULL;
+	const struct go_capture_limits small = {.max_bytes = 64 * 1024};
+	int r = capture_forged(t, &c, 1000000, true, &small, &s, NULL);
+	cr_assert_eq(r, 0, "go_capture: %s", strerror(-r));
+	struct go_capture_stats st;
+	go_snapshot_stats(s, &st);
+	cr_expect_eq(st.cut, GO_CUT_LIMIT);
+	cr_expect_gt(st.read_limit, 0);
+	cr_expect_lt(st.read_limit, 100, "64 KiB allows %zu goroutines", st.read_limit);
+	cr_expect_leq(st.allglen, st.read_limit);
+	go_snapshot_free(s);
+	/* The default budget: a bounded read, whatever follows the array. */
+	r = capture_forged(t, &c, 1000000, true, NULL, &s, NULL);
+	cr_assert_eq(r, 0, "go_capture: %s", strerror(-r));
+	go_snapshot_stats(s, &st);
+	cr_expect(st.cut == GO_CUT_LIMIT || st.cut == GO_CUT_UNREADABLE, "cut %d", (int)st.cut);
+	cr_expect_leq(st.allglen, st.read_limit);
+	cr_expect_lt(st.read_limit, 1000000);
+	fprintf(stderr, "forged allgs: read %zu of 1,000,000 (limit %zu) in %.1f ms\n", st.allglen,
+		st.read_limit, st.pause_ns / 1e6);
+	go_snapshot_free(s);
+	gotest_quit(&c);
+	go_target_free(t);
+}
+
+/* A deadline already past: the first batch of g structs is read (all of a
+ * small program's), then nothing more: its stacks print "stack
+ * unavailable", and the capture says the deadline cut it. */
+Test(go_goroutines, deadline_cuts_the_read_not_the_capture, .timeout = 120)
+{
+	struct child c;
+	char *envp[] = {"IDLE=20000", NULL};
+	struct go_target *t = gotest_start(&c, GO_FIXTURE, envp);
+	struct go_snapshot *s = NULL;
+	const struct go_capture_limits late = {.deadline_ns = 1};
+	int r = capture_forged(t, &c, 0, false, &late, &s, NULL);
+	cr_assert_eq(r, 0, "go_capture: %s", strerror(-r));
+	struct go_capture_stats st;
+	go_snapshot_stats(s, &st);
+	cr_expect_eq(st.cut, GO_CUT_DEADLINE);
+	cr_expect_gt(st.allglen_claimed, 20000);
+	cr_expect_eq(st.allglen, 16384, "read %zu g structs after the deadline", st.allglen);
+	cr_expect_gt(st.stacks_past_deadline, 0);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	cr_assert_eq(go_snapshot_write_debug2(s, m), 0);
+	fclose(m);
+	cr_expect(strstr(text, "stack unavailable"), "no goroutine without its stack");
+	free(text);
+	go_snapshot_free(s);
+	gotest_quit(&c);
 	go_target_free(t);
 }
