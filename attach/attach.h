@@ -333,6 +333,16 @@ bool attach_watchdog_running(void);
  * done while holding (reading a Go runtime) is bounded by this, so that
  * running late costs that work, not the whole capture. */
 unsigned attach_watchdog_left_ms(void);
+/* What the watchdog runs once it has killed the tool and seen it gone: the
+ * tool's own executable (/proc/self/exe) with argv[1..] the words given
+ * here (argv[0] is the subcommand name, say) and two more, the limit and
+ * the ms the window had been open, with the tool's standard error (opened
+ * again through /proc, appending) as its own and the tool's environment,
+ * at normal priority. So a capture that the watchdog ends can still leave
+ * a bundle that says so (cmd/: the bundle is salvaged). argv NULL: none
+ * (the default). 0, -ENOENT (no watchdog), -E2BIG (the words do not fit
+ * in 60 KiB, or more than 50 of them). */
+int attach_watchdog_set_epilogue(const char *const *argv);
 
 /* Re-read /proc/PID/maps into pc->maps_text (reusing its buffer), without
  * touching the threads; from another thread's maps when the leader's is

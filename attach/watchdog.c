@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -43,6 +44,9 @@
  * (third session)".) */
 #define IDLE_LOOKS 10
 
+#define EPILOGUE_BYTES (60 * 1024)
+#define EPILOGUE_WORDS 50
+
 struct wd_shared {
 	_Atomic uint64_t open_since_ns; /* CLOCK_MONOTONIC; 0: no window open */
 	_Atomic uint64_t windows_opened;
@@ -50,6 +54,12 @@ struct wd_shared {
 	_Atomic uint32_t quit;
 	_Atomic uint64_t fired;
 	uint32_t limit_ms;
+	pid_t tool;
+	/* attach_watchdog_set_epilogue: its words, each NUL-terminated;
+	 * epilogue_words is stored last (0: none, or being changed). */
+	_Atomic uint32_t epilogue_words;
+	uint32_t epilogue_len;
+	char epilogue[EPILOGUE_BYTES];
 };
 
 static struct wd_shared *shared;
@@ -85,6 +95,71 @@ void watchdog_window(bool open)
 	atomic_fetch_add(&shared->windows_opened, 1);
 	if (atomic_load(&shared->asleep))
 		ring_doorbell();
+}
+
+/* Async-signal-safe formatting of n into buf (at least 21 bytes). */
+static char *format_u64(uint64_t n, char *buf)
+{
+	char tmp[21];
+	int k = 0;
+	do
+		tmp[k++] = (char)('0' + n % 10);
+	while ((n /= 10) && k < 20);
+	for (int i = 0; i < k; i++)
+		buf[i] = tmp[k - 1 - i];
+	buf[k] = '\0';
+	return buf;
+}
+
+/* The tool's standard error, opened again (appending: a regular file is
+ * not overwritten from its start) while the tool still lives; -1 if it
+ * cannot be (a socket, a closed descriptor). */
+static int open_tool_stderr(pid_t tool)
+{
+	char path[48] = "/proc/", num[21];
+	size_t o = 6;
+	for (const char *p = format_u64((uint64_t)tool, num); *p; p++)
+		path[o++] = *p;
+	for (const char *p = "/fd/2"; *p; p++)
+		path[o++] = *p;
+	path[o] = '\0';
+	return open(path, O_WRONLY | O_APPEND | O_NOCTTY);
+}
+
+/* After the kill: wait for the tool to be gone (the kernel has detached
+ * its tracees by then), and become the epilogue. */
+static void run_epilogue(struct wd_shared *w, int tool_pidfd, int err_fd, uint64_t held_ms)
+{
+	uint32_t words = atomic_load(&w->epilogue_words);
+	if (!words || words > EPILOGUE_WORDS)
+		return;
+	struct pollfd p = {.fd = tool_pidfd, .events = POLLIN};
+	if (poll(&p, 1, 10000) != 1)
+		return; /* not gone in 10 s: better nothing than a racing writer */
+	char *argv[EPILOGUE_WORDS + 4], limit[21], held[21];
+	size_t n = 0, off = 0;
+	argv[n++] = "diag-attach";
+	while (n <= words && off < w->epilogue_len) {
+		argv[n++] = w->epilogue + off;
+		while (off < w->epilogue_len && w->epilogue[off])
+			off++;
+		off++;
+	}
+	argv[n++] = format_u64(w->limit_ms, limit);
+	argv[n++] = format_u64(held_ms, held);
+	argv[n] = NULL;
+	/* What the watchdog took for itself, the epilogue does not need:
+	 * real-time priority, ignored signals, its descriptors. */
+	struct sched_param normal = {.sched_priority = 0};
+	sched_setscheduler(0, SCHED_OTHER, &normal);
+	setpriority(PRIO_PROCESS, 0, 0);
+	static const int reset[] = {SIGINT, SIGHUP, SIGTERM, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE};
+	for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
+		signal(reset[i], SIG_DFL);
+	if (err_fd >= 0 && err_fd != 2)
+		dup2(err_fd, 2);
+	syscall(SYS_close_range, 3u, ~0u, 0u);
+	execve("/proc/self/exe", argv, environ);
 }
 
 /* Runs in the grandchild: only async-signal-safe calls (the tool may have
@@ -139,9 +214,13 @@ static _Noreturn void watchdog_main(int tool_pidfd, int bell, struct wd_shared *
 		else if (idle_looks < IDLE_LOOKS)
 			idle_looks++;
 		seen = opened;
-		if (since && mono_ns() > since + limit_ns) {
+		uint64_t now = mono_ns();
+		if (since && now > since + limit_ns) {
 			atomic_fetch_add(&w->fired, 1);
+			/* Opened before the kill, while /proc still has it. */
+			int err = atomic_load(&w->epilogue_words) ? open_tool_stderr(w->tool) : -1;
 			syscall(SYS_pidfd_send_signal, tool_pidfd, SIGKILL, NULL, 0);
+			run_epilogue(w, tool_pidfd, err, (now - since) / 1000000ull);
 			_exit(0);
 		}
 	}
@@ -158,6 +237,7 @@ int attach_watchdog_start(unsigned limit_ms)
 	if (w == MAP_FAILED)
 		return -errno;
 	w->limit_ms = limit_ms;
+	w->tool = getpid();
 	int bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (bell < 0) {
 		int e = errno;
@@ -240,6 +320,24 @@ void attach_watchdog_stop(void)
 bool attach_watchdog_running(void)
 {
 	return shared != NULL;
+}
+
+int attach_watchdog_set_epilogue(const char *const *argv)
+{
+	if (!shared)
+		return -ENOENT;
+	atomic_store(&shared->epilogue_words, 0);
+	size_t len = 0, n = 0;
+	for (; argv && argv[n]; n++) {
+		size_t l = strlen(argv[n]) + 1;
+		if (n >= EPILOGUE_WORDS || l > EPILOGUE_BYTES - len)
+			return -E2BIG;
+		memcpy(shared->epilogue + len, argv[n], l);
+		len += l;
+	}
+	shared->epilogue_len = (uint32_t)len;
+	atomic_store(&shared->epilogue_words, (uint32_t)n);
+	return 0;
 }
 
 unsigned attach_watchdog_left_ms(void)

@@ -742,6 +742,107 @@ out:
 	return r;
 }
 
+/* Directories below a salvaged bundle: a capture's go three deep. */
+#define SALVAGE_MAX_DEPTH 16
+
+static bool is_temporary(const char *name)
+{
+	size_t n = strlen(name);
+	return n >= 4 && strcmp(name + n - 4, ".tmp") == 0;
+}
+
+/* Every regular file below dfd (whose path in the bundle is prefix) into
+ * b's members, leftover temporaries removed. */
+static int salvage_walk(struct bundle *b, int dfd, const char *prefix, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int r = bundle_opendir_dup(dfd, &d);
+
+	if (r < 0)
+		return r;
+	while (r == 0 && (de = readdir(d))) {
+		const char *name = de->d_name;
+		struct stat st;
+		char path[PATH_MAX];
+
+		if (!strcmp(name, ".") || !strcmp(name, "..") ||
+		    (!*prefix && !strcmp(name, BUNDLE_MANIFEST)))
+			continue;
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    snprintf(path, sizeof(path), "%s%s", prefix, name) >= (int)sizeof(path))
+			continue;
+		if (S_ISDIR(st.st_mode) && depth < SALVAGE_MAX_DEPTH) {
+			int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0 && strlen(path) + 2 < sizeof(path)) {
+				strcat(path, "/");
+				r = salvage_walk(b, sub, path, depth + 1);
+			}
+			if (sub >= 0)
+				close(sub);
+		} else if (S_ISREG(st.st_mode) && is_temporary(name)) {
+			(void)unlinkat(dfd, name, 0);
+		} else if (S_ISREG(st.st_mode) && bundle_name_valid(path)) {
+			int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			struct member *m = fd >= 0 ? member_reserve(b, path) : NULL;
+			if (fd >= 0 && !m)
+				r = -ENOMEM;
+			/* Durable before the manifest that vouches for it. */
+			if (m && fsync(fd) == 0 && bundle_sha256_fd(fd, m->sha256, &m->bytes) == 0)
+				b->nmembers++;
+			else if (m)
+				free(m->name);
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+int bundle_salvage(const char *dir, cJSON *manifest)
+{
+	struct bundle *b = NULL;
+	char *text = NULL;
+	size_t len;
+	struct stat st;
+	int r;
+
+	if (!dir || !cJSON_IsObject(manifest)) {
+		r = -EINVAL;
+		goto out;
+	}
+	b = calloc(1, sizeof(*b));
+	if (b)
+		b->dirfd = -1;
+	if (!b || !(b->dir = strdup(dir))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	b->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (b->dirfd < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (fstatat(b->dirfd, BUNDLE_MANIFEST, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
+		r = -EEXIST; /* finished after all, or something there we will not replace */
+		goto out;
+	}
+	r = salvage_walk(b, b->dirfd, "", 0);
+	if (r == 0)
+		r = manifest_add_members(b, manifest);
+	if (r == 0)
+		r = manifest_text(manifest, &text, &len);
+	if (r == 0)
+		r = finish(b, text, len);
+out:
+	free(text);
+	cJSON_Delete(manifest);
+	if (b)
+		bundle_free(b);
+	return r;
+}
+
 int bundle_finalize_verbatim(struct bundle *b, const void *manifest, size_t len)
 {
 	int r;

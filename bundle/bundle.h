@@ -139,6 +139,18 @@ void bundle_discard(struct bundle *b);
  * when they fail: a writer that leaves nothing or a whole bundle. */
 void bundle_discard_on_failure(struct bundle *b);
 
+/* Salvage: finish the bundle in dir that its writer left without a
+ * manifest (it was killed: the watchdog's epilogue, attach.h). Every
+ * regular file below dir is a member as it stands (members are renamed
+ * into place whole; a stream has the lines written so far), hashed and
+ * listed in manifest's "members"; leftover temporaries (".tmp") are
+ * removed; anything else (a symlink, a FIFO) is left unlisted, for verify
+ * to name. manifest.json is written last, as bundle_finalize writes it.
+ * dir must not be a symbolic link (-ELOOP); -EEXIST if it has a manifest
+ * already (then nothing is touched). Ownership of manifest passes to the
+ * call, whatever it returns. */
+int bundle_salvage(const char *dir, cJSON *manifest);
+
 /* Path of the bundle directory. */
 const char *bundle_dir(const struct bundle *b);
 

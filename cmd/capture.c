@@ -25,6 +25,7 @@
 #include "cmd/cli/util.h"
 #include "cmd/engine/engine.h"
 #include "cmd/group_capture.h"
+#include "cmd/watchdog_epilogue.h"
 #include "timeline/leakwatch.h"
 #include "timeline/proc_sampler.h"
 #include "version.h"
@@ -152,7 +153,8 @@ static void usage(FILE *f)
 	      "                          EINTR when it has a timeout), and with this option\n"
 	      "                          read every blocked thread from /proc\n"
 	      "     --watchdog MS        kill diag-attach itself if it ever holds the target\n"
-	      "                          longer than MS (default 1000; 0 = off)\n"
+	      "                          longer than MS (default 1000; 0 = off); the bundle\n"
+	      "                          then gets a manifest that says so (exit 137)\n"
 	      " -q, --quiet              no progress line\n"
 	      " -h, --help               display this help\n"
 	      " -V, --version            display version\n"
@@ -176,6 +178,8 @@ static void usage(FILE *f)
 	      " 13  the process is not dumpable; --force captures it anyway\n"
 	      " 14  /proc belongs to another pid namespace (mount one for this namespace)\n"
 	      " 15  perf events refused and --cpu-engine perf asked for them\n"
+	      "137  killed by the watchdog (--watchdog), which released the target; the\n"
+	      "     bundle gets a manifest that says so (capture.ended_by) a moment later\n"
 	      "\n"
 	      "See diag-attach(1).\n",
 	      f);
@@ -213,7 +217,8 @@ static void dump_usage(FILE *f)
 	      "     --debuginfod         allow DEBUGINFOD_URLS lookups (can stall for minutes)\n"
 	      "     --force              dump a process that is not dumpable\n"
 	      "     --watchdog MS        kill diag-attach itself if it ever holds the target\n"
-	      "                          longer than MS (default 1000; 0 = off)\n"
+	      "                          longer than MS (default 1000; 0 = off); the bundle\n"
+	      "                          then gets a manifest that says so (exit 137)\n"
 	      "     --annotate, --record-environ, --with-binaries: as for a capture, with -o\n"
 	      " -q, --quiet              no messages but errors\n"
 	      " -h, --help               display this help\n"
@@ -931,6 +936,11 @@ static int run_capture(int argc, char **argv, bool dump)
 	 * tracer's tracees). */
 	if (opt.watchdog_ms && attach_watchdog_start(opt.watchdog_ms) < 0 && !quiet)
 		die_message("warning: could not start the watchdog; continuing without it");
+	/* Killed by it, we can write nothing; it then runs us once more to
+	 * give the bundle a manifest that says so (watchdog_epilogue.c). Not
+	 * for a single output file: its bundle is a directory of our own. */
+	if (attach_watchdog_running() && dir && !file_format)
+		watchdog_epilogue_arm(s, dir);
 	capture_trace_phase("watchdog started");
 
 	int exit_code = EXIT_OK;

@@ -12,6 +12,7 @@
 #include "pem.h"
 #include "report.h"
 #include "top.h"
+#include "watchdog_epilogue.h"
 #include "verify.h"
 
 struct subcommand {
@@ -29,6 +30,8 @@ static const struct subcommand subcommands[] = {
 	{"diff", cmd_diff},
 	{"top", cmd_top},
 	{"dump", cmd_dump},
+	/* Not for users: what the watchdog runs once it has killed us. */
+	{WATCHDOG_EPILOGUE, cmd_watchdog_epilogue},
 };
 
 /* Started with stdin, stdout or stderr closed, the next file we open would

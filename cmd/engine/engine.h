@@ -209,6 +209,11 @@ void capture_session_note(struct capture_session *s, const char *key, cJSON *ite
 enum capture_stage capture_session_stage(const struct capture_session *s);
 /* After a successful run. */
 void capture_session_summary(const struct capture_session *s, struct capture_summary *ret);
+/* The manifest as it stands once the session is open (bundle_id, tool,
+ * target, host, started_at, annotations), as compact JSON text
+ * (malloc'd; NULL on ENOMEM): what a bundle salvaged after the tool was
+ * killed can still say (attach_watchdog_set_epilogue). */
+char *capture_session_manifest_text(const struct capture_session *s);
 /* Did the target exit while we captured it? */
 bool capture_session_target_exited(const struct capture_session *s);
 

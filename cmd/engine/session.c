@@ -318,6 +318,11 @@ enum capture_stage capture_session_stage(const struct capture_session *s)
 	return s->stage;
 }
 
+char *capture_session_manifest_text(const struct capture_session *s)
+{
+	return s->manifest ? json_print(s->manifest, false) : NULL;
+}
+
 void capture_session_summary(const struct capture_session *s, struct capture_summary *ret)
 {
 	*ret = s->summary;
