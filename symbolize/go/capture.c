@@ -417,6 +417,29 @@ void go_snapshot_stats(const struct go_snapshot *s, struct go_capture_stats *ret
 	*ret = s->stats;
 }
 
+/* Zero every pointer of p[0..n) that an earlier one repeats. */
+static int drop_repeated(uint64_t *p, size_t n)
+{
+	struct span_ix *ix = malloc((n + 1) * sizeof(*ix));
+	if (!ix)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		ix[i] = (struct span_ix){p[i], i};
+	qsort(ix, n, sizeof(*ix), cmp_span);
+	for (size_t k = 0; k < n;) {
+		size_t first = ix[k].i, e = k + 1;
+		for (; e < n && ix[e].addr == ix[k].addr; e++)
+			if (ix[e].i < first)
+				first = ix[e].i;
+		for (size_t j = k; j < e; j++)
+			if (ix[j].i != first)
+				p[ix[j].i] = 0;
+		k = e;
+	}
+	free(ix);
+	return 0;
+}
+
 /* How many entries of allgs to read, out of what runtime.allglen says:
  * never past len(runtime.allgs), which a real runtime keeps equal to it
  * (both are stored under allglock, allgs first), nor past cap(allgs), nor
@@ -536,6 +559,10 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 		break;
 	}
 	memset(ok, 0, (n + 1) * sizeof(bool));
+	/* A real allgs holds each g once; past its end (a forged length),
+	 * the heap holds older copies of the array too: each g is read once. */
+	if (s->stats.cut && drop_repeated(gptrs, n) < 0)
+		goto fail;
 
 	/* C: every g, a batch at a time, with a look at the deadline after
 	 * each: those not reached are left out */
@@ -572,6 +599,14 @@ int go_capture(struct go_target *t, go_read_mem_fn read, void *read_ctx, const s
 		g->goid = go_u64(b + L->g_goid);
 		g->stack_lo = go_u64(b + L->g_stack_lo);
 		g->stack_hi = go_u64(b + L->g_stack_hi);
+		/* A live goroutine has a stack (the runtime's are 2 KiB to
+		 * 1 GiB) and an id; what a forged pointer reads mostly has
+		 * neither, and is not shown as a goroutine. */
+		if (!g->goid || g->stack_hi <= g->stack_lo || g->stack_hi - g->stack_lo > (1ull << 30)) {
+			g->readable = false;
+			s->stats.unreadable++;
+			continue;
+		}
 		g->m = go_u64(b + L->g_m);
 		g->sched_sp = go_u64(b + L->g_sched_sp);
 		g->sched_pc = go_u64(b + L->g_sched_pc);

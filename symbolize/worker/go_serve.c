@@ -451,10 +451,16 @@ static void capture_warning(const struct go_served *g, const struct go_capture_s
 	case GO_CUT_NONE:
 		break;
 	case GO_CUT_ALLGS:
+		/* allgs's cap below its len is as forged as allglen: the
+		 * smaller of the two is what was read. */
 		o = (size_t)snprintf(out, size,
-				     "allglen %s exceeds len(runtime.allgs) %s, which a real runtime "
+				     "allglen %s exceeds len(runtime.allgs) %s%s, which a real runtime "
 				     "keeps equal to it (a forged count): read %s",
-				     a, grouped(st->allgs_len < 0 ? 0 : (uint64_t)st->allgs_len, b), c);
+				     a, grouped(st->allgs_len < 0 ? 0 : (uint64_t)st->allgs_len, b),
+				     st->allgs_len >= 0 && (uint64_t)st->allgs_len > st->allglen
+					     ? " (or its cap)"
+					     : "",
+				     c);
 		break;
 	case GO_CUT_LIMIT:
 		o = (size_t)snprintf(out, size,
