@@ -246,3 +246,120 @@ Test(pem, absurd_part_count_is_a_bad_block)
 	cr_expect_eq(pem_decode(l.text, l.len, NULL, &b), -ENOENT);
 	free(l.text);
 }
+
+/* ---- the streaming decoder (issue 54 item 1) ---- */
+
+static struct pem_bundle *decode_in_pieces(const char *text, size_t len, size_t piece,
+					   const struct pem_limits *lim, struct bundle *out)
+{
+	struct pem_decoder *d;
+	cr_assert_eq(pem_decoder_new(NULL, lim, out, &d), 0);
+	for (size_t i = 0; i < len; i += piece)
+		cr_assert_eq(pem_decoder_feed(d, text + i, len - i < piece ? len - i : piece), 0);
+	struct pem_bundle *b;
+	cr_assert_eq(pem_decoder_finish(d, &b), 0);
+	return b;
+}
+
+/* Fed a byte at a time, or in odd pieces, the log decodes to the same
+ * files as whole. */
+Test(pem, streamed_in_any_pieces)
+{
+	struct log l;
+	const struct craft_member m[] = {{"cpu.txt", "cpu\n", 4},
+					 {"leak/open_fds-1/threads.txt", "t\n", 2},
+					 {"a.txt", "", 0}};
+	log_open(&l);
+	log_bundle(&l, m, 3);
+	struct pem_bundle *whole = log_decode(&l);
+	static const size_t pieces[] = {1, 7, 64, 4096};
+	for (size_t p = 0; p < sizeof(pieces) / sizeof(pieces[0]); p++) {
+		struct pem_bundle *b = decode_in_pieces(l.text, l.len, pieces[p], NULL, NULL);
+		cr_assert_eq(b->parts, whole->parts);
+		for (size_t i = 0; i < b->parts; i++) {
+			cr_expect(b->have[i], "piece %zu: part %zu missing", pieces[p], i + 1);
+			cr_expect_str_eq(b->files[i].name, whole->files[i].name);
+			cr_expect_eq(b->files[i].len, whole->files[i].len);
+			cr_expect(b->files[i].len == 0 ||
+				  memcmp(b->files[i].data, whole->files[i].data, b->files[i].len) == 0);
+		}
+		pem_bundle_free(b);
+	}
+	pem_bundle_free(whole);
+	free(l.text);
+}
+
+/* A member past its cap, and a bundle past the total, are refused from
+ * their headers: the block is not kept, the first one is named, and
+ * pem_bundle_write touches nothing. */
+Test(pem, past_the_limits_refused_from_the_headers)
+{
+	struct log l;
+	const struct craft_member m[] = {{"small.txt", "0123456789", 10},
+					 {"big.txt", "0123456789a", 11},
+					 {"also.txt", "x", 1}};
+	log_open(&l);
+	log_bundle(&l, m, 3);
+	cr_assert_eq(fclose(l.f), 0);
+	struct pem_limits lim = PEM_LIMITS_DEFAULT;
+	lim.member_bytes = 10;
+	struct pem_bundle *b = decode_in_pieces(l.text, l.len, 100, &lim, NULL);
+	cr_expect_eq(b->past, PEM_PAST_MEMBER);
+	cr_expect_str_eq(b->past_name, "big.txt");
+	cr_expect_eq(b->past_part, 3);
+	cr_expect_eq(b->past_size, 11);
+	cr_expect(b->have[1] && !b->have[2] && !b->have[3], "decoding went on past the refusal");
+	char *tmp = tmpdir_make(), dir[4096];
+	tmpdir_join(dir, sizeof(dir), tmp, "out");
+	cr_expect_eq(pem_bundle_write(b, dir), -EFBIG);
+	cr_expect_neq(access(dir, F_OK), 0, "%s was created", dir);
+	pem_bundle_free(b);
+
+	lim = PEM_LIMITS_DEFAULT;
+	b = decode_in_pieces(l.text, l.len, 100, &lim, NULL);
+	uint64_t manifest = b->decoded_bytes - 22; /* all of it: 10 + 11 + 1 */
+	pem_bundle_free(b);
+	lim.total_bytes = manifest + 10 + 11; /* "also.txt" is one byte too many */
+	b = decode_in_pieces(l.text, l.len, 100, &lim, NULL);
+	cr_expect_eq(b->past, PEM_PAST_TOTAL);
+	cr_expect_str_eq(b->past_name, "also.txt");
+	cr_expect_eq(b->decoded_bytes, lim.total_bytes);
+	pem_bundle_free(b);
+	tmpdir_remove(tmp);
+	free(l.text);
+}
+
+/* Decoded into a bundle as it is read: committed, it verifies; given up,
+ * nothing is left, not even the directory bundle_create made. */
+Test(pem, spooled_then_committed_or_discarded)
+{
+	struct log l;
+	const struct craft_member m[] = {{"cpu.txt", "cpu\n", 4},
+					 {"leak/open_fds-1/threads.txt", "t\n", 2}};
+	log_open(&l);
+	log_bundle(&l, m, 2);
+	cr_assert_eq(fclose(l.f), 0);
+	char *tmp = tmpdir_make(), dir[4096];
+	tmpdir_join(dir, sizeof(dir), tmp, "out");
+	struct bundle *out;
+	cr_assert_eq(bundle_create(dir, &out), 0);
+	struct pem_bundle *b = decode_in_pieces(l.text, l.len, 13, NULL, out);
+	cr_assert(b->files[1].spool && !b->files[1].data, "a member held in memory");
+	cr_expect_eq(pem_bundle_write(b, dir), -EINVAL, "spooled files written as if in memory");
+	cr_expect_eq(pem_bundle_commit(b, out), 0);
+	pem_bundle_free(b);
+	size_t members = 0;
+	cr_expect_eq(bundle_verify_listed(dir, NULL, NULL, &members), 0);
+	cr_expect_eq(members, 2);
+
+	char again[4096];
+	tmpdir_join(again, sizeof(again), tmp, "again");
+	cr_assert_eq(bundle_create(again, &out), 0);
+	b = decode_in_pieces(l.text, l.len - 40, 13, NULL, out); /* the last block cut */
+	cr_expect(!b->have[2]);
+	pem_bundle_free(b);
+	bundle_discard(out);
+	cr_expect_neq(access(again, F_OK), 0, "%s was left", again);
+	tmpdir_remove(tmp);
+	free(l.text);
+}
