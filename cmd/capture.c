@@ -75,6 +75,8 @@ static void usage(FILE *f)
 	      "     --subprocesses       also capture every child the processes have or fork\n"
 	      "                          (and theirs), from the moment each is found (polled\n"
 	      "                          every 50 ms); with -- CMD, the command's\n"
+	      "     --max-processes N    with --subprocesses, capture at most N at once\n"
+	      "                          (default 32; the others are said, not captured)\n"
 	      " -o, --output DIR         bundle directory (absent or empty);\n"
 	      "                          default ./diag-PID-YYYYmmdd-HHMMSS. A name ending in\n"
 	      "                          .svg or .speedscope.json writes only that file: the\n"
@@ -253,6 +255,7 @@ enum {
 	OPT_CPU_EVENTS,
 	OPT_JSON,
 	OPT_SUBPROCESSES,
+	OPT_MAX_PROCESSES,
 	OPT_UNWIND_LATER,
 	OPT_WAKE_HZ,
 };
@@ -395,6 +398,7 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 		{"wake-hz", required_argument, NULL, OPT_WAKE_HZ},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"subprocesses", no_argument, NULL, OPT_SUBPROCESSES},
+		{"max-processes", required_argument, NULL, OPT_MAX_PROCESSES},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -403,6 +407,7 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 	o->pid = -1;
 	o->frequency_hz = 99;
 	o->interval_ns = 1000000000ull;
+	o->max_processes = GROUP_DEFAULT_LIVE;
 	o->leak_window = 12;
 	o->watchdog_ms = 1000;
 	attach_options_init(&o->attach);
@@ -461,6 +466,14 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 				hint_message("use seconds (10), or units: 500ms, 30s, 2m, 1h30m");
 				return -1;
 			}
+			break;
+		case OPT_MAX_PROCESSES:
+			if (parse_uint(optarg, GROUP_MAX_PROCESSES, &v) < 0 || v == 0) {
+				die_message("invalid --max-processes '%s' (1 to %d)", optarg,
+					    GROUP_MAX_PROCESSES);
+				return -1;
+			}
+			o->max_processes = (unsigned)v;
 			break;
 		case 'F':
 			if (parse_uint(optarg, 10000, &v) < 0) {

@@ -48,7 +48,11 @@ struct group {
 	const char *dir;
 	struct part parts[GROUP_MAX_PROCESSES];
 	size_t nparts;
-	size_t not_followed; /* children seen past GROUP_MAX_PROCESSES */
+	/* Children not captured: past GROUP_MAX_PROCESSES, or found while
+	 * --max-processes were being captured (each once, by pid; one
+	 * captured later, when a place was free, is dropped at the end). */
+	pid_t capped[GROUP_MAX_PROCESSES];
+	size_t ncapped, capped_more;
 	uint64_t started_ns, deadline_ns; /* CLOCK_MONOTONIC; deadline 0: none */
 	struct launch *launched;
 	const char *ended_by; /* "duration", "stop request", "processes exited" */
@@ -152,11 +156,33 @@ static bool known(const struct group *g, pid_t pid)
 	return false;
 }
 
+static size_t running(const struct group *g);
+
+static void note_capped(struct group *g, pid_t pid)
+{
+	for (size_t i = 0; i < g->ncapped; i++)
+		if (g->capped[i] == pid)
+			return;
+	if (g->ncapped < GROUP_MAX_PROCESSES)
+		g->capped[g->ncapped++] = pid;
+	else
+		g->capped_more++;
+}
+
+/* Children seen and never captured. */
+static size_t not_captured(const struct group *g)
+{
+	size_t n = g->capped_more;
+	for (size_t i = 0; i < g->ncapped; i++)
+		n += !known(g, g->capped[i]);
+	return n;
+}
+
 /* Start capturing pid: 0, or -errno (nothing started). */
 static int start_part(struct group *g, pid_t pid, bool followed)
 {
-	if (g->nparts == GROUP_MAX_PROCESSES) {
-		g->not_followed++;
+	if (g->nparts == GROUP_MAX_PROCESSES || (followed && running(g) >= g->opt->max_processes)) {
+		note_capped(g, pid);
 		return -ENOSPC;
 	}
 	uint64_t duration = 0;
@@ -321,8 +347,9 @@ static cJSON *group_json(const struct group *g)
 		}
 	}
 	cJSON_AddNumberToObject(o, "children_gone_before_capture", (double)gone);
-	if (g->not_followed)
-		cJSON_AddNumberToObject(o, "children_not_followed", (double)g->not_followed);
+	cJSON_AddNumberToObject(o, "max_processes", g->opt->max_processes);
+	if (not_captured(g))
+		cJSON_AddNumberToObject(o, "children_not_followed", (double)not_captured(g));
 	return o;
 }
 
@@ -394,6 +421,12 @@ static int merge_parts(struct group *g, struct bundle *b)
 		cJSON_ReplaceItemInObjectCaseSensitive(cap, "ended_by", cJSON_CreateString(g->ended_by));
 	if (!g->req->quiet)
 		print_summaries(m);
+	/* Even with -q: a capture that left processes out says so. */
+	if (not_captured(g))
+		fprintf(stderr,
+			"diag-attach: warning: %zu child process(es) not captured: at most %u are "
+			"captured at once (--max-processes; %d in all)\n",
+			not_captured(g), g->opt->max_processes, GROUP_MAX_PROCESSES);
 	if (g->launched)
 		cJSON_AddItemToObject(m, "launched", launch_json(g->launched, g->req->launch_argv, true));
 	/* The parts go before the manifest vouches for the directory. */

@@ -26,6 +26,10 @@
 #include "cmd/engine/engine.h"
 
 #define GROUP_MAX_PROCESSES 256
+/* The most captured at once unless --max-processes says otherwise: each is
+ * a capturer, two sandboxed workers and their brokers (about 5 MiB of PSS
+ * and 5 processes an idle one). */
+#define GROUP_DEFAULT_LIVE 32
 
 struct group_request {
 	const pid_t *pids;     /* given with -p (none with launch_argv) */

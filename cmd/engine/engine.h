@@ -126,6 +126,9 @@ struct capture_options {
 	bool debuginfod;
 	bool record_environ;        /* put the target's environ (redacted) in the manifest */
 	bool force;                 /* capture a non-dumpable process anyway */
+	/* --subprocesses: the most processes captured at once (each capture
+	 * is a process of ours with two sandboxed workers and their brokers). */
+	unsigned max_processes;
 	bool not_dumpable;          /* the probe found it not dumpable (recorded) */
 	bool names_only;            /* --symbols names */
 	uint64_t with_binaries_cap; /* 0: do not copy binaries into the bundle */

@@ -327,6 +327,39 @@ Test(group, launch_follows_the_commands_children, .timeout = 120)
 	rm_rf(dir);
 }
 
+/* --subprocesses with --max-processes: a shell with eight idle children
+ * and a cap of three processes at once (the shell and two children): the
+ * others are not captured, and that is said in one line (even with -q)
+ * and in the manifest, with the count the shell's children make. */
+Test(group, max_processes_caps_and_says_what_it_left_out, .timeout = 120)
+{
+	char dir[256], b[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(b, sizeof(b), "%s/b", dir);
+	const char *sh_argv[] = {"/bin/sh", "-c",
+				 "for i in 1 2 3 4 5 6 7 8; do sleep 61 & done; echo ready; wait", NULL};
+	struct target t = target_start(sh_argv, "ready");
+	sleep_ms(300); /* past the children's settle time */
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result r;
+	const char *args[] = {"-q", "-p", pid, "--subprocesses", "--max-processes", "3", "-d", "2",
+			      "-o", b, NULL};
+	tool_run(&r, args);
+	cr_expect_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
+	expect_verified(b, "--max-processes");
+	cr_expect(strstr(r.err, "6 child process(es) not captured: at most 3 are captured at once"),
+		  "no line about the 6 children left out: %s", r.err);
+	cJSON *m = manifest_need(b);
+	const cJSON *g = cJSON_GetObjectItem(m, "group");
+	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "target")), 3);
+	cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(g, "max_processes")), 3);
+	cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(g, "children_not_followed")), 6);
+	cJSON_Delete(m);
+	target_kill(&t);
+	sh("pkill -x -f 'sleep 61' || true");
+	rm_rf(dir);
+}
+
 /* nginx, a real pre-forking server, reloaded mid-capture (SIGHUP): the
  * master, the workers it had and the workers it forked on reload are all
  * in the bundle, each new worker with wall samples in its event loop. */
