@@ -311,16 +311,8 @@ static int say_dir_error(int e, const char *output)
 static int unpem_result(int e, const char *output, const char *id)
 {
 	if (e == -EEXIST || e == -ENOTDIR || e == -EACCES || e == -ENOENT || e == -ELOOP ||
-	    e == BUNDLE_UNSAFE_DIR) {
-		die_message("cannot create bundle directory '%s': %s", output,
-			    e == -EEXIST  ? "it exists and is not empty"
-			    : e == -ELOOP ? "it, or a directory in it, is a symbolic link; "
-					    "refusing to follow it"
-			    : e == BUNDLE_UNSAFE_DIR
-				? "it is another user's, or writable by others; refusing it"
-				: strerror(-e));
-		return EXIT_OUTPUT_DIR;
-	}
+	    e == BUNDLE_UNSAFE_DIR)
+		return say_dir_error(e, output); /* exit 9, as for capture */
 	if (e == -EINVAL) { /* pem_decode refuses these first: a last line of defence */
 		die_message("refusing a member name of bundle %s; nothing was written", id);
 		return EXIT_UNSAFE_NAME;

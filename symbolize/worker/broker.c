@@ -90,22 +90,15 @@ static int fetch(struct debuginfod_api *api, const struct broker_request *rq)
 
 static int serve_open(pid_t pid, int rootfd, struct debuginfod_api *api, const struct broker_request *rq)
 {
-	if (rq->op == OP_DEBUGINFOD) {
-		int fd = fetch(api, rq);
-		if (fd < 0)
-			return fd;
-		int r = require_elf(fd);
-		if (r < 0) {
-			close(fd);
-			return r;
-		}
-		return fd;
-	}
-	pid_t tid = attach_memory_tid(pid);
 	int fd;
-	if (!memchr(rq->path, '\0', sizeof(rq->path)))
+	/* OP_DEBUGINFOD's path holds the build-id's bytes, not a string. */
+	if (rq->op != OP_DEBUGINFOD && !memchr(rq->path, '\0', sizeof(rq->path)))
 		return -ENAMETOOLONG;
+	pid_t tid = rq->op == OP_DEBUGINFOD ? pid : attach_memory_tid(pid);
 	switch (rq->op) {
+	case OP_DEBUGINFOD:
+		fd = fetch(api, rq);
+		break;
 	case OP_MAPPED: {
 		struct maps_entry e = {.start = rq->start, .limit = rq->limit, .offset = rq->offset,
 				       .inode = rq->inode, .dev_major = rq->dev_major,
