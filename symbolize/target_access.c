@@ -146,7 +146,11 @@ static int mem_read_ranges(const struct iovec *local, const struct iovec *remote
 	for (size_t i = 0; i < n && r == 0;) {
 		uint64_t start = refs[i].addr, end = start + refs[i].len;
 		size_t j = i + 1;
-		while (j < n && refs[j].addr <= end + MERGE_GAP && refs[j].addr >= start &&
+		/* The addresses are the target's to forge: a range that wraps
+		 * past the top is read alone (and fails), never merged. */
+		while (j < n && end >= start && end - start <= MERGE_MAX &&
+		       refs[j].addr + refs[j].len >= refs[j].addr && refs[j].addr - start <= MERGE_MAX &&
+		       refs[j].addr <= end + MERGE_GAP &&
 		       (refs[j].addr + refs[j].len > end ? refs[j].addr + refs[j].len : end) - start <=
 			       MERGE_MAX) {
 			if (refs[j].addr + refs[j].len > end)
