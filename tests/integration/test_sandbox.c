@@ -82,17 +82,21 @@ static void expect_own_namespace(pid_t pid, const char *kind)
 	cr_expect_str_neq(la, lb, "the worker shares our %s namespace", kind);
 }
 
-/* Run gdb on pid with the commands (each an -ex), its output into out. */
+/* Run gdb on pid with the commands (each an -ex), its output into out.
+ * Its files are read on the host (sysroot /, the tool's binary named):
+ * gdb would look for them in the worker's mount namespace, where /tmp is
+ * an empty tmpfs and a checkout under /tmp is not there. */
 static void gdb_batch(pid_t pid, const char *const *cmds, char *out, size_t size)
 {
 	char cmd[4096];
+	const char *tool = getenv("DIAG_ATTACH");
+	cr_assert(tool, "DIAG_ATTACH not set (run through meson test)");
 	int n = snprintf(cmd, sizeof(cmd),
-			 "gdb -nx -batch -p %d -ex 'set confirm off' -ex 'set unwindonsignal on' "
-			 "-ex 'handle SIGSYS nostop noprint pass'",
-			 (int)pid);
+			 "gdb -nx -batch -iex 'set sysroot /' -ex 'set confirm off' "
+			 "-ex 'set unwindonsignal on' -ex 'handle SIGSYS nostop noprint pass'");
 	for (size_t i = 0; cmds[i]; i++)
 		n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, " -ex '%s'", cmds[i]);
-	snprintf(cmd + n, sizeof(cmd) - (size_t)n, " 2>&1");
+	snprintf(cmd + n, sizeof(cmd) - (size_t)n, " '%s' %d 2>&1", tool, (int)pid);
 	shell_output(cmd, out, size);
 }
 
