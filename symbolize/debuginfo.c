@@ -63,28 +63,6 @@ static bool crc_matches(int fd, uint32_t want)
 	return n == 0 && crc == want;
 }
 
-/* Is fd the debug file of mod? */
-static bool is_debug_file_of(Dwfl_Module *mod, int fd, uint32_t crc)
-{
-	const unsigned char *want;
-	GElf_Addr vaddr;
-	int want_len = dwfl_module_build_id(mod, &want, &vaddr);
-
-	if (want_len > 0) {
-		Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-		const void *got = NULL;
-		ssize_t got_len = elf ? dwelf_elf_gnu_build_id(elf, &got) : -1;
-		bool same = got_len == want_len && memcmp(got, want, (size_t)want_len) == 0;
-
-		elf_end(elf);
-		return same;
-	}
-	return crc_matches(fd, crc);
-}
-
-/* The host's debug store, where debug files are found by build-id. */
-static const char debug_store[] = "/usr/lib/debug";
-
 /* Does the ELF open as fd carry this build-id? */
 static bool has_build_id(int fd, const unsigned char *want, size_t want_len)
 {
@@ -95,6 +73,36 @@ static bool has_build_id(int fd, const unsigned char *want, size_t want_len)
 
 	elf_end(elf);
 	return same;
+}
+
+/* Is fd the debug file of mod? */
+static bool is_debug_file_of(Dwfl_Module *mod, int fd, uint32_t crc)
+{
+	const unsigned char *want;
+	GElf_Addr vaddr;
+	int want_len = dwfl_module_build_id(mod, &want, &vaddr);
+
+	if (want_len > 0)
+		return has_build_id(fd, want, (size_t)want_len);
+	return crc_matches(fd, crc);
+}
+
+/* The host's debug store, where debug files are found by build-id. */
+static const char debug_store[] = "/usr/lib/debug";
+
+/* fd (a candidate opened as name, or -errno) if it carries the build-id,
+ * its name in *ret_name; else -1, closed. */
+static int keep_if_build_id(int fd, const unsigned char *id, size_t len, const char *name,
+			    char **ret_name)
+{
+	if (fd < 0)
+		return -1;
+	if (!has_build_id(fd, id, len)) {
+		close(fd);
+		return -1;
+	}
+	*ret_name = strdup(name);
+	return fd;
 }
 
 /* By build-id in the host's debug store, through target_access.h (a
@@ -117,14 +125,7 @@ static int open_by_build_id(const unsigned char *id, size_t len, char **ret_name
 		fd = b->fetch_debuginfo(b->arg, id, len);
 		snprintf(path, sizeof(path), "debuginfod");
 	}
-	if (fd < 0)
-		return -1;
-	if (!has_build_id(fd, id, len)) {
-		close(fd);
-		return -1;
-	}
-	*ret_name = strdup(path);
-	return fd;
+	return keep_if_build_id(fd, id, len, path, ret_name);
 }
 
 /* Set while a dwz alt file is looked for: dwfl_module_getdwarf, called for
@@ -155,15 +156,8 @@ static int find_alt(Dwfl_Module *mod, const char *altlink, char **ret_name)
 	fd = open_by_build_id(id, (size_t)idlen, ret_name);
 	if (fd >= 0 || altlink[0] != '/')
 		return fd;
-	fd = target_open_debug(-1, false, altlink);
-	if (fd < 0)
-		return -1;
-	if (!has_build_id(fd, id, (size_t)idlen)) {
-		close(fd);
-		return -1;
-	}
-	*ret_name = strdup(altlink);
-	return fd;
+	return keep_if_build_id(target_open_debug(-1, false, altlink), id, (size_t)idlen, altlink,
+				ret_name);
 }
 
 /* By build-id: libdwfl's own lookup (which may ask debuginfod) when this

@@ -112,7 +112,7 @@ int symbolize_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e)
 int sym_open_debug_direct(int dirfd, bool in_root, const char *path)
 {
 	struct open_how how = {
-		.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (in_root ? O_NOFOLLOW : 0),
+		.flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC,
 		.resolve =
 			in_root ? RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS : RESOLVE_NO_MAGICLINKS,
 	};

@@ -45,7 +45,7 @@ struct target_broker {
 	/* The file of a mapping of the target, as symbolize_open_mapped. */
 	int (*open_mapped)(void *arg, const struct maps_entry *e);
 	/* A separate debug file by path: in the target's root (confined
-	 * there, no symlink at the end) or the host's (an absolute path). */
+	 * there) or the host's (an absolute path); no symlink at the end. */
 	int (*open_debug)(void *arg, bool in_target_root, const char *path);
 	int (*open_file)(void *arg, enum target_file which);
 	/* A debug file by build-id from debuginfod (--debuginfod), or NULL:
@@ -70,8 +70,8 @@ int target_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e);
 
 /* A candidate separate debug file: path inside rootfd (in_target_root:
  * confined there, RESOLVE_IN_ROOT) or on the host, never through a magic
- * link, never blocking, no symlink as the last component inside the
- * target's root. A read-only fd of a regular file, or -errno. */
+ * link, never blocking, no symlink as the last component. A read-only fd
+ * of a regular file, or -errno. */
 int target_open_debug(int rootfd, bool in_target_root, const char *path);
 
 /* One of pid's other files. For TARGET_FILE_PERFMAP the file has passed

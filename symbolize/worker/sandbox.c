@@ -176,6 +176,7 @@ int sandbox_enter(volatile struct sandbox_status *st)
 	if (getppid() != tool)
 		_exit(0);
 	prctl(PR_SET_DUMPABLE, 0);
+	/* A crash must not leave a core of the target's memory around. */
 	struct rlimit no_core = {0, 0};
 	setrlimit(RLIMIT_CORE, &no_core);
 	struct sigaction sa;
