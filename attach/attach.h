@@ -355,6 +355,13 @@ int attach_read_maps(const struct attach_target *t, struct process_capture *pc);
  * resolution. 0 or -errno. */
 int attach_target_cpu_ns(const struct attach_target *t, uint64_t *ret);
 
+/* This machine's CPU time so far, in clock ticks (the first line of
+ * /proc/stat): all of it, and the part the hypervisor took (steal: time
+ * a vCPU had work and the host ran something else). perf's cpu-clock
+ * counts stolen time as the running thread's; /proc and schedstat do
+ * not. 0 or -errno. */
+int attach_machine_cpu_ticks(uint64_t *all, uint64_t *stolen);
+
 /* One thread's on-CPU time (the first field of its schedstat: the
  * scheduler's own nanoseconds, not clock ticks). */
 struct thread_cpu {

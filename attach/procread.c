@@ -62,6 +62,24 @@ int attach_target_cpu_ns(const struct attach_target *t, uint64_t *ret)
 	return 0;
 }
 
+int attach_machine_cpu_ticks(uint64_t *all, uint64_t *stolen)
+{
+	char buf[512];
+	ssize_t n = procfs_read_at(AT_FDCWD, "/proc/stat", buf, sizeof(buf));
+	if (n <= 0)
+		return n < 0 ? (int)n : -EIO;
+	/* cpu user nice system idle iowait irq softirq steal ... */
+	unsigned long long v[8];
+	if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7]) != 8)
+		return -EINVAL;
+	*all = 0;
+	for (int i = 0; i < 8; i++)
+		*all += v[i];
+	*stolen = v[7];
+	return 0;
+}
+
 int attach_threads_cpu_ns(const struct attach_target *t, struct thread_cpu **ret, size_t *n)
 {
 	*ret = NULL;

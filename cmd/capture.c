@@ -771,6 +771,16 @@ static void print_summary(const struct capture_summary *sum)
 		sum->cpu_engine, (unsigned long long)sum->cpu_samples, sum->target_cpu_s, share,
 		sum->cpu_samples_expected, sum->hz, (unsigned long long)sum->lost,
 		(unsigned long long)sum->throttled, (unsigned long long)sum->stops);
+	/* A host that took the vCPUs away: cpu-clock counted that time as
+	 * the threads', so the sample count runs over the CPU time. */
+	if (sum->steal_share > 0.10 && sum->cpu_samples_expected >= sum->hz &&
+	    (double)sum->cpu_samples > 1.1 * sum->cpu_samples_expected)
+		fprintf(stderr,
+			"diag-attach: warning: the hypervisor took %.0f%% of this machine's CPU time during "
+			"the capture (steal in /proc/stat): perf counted it as the target's, so there are "
+			"more CPU samples than its CPU time asks for; cpu.pprof's totals are weighed to the "
+			"kernel's own\n",
+			100 * sum->steal_share);
 	/* Only when it moved the total by more than rounding. */
 	if (sum->cpu_sampled_s > 0 && fabs(sum->cpu_weighed_s - sum->cpu_sampled_s) >= 0.01 * sum->cpu_sampled_s)
 		fprintf(stderr,
@@ -994,6 +1004,14 @@ static int run_capture(int argc, char **argv, bool dump)
 			exit_code = capture_print_bundle_path(dir);
 		else if (dir && !quiet)
 			fprintf(stderr, "diag-attach: bundle written to %s\n", dir);
+		/* The policy at attach, applied to what the target became. */
+		if (sum.ended_by_exec_not_dumpable && exit_code == EXIT_OK) {
+			die_message("pid %d exec'd a program that is not dumpable (setuid, or "
+				    "PR_SET_DUMPABLE 0): the capture ended there",
+				    (int)opt.pid);
+			hint_message("the bundle holds what came before the exec; --force captures on");
+			exit_code = EXIT_NOT_DUMPABLE;
+		}
 	}
 	attach_watchdog_stop();
 	capture_session_free(s);

@@ -86,6 +86,9 @@ enum capture_cpu_events {
 
 /* What a sampled capture measured, for its summary line. */
 struct capture_summary {
+	/* The target exec'd a program that is not dumpable and the capture
+	 * ended there (no --force): the exit is EXIT_NOT_DUMPABLE. */
+	bool ended_by_exec_not_dumpable;
 	bool sampled;            /* false: a snapshot (nothing below is set) */
 	const char *cpu_engine;  /* "perf" or "ptrace" */
 	const char *wall_engine; /* "perf" (no stops) or "ptrace" */
@@ -96,6 +99,9 @@ struct capture_summary {
 	double hz;
 	uint64_t cpu_samples;
 	double cpu_samples_expected; /* target_cpu_s x hz: what its CPU time asks for */
+	/* The hypervisor's share of the machine's CPU time over the capture
+	 * (steal in /proc/stat); -1 when unknown. */
+	double steal_share;
 	/* perf: cpu.pprof's CPU time as sampled and as weighed to the
 	 * threads' schedstat (cpu_weigh.h); both 0 when not weighed. */
 	double cpu_sampled_s, cpu_weighed_s;

@@ -207,6 +207,7 @@ struct sampler {
 	struct addrset *warmed;
 	size_t last_threads;
 	bool have_last, target_exited, prepared_once;
+	bool exec_not_dumpable; /* ended: the target exec'd a non-dumpable program */
 	/* CPU samples from perf events (NULL: from the stops above, weighted
 	 * by schedstat); perf_refused: why not (-errno), 0 if used. */
 	struct cpu_perf *perf;
@@ -245,6 +246,9 @@ struct sampler {
 	bool final_was_last_tick;
 	uint64_t cpu_ns_start, cpu_ns_last; /* the target's utime+stime, /proc */
 	uint64_t target_cpu_read_ns;        /* when cpu_ns_last was read */
+	/* The machine's CPU ticks and the hypervisor's part of them, at the
+	 * start (attach_machine_cpu_ticks); all 0 when unreadable. */
+	uint64_t machine_ticks_start, stolen_ticks_start;
 	int exit_signal_seen;
 };
 
@@ -1059,6 +1063,8 @@ static int start_cpu_engine(struct sampler *sp)
 	const struct capture_options *o = sp->s->opt;
 	if (attach_target_cpu_ns(&sp->s->target, &sp->cpu_ns_start) == 0)
 		sp->cpu_ns_last = sp->cpu_ns_start;
+	if (attach_machine_cpu_ticks(&sp->machine_ticks_start, &sp->stolen_ticks_start) < 0)
+		sp->machine_ticks_start = sp->stolen_ticks_start = 0;
 	if (!o->frequency_hz)
 		return 0;
 	if (o->cpu_engine == CAPTURE_CPU_PTRACE) {
@@ -1144,6 +1150,12 @@ static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
 	sum->target_cpu_s = (double)(sp->cpu_ns_last - sp->cpu_ns_start) / 1e9;
 	sum->cpu_samples = sp->cpu_samples;
 	sum->cpu_samples_expected = sum->target_cpu_s * sum->hz;
+	uint64_t all = 0, stolen = 0;
+	sum->steal_share = -1;
+	if (sp->machine_ticks_start && attach_machine_cpu_ticks(&all, &stolen) == 0 &&
+	    all > sp->machine_ticks_start && stolen >= sp->stolen_ticks_start)
+		sum->steal_share = (double)(stolen - sp->stolen_ticks_start) /
+				   (double)(all - sp->machine_ticks_start);
 	if (sp->perf) {
 		struct perf_sampler_stats st;
 		cpu_perf_stats(sp->perf, &st);
@@ -1168,6 +1180,8 @@ static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
 	cJSON_AddNumberToObject(cpu, "target_cpu_s", sum->target_cpu_s);
 	cJSON_AddNumberToObject(cpu, "samples", (double)sum->cpu_samples);
 	cJSON_AddNumberToObject(cpu, "samples_expected", sum->cpu_samples_expected);
+	if (sum->steal_share >= 0)
+		cJSON_AddNumberToObject(cpu, "machine_steal_share", sum->steal_share);
 	if (sp->perf)
 		cpu_perf_describe(sp->perf, cJSON_AddObjectToObject(cpu, "perf"));
 	else
@@ -1259,7 +1273,9 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 	 * channels, and the goroutine list read from a process standing still. */
 	const struct process_capture *final = NULL;
 	const struct unwound_stack *final_stacks = NULL;
-	int fr = sp->target_exited ? -ESRCH : capture_consistent(s, &sp->ao, &sp->cur);
+	/* Nothing is stopped or read of a program the policy refuses. */
+	int fr = sp->target_exited || sp->exec_not_dumpable ? -ESRCH
+							    : capture_consistent(s, &sp->ao, &sp->cur);
 	if (fr == 0 && grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) == 0) {
 		pause_add(&sp->pause, sp->cur.hold_ns);
 		sp->late_samples += sp->cur.nlate;
@@ -1565,6 +1581,12 @@ int sampler_run(struct capture_session *s)
 			r = timeline_run_tick(sp.timeline);
 			if (sp.wall_perf)
 				cpu_mark = tick_cpu_ns(&sp);
+			if (r == TIMELINE_EXEC_NOT_DUMPABLE) {
+				sp.exec_not_dumpable = true;
+				s->summary.ended_by_exec_not_dumpable = true;
+				capture_trace_phase("target exec'd a program that is not dumpable");
+				break;
+			}
 			if (r == -ESRCH) {
 				sp.target_exited = true;
 				break;
@@ -1720,7 +1742,8 @@ int sampler_run(struct capture_session *s)
 		cJSON_AddBoolToObject(cap, "no_interrupt_blocked", sp.ao.no_interrupt_blocked);
 		cJSON_AddNumberToObject(cap, "stack_bytes_max", (double)o->attach.stack_bytes_max);
 		cJSON_AddNumberToObject(cap, "stop_timeout_ms", o->attach.stop_timeout_ms);
-		const char *ended = sp.target_exited ? "target_exited"
+		const char *ended = sp.exec_not_dumpable ? "exec_not_dumpable"
+				    : sp.target_exited ? "target_exited"
 				    : *s->opt->stop_requests ? "signal"
 				    : o->duration_ns ? "duration" : "signal";
 		cJSON_AddStringToObject(cap, "ended_by", ended);

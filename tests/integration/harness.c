@@ -440,6 +440,21 @@ int go_pprof(const char *args, const char *file, char *out, size_t out_size, cha
 	return status;
 }
 
+int upstream_pprof_raw(const char *pprof, const char *file, char *out, size_t out_size, char *err,
+		       size_t err_size)
+{
+	char errp[] = "/tmp/diag-test-pprof-err-XXXXXX";
+	int efd = mkstemp(errp);
+	cr_assert(efd >= 0);
+	char cmd[8192];
+	snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} '%s' -raw '%s' 2>'%s'", pprof, file, errp);
+	int status = shell_output(cmd, out, out_size);
+	slurp_fd(efd, err, err_size);
+	close(efd);
+	unlink(errp);
+	return status;
+}
+
 uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -473,6 +488,42 @@ void loaders_stop(pid_t l[2])
 		kill(l[i], SIGKILL);
 		waitpid(l[i], NULL, 0);
 	}
+}
+
+void steal_mark(struct steal_mark *m)
+{
+	m->steal = m->total = 0;
+	FILE *f = fopen("/proc/stat", "re");
+	if (!f)
+		return;
+	unsigned long long v[10] = {0};
+	/* cpu user nice system idle iowait irq softirq steal guest guest_nice */
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7]) == 8) {
+		m->steal = v[7];
+		for (int i = 0; i < 8; i++)
+			m->total += v[i];
+	}
+	fclose(f);
+}
+
+double steal_share_since(const struct steal_mark *m)
+{
+	struct steal_mark now;
+	steal_mark(&now);
+	if (now.total <= m->total || now.steal < m->steal)
+		return 0;
+	return (double)(now.steal - m->steal) / (double)(now.total - m->total);
+}
+
+void skip_if_stolen(const struct steal_mark *m, const char *what)
+{
+	double share = steal_share_since(m);
+	fprintf(stderr, "hypervisor steal during the run: %.1f %%\n", 100 * share);
+	if (share > STEAL_SKIP_SHARE)
+		cr_skip_test("the hypervisor took %.0f %% of this machine's CPU time (steal in "
+			     "/proc/stat): %s not judged",
+			     100 * share, what);
 }
 
 bool path_exists(const char *dir, const char *name)

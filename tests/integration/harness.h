@@ -190,6 +190,25 @@ void sleep_ms(unsigned ms);
 void loaders_start(pid_t out[2]);
 void loaders_stop(pid_t l[2]);
 
+/* The hypervisor's share of this machine's CPU time (steal in /proc/stat)
+ * since a mark. A virtual machine whose host is overcommitted runs its
+ * vCPUs only part of the time: perf's cpu-clock counts the stolen time as
+ * the running thread's, the kernel's accounting (schedstat, /proc) does
+ * not, and every deadline stretches. Timing truths cannot be judged on
+ * such a machine; tests that judge them skip, saying so, above
+ * STEAL_SKIP_SHARE. */
+struct steal_mark {
+	unsigned long long steal, total;
+};
+#define STEAL_SKIP_SHARE 0.15
+void steal_mark(struct steal_mark *m);
+/* 0..1; 0 when /proc/stat cannot be read. */
+double steal_share_since(const struct steal_mark *m);
+/* Skip the running test (criterion) when the hypervisor took more than
+ * STEAL_SKIP_SHARE of the CPU time since m, naming the share and what
+ * was not judged. */
+void skip_if_stolen(const struct steal_mark *m, const char *what);
+
 /* Does dir/name exist (name NULL: dir itself)? lstat: a dangling symlink
  * counts. */
 bool path_exists(const char *dir, const char *name);
@@ -287,6 +306,9 @@ bool have_go(void);
  * into err (NUL-terminated). */
 int go_pprof(const char *args, const char *file, char *out, size_t out_size, char *err,
 	     size_t err_size);
+/* upstream pprof (a binary, not `go tool`) -raw file: the same outputs. */
+int upstream_pprof_raw(const char *pprof, const char *file, char *out, size_t out_size, char *err,
+		       size_t err_size);
 
 /* Send a command line ("dump2 FILE") to the Go fixture and wait for its
  * "ok" answer. */

@@ -185,8 +185,16 @@ Test(reliability_stress, a9_pause_bound_200_threads, .timeout = 600)
 	/* Default rate (99 Hz). The pause budget is the stopping wall
 	 * engine's: the default one stops no one at its ticks. */
 	const char *extra[] = {"-d", "10s", "--wall-engine", "ptrace", NULL};
+	struct steal_mark stolen;
+	steal_mark(&stolen);
 	capture_spawn(&c, rt.t.pid, extra);
 	free(capture_finish(&c, 60000));
+	/* A hold lasts until 200 threads have each been scheduled once: on a
+	 * vCPU the host takes away, that is the host's time, not ours. */
+	if (steal_share_since(&stolen) > STEAL_SKIP_SHARE) {
+		rel_capture_done(&rt, &c, NULL);
+		skip_if_stolen(&stolen, "the pause budget");
+	}
 	double with_ms = (double)atomic_load(&rt.sh->max_gap_ns) / 1e6;
 
 	cJSON *m = manifest_load(c.out);
