@@ -236,8 +236,16 @@ static int on_finding(struct timeline_run *t, const struct leakwatch_finding *f)
 int timeline_run_tick(struct timeline_run *t)
 {
 	cJSON *target = cJSON_GetObjectItemCaseSensitive(t->s->manifest, "target");
-	if (target && target_info_follow_exec(&t->s->target, target, t->s->opt->record_environ) < 0)
+	int exec = target ? target_info_follow_exec(&t->s->target, target, t->s->opt->record_environ) : 0;
+	if (exec < 0)
 		return -ENOMEM;
+	/* Before anything is read of the new program. */
+	struct attach_probe pr;
+	if (exec == 1 && !t->s->opt->force && attach_target_probe(t->s->target.pid, &pr) == 0 &&
+	    !pr.dumpable) {
+		cJSON_AddFalseToObject(target, "dumpable");
+		return TIMELINE_EXEC_NOT_DUMPABLE;
+	}
 	struct timeline_sample smp;
 	int r = proc_sampler_sample(t->ps, &smp);
 	if (r < 0)

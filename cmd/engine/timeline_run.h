@@ -17,9 +17,16 @@ struct timeline_run;
  * is gone; a bundle write error is passed through). */
 int timeline_run_new(struct capture_session *s, struct timeline_run **ret);
 
+/* timeline_run_tick's answer when the target has exec'd a program that
+ * is not dumpable (setuid, file capabilities, PR_SET_DUMPABLE 0): the
+ * policy at attach holds for the new program, so the capture ends there
+ * unless --force, taking nothing more from it. */
+#define TIMELINE_EXEC_NOT_DUMPABLE 1
+
 /* Take one sample, append it, feed the watchdog and dump on a finding.
- * Returns 0, -ESRCH when the target has exited, or -errno on a write
- * failure. */
+ * First, follow an exec (target_info_follow_exec) and re-check
+ * dumpability. Returns 0, TIMELINE_EXEC_NOT_DUMPABLE, -ESRCH when the
+ * target has exited, or -errno on a write failure. */
 int timeline_run_tick(struct timeline_run *t);
 
 /* Add the timeline's summary and the findings to the manifest. */

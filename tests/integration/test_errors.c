@@ -701,3 +701,71 @@ Test(errors, d8_top_refuses_non_dumpable_unless_forced)
 	target_kill(&t);
 	rm_rf(dir);
 }
+
+/* ---- D8 on exec ---- */
+
+/* A target that execs a set-user-ID program mid-capture meets the policy
+ * it would have met at attach: the capture ends at the timeline point
+ * that sees the exec, with a whole bundle, exit 13 and --force named; with
+ * --force the capture goes on. The program is a set-user-ID root copy of
+ * sleep run by nobody: its /proc files turn root's while its gid stays
+ * nobody's, which is how the kernel says "not dumpable". */
+static struct target start_nobody_then_setuid(const char *suid_prog)
+{
+	char script[600];
+	snprintf(script, sizeof(script), "echo ready; sleep 3; exec %s 60", suid_prog);
+	const char *argv[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+			      "/bin/sh", "-c", script, NULL};
+	return target_start(argv, "ready");
+}
+
+Test(errors, d8_exec_of_a_setuid_program_ends_the_capture_unless_forced, .timeout = 120)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root: the target drops to nobody and execs a set-user-ID copy");
+	if (access("/usr/bin/setpriv", X_OK) != 0)
+		cr_skip_test("/usr/bin/setpriv (util-linux) is missing");
+	char dir[256], prog[300];
+	make_tmpdir(dir, sizeof(dir));
+	cr_assert_eq(chmod(dir, 0755), 0);
+	snprintf(prog, sizeof(prog), "%s/suid-sleep", dir);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "cp /bin/sleep '%s' && chmod 4755 '%s'", prog, prog);
+	cr_assert_eq(sh(cmd), 0);
+
+	for (int forced = 0; forced < 2; forced++) {
+		struct target t = start_nobody_then_setuid(prog);
+		char pid[16], out[320];
+		snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+		snprintf(out, sizeof(out), "%s/b%d", dir, forced);
+		const char *args[] = {"-p", pid, "-q", "-o", out, "-d", "8s", "-i", "200ms",
+				      forced ? "--force" : NULL, NULL};
+		struct tool_result r;
+		tool_run(&r, args);
+		if (forced) {
+			cr_expect_eq(r.exit_code, 0, "--force: exit %d: %s", r.exit_code, r.err);
+		} else {
+			cr_expect_eq(r.exit_code, EXIT_NOT_DUMPABLE, "exit %d, want %d: %s", r.exit_code,
+				     EXIT_NOT_DUMPABLE, r.err);
+			expect_message(r.err, "not dumpable", "--force");
+		}
+		expect_verified(out, forced ? "forced capture" : "capture ended at the exec");
+		cJSON *m = manifest_need(out);
+		const cJSON *cap = cJSON_GetObjectItem(m, "capture");
+		const char *ended = cJSON_GetStringValue(cJSON_GetObjectItem(cap, "ended_by"));
+		cr_expect(ended && strcmp(ended, forced ? "duration" : "exec_not_dumpable") == 0,
+			  "ended_by %s", ended ? ended : "(none)");
+		const cJSON *target = cJSON_GetObjectItem(m, "target");
+		cr_expect(cJSON_GetArraySize(cJSON_GetObjectItem(target, "exec_from")) == 1,
+			  "the exec is not in target.exec_from");
+		const char *exe = cJSON_GetStringValue(cJSON_GetObjectItem(target, "exe"));
+		cr_expect(exe && strstr(exe, "suid-sleep"), "target.exe %s", exe ? exe : "(none)");
+		if (!forced)
+			cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(target, "dumpable")),
+				  "target.dumpable is not false");
+		cJSON_Delete(m);
+		expect_untouched(t.pid, forced ? "forced capture" : "capture ended at the exec");
+		target_kill(&t);
+	}
+	rm_rf(dir);
+}
