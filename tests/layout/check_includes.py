@@ -16,13 +16,17 @@ MAY_INCLUDE = {
     'attach': set(),
     'symbolize': set(),
     'symbolize/go': {'symbolize'},  # symbolize/arrays.h only (header-only)
+    # A CPython's frames read from its memory (through symbolize/'s
+    # target_access.h), in the workers.
+    'symbolize/python': {'symbolize'},
     'timeline': set(),
     'bundle': set(),
     # Interpretation of captures: the unwinder over attach's copies, and the
     # sandboxed workers that unwind, symbolize and read a Go runtime (whose
     # profiles they encode with bundle/profile.h).
     'symbolize/unwind': {'attach', 'symbolize'},
-    'symbolize/worker': {'attach', 'symbolize', 'symbolize/unwind', 'symbolize/go', 'bundle'},
+    'symbolize/worker': {'attach', 'symbolize', 'symbolize/unwind', 'symbolize/go',
+                         'symbolize/python', 'bundle'},
     # Reading and rendering finished bundles.
     'bundle/read': {'bundle', 'timeline'},
     # The subcommands' shared helpers, and the capture engine.
@@ -30,8 +34,8 @@ MAY_INCLUDE = {
     'cmd/engine': {'attach', 'symbolize', 'symbolize/go', 'symbolize/unwind',
                    'symbolize/worker', 'timeline', 'bundle'},
     # The subcommands: anything.
-    'cmd': {'attach', 'symbolize', 'symbolize/go', 'symbolize/unwind', 'symbolize/worker',
-            'timeline', 'bundle', 'bundle/read', 'cmd/cli', 'cmd/engine'},
+    'cmd': {'attach', 'symbolize', 'symbolize/go', 'symbolize/python', 'symbolize/unwind',
+            'symbolize/worker', 'timeline', 'bundle', 'bundle/read', 'cmd/cli', 'cmd/engine'},
 }
 # Generated into the build tree, named as if they lived here.
 GENERATED = {'version.h': 'cmd', 'bundle/profile.pb-c.h': 'bundle'}
