@@ -92,10 +92,11 @@ install_browser_driver() {
 	fi
 }
 
+# Both build directories share the Go fixtures' caches (meson_options.txt).
 build() {
 	dir=$1; shift
 	if [ ! -f "$dir/build.ninja" ]; then
-		meson setup "$dir" "$@" >/dev/null
+		meson setup "$dir" -Dgo_cache_dir="$(pwd)/build/go-caches" "$@" >/dev/null
 	fi
 	ninja -C "$dir" >/dev/null
 }
