@@ -149,10 +149,10 @@ test)
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		LSAN_OPTIONS=suppressions=$(pwd)/tests/lsan.supp
 	# Replay every committed fuzz input (corpus and regressions) under the
-	# harnesses, then fuzz each for 20 s with a seed taken from the commit
+	# harnesses, then fuzz each for 10 s with a seed taken from the commit
 	# (a rerun of the same commit explores the same inputs; a find names the
 	# input to copy into tests/fuzz/regressions).
-	tests/fuzz/run --ci --time 20
+	tests/fuzz/run --ci --time 10
 	;;
 *)
 	echo "usage: $0 demo|test" >&2
