@@ -707,13 +707,16 @@ Test(errors, d8_top_refuses_non_dumpable_unless_forced)
 /* A target that execs a set-user-ID program mid-capture meets the policy
  * it would have met at attach: the capture ends at the timeline point
  * that sees the exec, with a whole bundle, exit 13 and --force named; with
- * --force the capture goes on. The program is a set-user-ID root copy of
+ * --force the capture goes on. The exec comes 5 s after the target is up,
+ * well after the tool has attached even under the sanitizers on a loaded
+ * box (attached first, the refusal would be attach's, with no bundle). The
+ * program is a set-user-ID root copy of
  * sleep run by nobody: its /proc files turn root's while its gid stays
  * nobody's, which is how the kernel says "not dumpable". */
 static struct target start_nobody_then_setuid(const char *suid_prog)
 {
 	char script[600];
-	snprintf(script, sizeof(script), "echo ready; sleep 3; exec %s 60", suid_prog);
+	snprintf(script, sizeof(script), "echo ready; sleep 5; exec %s 60", suid_prog);
 	const char *argv[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
 			      "/bin/sh", "-c", script, NULL};
 	return target_start(argv, "ready");
@@ -738,7 +741,7 @@ Test(errors, d8_exec_of_a_setuid_program_ends_the_capture_unless_forced, .timeou
 		char pid[16], out[320];
 		snprintf(pid, sizeof(pid), "%d", (int)t.pid);
 		snprintf(out, sizeof(out), "%s/b%d", dir, forced);
-		const char *args[] = {"-p", pid, "-q", "-o", out, "-d", "8s", "-i", "200ms",
+		const char *args[] = {"-p", pid, "-q", "-o", out, "-d", "10s", "-i", "200ms",
 				      forced ? "--force" : NULL, NULL};
 		struct tool_result r;
 		tool_run(&r, args);
