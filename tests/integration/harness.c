@@ -422,17 +422,16 @@ int shell_output(const char *cmd, char *out, size_t out_size)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-int go_pprof(const char *args, const char *file, char *out, size_t out_size, char *err,
-	     size_t err_size)
+/* Run `program args 'file'` through the shell (program is shell words),
+ * with a writable home; stdout into out, stderr into err. */
+static int run_pprof(const char *program, const char *args, const char *file, char *out,
+		     size_t out_size, char *err, size_t err_size)
 {
 	char errp[] = "/tmp/diag-test-pprof-err-XXXXXX";
 	int efd = mkstemp(errp);
 	cr_assert(efd >= 0);
 	char cmd[8192];
-	/* go needs a writable cache and home even for `go tool`. */
-	snprintf(cmd, sizeof(cmd),
-		 "HOME=${HOME:-/tmp} GOCACHE=${GOCACHE:-/tmp/diag-test-gocache} go tool pprof %s '%s' 2>'%s'",
-		 args, file, errp);
+	snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} %s %s '%s' 2>'%s'", program, args, file, errp);
 	int status = shell_output(cmd, out, out_size);
 	slurp_fd(efd, err, err_size);
 	close(efd);
@@ -440,19 +439,20 @@ int go_pprof(const char *args, const char *file, char *out, size_t out_size, cha
 	return status;
 }
 
+int go_pprof(const char *args, const char *file, char *out, size_t out_size, char *err,
+	     size_t err_size)
+{
+	/* go needs a writable cache too, even for `go tool`. */
+	return run_pprof("GOCACHE=${GOCACHE:-/tmp/diag-test-gocache} go tool pprof", args, file, out,
+			 out_size, err, err_size);
+}
+
 int upstream_pprof_raw(const char *pprof, const char *file, char *out, size_t out_size, char *err,
 		       size_t err_size)
 {
-	char errp[] = "/tmp/diag-test-pprof-err-XXXXXX";
-	int efd = mkstemp(errp);
-	cr_assert(efd >= 0);
-	char cmd[8192];
-	snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} '%s' -raw '%s' 2>'%s'", pprof, file, errp);
-	int status = shell_output(cmd, out, out_size);
-	slurp_fd(efd, err, err_size);
-	close(efd);
-	unlink(errp);
-	return status;
+	char program[4200];
+	snprintf(program, sizeof(program), "'%s'", pprof);
+	return run_pprof(program, "-raw", file, out, out_size, err, err_size);
 }
 
 uint64_t now_ms(void)
@@ -516,9 +516,8 @@ double steal_share_since(const struct steal_mark *m)
 	return (double)(now.steal - m->steal) / (double)(now.total - m->total);
 }
 
-void skip_if_stolen(const struct steal_mark *m, const char *what)
+void skip_if_stolen(double share, const char *what)
 {
-	double share = steal_share_since(m);
 	fprintf(stderr, "hypervisor steal during the run: %.1f %%\n", 100 * share);
 	if (share > STEAL_SKIP_SHARE)
 		cr_skip_test("the hypervisor took %.0f %% of this machine's CPU time (steal in "

@@ -204,10 +204,10 @@ struct steal_mark {
 void steal_mark(struct steal_mark *m);
 /* 0..1; 0 when /proc/stat cannot be read. */
 double steal_share_since(const struct steal_mark *m);
-/* Skip the running test (criterion) when the hypervisor took more than
- * STEAL_SKIP_SHARE of the CPU time since m, naming the share and what
- * was not judged. */
-void skip_if_stolen(const struct steal_mark *m, const char *what);
+/* Skip the running test (criterion) when share (steal_share_since: read
+ * once, so that a test that cleans up before skipping decides on the same
+ * figure) is over STEAL_SKIP_SHARE, naming it and what was not judged. */
+void skip_if_stolen(double share, const char *what);
 
 /* Does dir/name exist (name NULL: dir itself)? lstat: a dangling symlink
  * counts. */

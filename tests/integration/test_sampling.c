@@ -104,7 +104,7 @@ static void check_cpu_split_and_wall_states(const char *wall_engine)
 	struct steal_mark stolen;
 	steal_mark(&stolen);
 	sampled_capture(&sa, args);
-	skip_if_stolen(&stolen, "CPU sample counts against /proc and tick rates");
+	skip_if_stolen(steal_share_since(&stolen), "CPU sample counts against /proc and tick rates");
 
 	/* On a loaded machine each hold takes longer (every thread must be
 	 * scheduled to reach its stop) and the pause budget lowers the rate,
@@ -309,7 +309,7 @@ static void check_unwound_later(const char *budget, bool kept, bool past)
 		/* A burner with no sample at all is a matter of time given,
 		 * not of unwinding. */
 		if (heavy < 0 || light < 0)
-			skip_if_stolen(&stolen, "a burner without samples");
+			skip_if_stolen(steal_share_since(&stolen), "a burner without samples");
 		cr_expect(heavy > 0.95 && light > 0.95,
 			  "%s: burn_heavy %.3f, burn_light %.3f of samples unwound to start_thread",
 			  members[k], heavy, light);

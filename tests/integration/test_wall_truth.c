@@ -136,13 +136,14 @@ static void wall_truth_run(const char *target, bool fp, const char *wake_hz)
 	cJSON *m = manifest_need(out);
 	/* Every share below is of ticks on time and threads scheduled when
 	 * they asked: a hypervisor that takes the vCPUs away breaks both. */
-	if (steal_share_since(&stolen) > STEAL_SKIP_SHARE) {
+	double share = steal_share_since(&stolen);
+	if (share > STEAL_SKIP_SHARE) {
 		cJSON_Delete(m);
 		close(t.stdin_fd);
 		t.stdin_fd = -1;
 		target_kill(&t);
 		rm_rf(dir);
-		skip_if_stolen(&stolen, "states, stacks and stops at each tick");
+		skip_if_stolen(share, "states, stacks and stops at each tick");
 	}
 	double ticks = number_at(m, "capture", "ticks");
 	const cJSON *we = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "wall_engine");
