@@ -174,16 +174,18 @@ static int mem_read_ranges(const struct iovec *local, const struct iovec *remote
 
 int target_read_ranges(pid_t pid, const struct iovec *local, const struct iovec *remote, size_t n)
 {
-	/* A sandboxed worker: pread on its read-only mem descriptor. (Its
-	 * broker reading them with one process_vm_readv into memory shared
-	 * with the worker was tried: each batch's round trip and the shared
-	 * pages' first faults made a 10k-goroutine Go snapshot's held read
-	 * 4.4x the old one; preads with neighbours merged, 1.5x. The tool
-	 * itself serving the batches into a window shared with the worker,
-	 * one round trip per 1,024 ranges or per 16,384, measured 0.8x-2.3x
-	 * of these preads in paired runs on a VM whose host took 40-60 % of
-	 * its CPU time: no gain shown, not kept. Merging across 64 KiB gaps
-	 * read 2.4x the bytes for 5x fewer calls, no faster either.) */
+	/* A sandboxed worker: pread on its read-only mem descriptor, with
+	 * neighbours merged. What a 10k-goroutine Go snapshot reads while
+	 * held is ~4 MB of g structs in ~460 spans, so the kernel's copy is
+	 * the cost, not the calls. Paired against the tree before the sandbox
+	 * (process_vm_readv in the worker, 12 pairs): read 1.30-1.34x, hold
+	 * 1.18-1.21x. Tried and not kept, each no better in the hold: the
+	 * broker serving batches with process_vm_readv into a sealed memfd
+	 * window shared with the worker, faulted in before the hold (1.30x /
+	 * 1.21x: the round trip and the copy out of the window eat what
+	 * process_vm_readv saves; it wins only on thousands of small ranges,
+	 * 0.7 us a range against 1.6 us for a pread, and those are read after
+	 * the release); the tool serving them; merging across 64 KiB gaps. */
 	if (have_broker)
 		return mem_read_ranges(local, remote, n);
 	size_t done = 0;
