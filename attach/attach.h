@@ -164,6 +164,12 @@ struct thread_capture {
 	bool not_stopped;
 	uint64_t cpu_ns;        /* on-CPU time from schedstat (0 if unavailable) */
 	char wchan[64];         /* kernel wait channel, "" if none (snapshot only) */
+	/* Asleep (S, D) before the stop, with options.read_wait_details: the
+	 * time since it last ran, a lower bound (attach/last_ran.h), when
+	 * not_run_error is 0; else -errno says why it is unknown (-ENODATA:
+	 * not read). */
+	uint64_t not_run_ns;
+	int not_run_error;
 	long syscall_nr;        /* syscall it is blocked in, -1 if none */
 };
 
@@ -188,7 +194,9 @@ struct process_capture {
 struct attach_options {
 	size_t stack_bytes_max;  /* cap on each stack copy (default 512 KiB) */
 	unsigned stop_timeout_ms;/* deadline for all threads to stop (default 100) */
-	bool read_wait_details;  /* also read wchan (costs a read per thread) */
+	bool read_wait_details;  /* also read wchan and the time since each
+				  * sleeping thread last ran (a read each,
+				  * and each CPU's clock before the stops) */
 	bool realtime_window;    /* run SCHED_FIFO while threads are held (default on) */
 	/* Do not stop a thread whose on-CPU time (schedstat) has not moved since
 	 * the previous capture of this target released it: it cannot have

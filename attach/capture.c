@@ -4,6 +4,7 @@
  * steady state, no parsing beyond locating the stack mapping, no symbol
  * work. */
 #include "attach.h"
+#include "last_ran.h"
 #include "procfs.h"
 #include "reaper.h"
 #include "watchdog.h"
@@ -558,6 +559,7 @@ static struct thread_capture *add_thread(struct process_capture *pc, pid_t tid)
 	tc->stack_cap = cap;
 	tc->tid = tid;
 	tc->syscall_nr = -1;
+	tc->not_run_error = -ENODATA;
 	tc->outcome = THREAD_LATE;
 	return tc;
 }
@@ -582,6 +584,7 @@ struct capture_run {
 	uint64_t vsize; /* the process's, from the last thread stat read */
 	uint64_t last_release; /* CLOCK_MONOTONIC of the last PTRACE_DETACH */
 	bool release_each; /* options.release_each, and nothing needs them all held */
+	struct last_ran_clock *clock; /* options.read_wait_details */
 };
 
 static int ensure_holds(struct capture_run *run)
@@ -715,6 +718,9 @@ static void read_thread_proc(struct capture_run *run, struct thread_capture *tc)
 		tc->state = st.state;
 		tc->exiting = (st.flags & PF_EXITING) != 0;
 		run->vsize = st.vsize;
+		if (run->clock && tc->state != 'R')
+			tc->not_run_error = last_ran_ago(run->clock, run->t->task_dirfd, tc->tid,
+							 st.processor, &tc->not_run_ns);
 	} else {
 		tc->state = '?';
 		tc->exiting = false;
@@ -1529,6 +1535,9 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 
 	struct capture_run run = {.t = t, .o = o, .pc = pc};
 	run.release_each = o->release_each && !o->while_held && !o->test_hold_ms;
+	/* Each CPU's clock, read before anyone is held (it moves us). */
+	if (o->read_wait_details)
+		run.clock = last_ran_clock_read();
 	bool realtime = o->realtime_window && !o->no_stop && enter_realtime();
 	/* Re-scan until a pass finds no thread we have not seen: threads born
 	 * while we seize are caught (gdb and CRIU do the same). */
@@ -1575,6 +1584,7 @@ int attach_capture(struct attach_target *t, const struct attach_options *o,
 	if (realtime)
 		leave_realtime();
 	free(run.holds);
+	last_ran_clock_free(run.clock);
 
 	if (maps_missed_a_thread(pc))
 		(void)refresh_maps(t, pc, 0);

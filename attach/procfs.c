@@ -68,6 +68,18 @@ int procfs_parse_stat(const char *text, struct procfs_stat *ret)
 	st.stime = v[15];
 	st.starttime = v[22];
 	st.vsize = v[23];
+	/* Fields 24..39 (unsigned, some near 2^64): only the last is kept. */
+	st.processor = -1;
+	for (int field = 24; field <= 39; field++) {
+		char *end;
+		errno = 0;
+		unsigned long long x = strtoull(p, &end, 10);
+		if (end == p || errno)
+			break;
+		if (field == 39 && x < 1u << 20)
+			st.processor = (int)x;
+		p = end;
+	}
 	*ret = st;
 	return 0;
 }

@@ -22,6 +22,7 @@ struct procfs_stat {
 	uint64_t utime, stime;   /* clock ticks */
 	uint64_t starttime;      /* field 22 */
 	uint64_t vsize;          /* field 23, bytes: the same for every thread */
+	int processor;           /* field 39: the CPU it last ran on, -1 unknown */
 };
 
 int procfs_parse_stat(const char *text, struct procfs_stat *ret);

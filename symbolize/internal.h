@@ -104,6 +104,11 @@ void cu_index_release(struct cu_index *idx);
  * the arena (demangled names). Returns a count >= 0 or -ENOMEM. */
 int sym_resolve_dwfl(Dwfl_Module *mod, struct cu_index *idx, bool names_only, uint64_t pc,
 		     struct arena *strings, struct sym_frame *frames);
+/* A data address (in a module's .data or .bss): the ELF object symbol
+ * that covers it, as frames[0].function with function_offset the offset
+ * into it (C++ names demangled). 1, 0 when no object symbol covers it, or
+ * -ENOMEM. */
+int sym_resolve_data(Dwfl_Module *mod, uint64_t addr, struct arena *strings, struct sym_frame *frames);
 
 /* ---- demangle.c ---- */
 /* Demangled form of a C++ / Rust (legacy) symbol, malloc'd, or NULL when the

@@ -393,3 +393,23 @@ int sym_resolve_dwfl(Dwfl_Module *mod, struct cu_index *idx, bool names_only, ui
 	frames[0].function_offset = symname ? symoff : 0;
 	return 1;
 }
+
+int sym_resolve_data(Dwfl_Module *mod, uint64_t addr, struct arena *strings, struct sym_frame *frames)
+{
+	GElf_Off off;
+	GElf_Sym sym;
+	int err = 0;
+	const char *name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+	/* Only an object whose size covers the address: the nearest symbol
+	 * below a heap-like gap is not its name. */
+	if (!name || !name[0] || GELF_ST_TYPE(sym.st_info) != STT_OBJECT || off >= sym.st_size)
+		return 0;
+	name = unversioned(name, strings, &err);
+	const char *full = err ? NULL : demangled(name, strings, &err);
+	if (err)
+		return err;
+	memset(&frames[0], 0, sizeof(frames[0]));
+	frames[0].function = full ? full : name;
+	frames[0].function_offset = off;
+	return 1;
+}

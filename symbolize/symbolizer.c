@@ -565,6 +565,27 @@ static int resolve_jit(struct symbolizer *s, uint64_t pc, struct sym_frame *f)
 	return 1;
 }
 
+/* The group with code whose data a non-code mapping holds: the mappings
+ * of one file laid end to end before it (the RELRO remap repeats an
+ * offset, which starts a group of its own), and a .bss larger than the
+ * file's last page continues in the anonymous mapping right after it.
+ * -1 when there is none. */
+static int data_group(const struct symbolizer *s, size_t idx)
+{
+	const struct maps_entry *m = s->maps.entries;
+	for (size_t j = idx;; j--) {
+		int g = s->entry_group[j];
+		if (g >= 0 && s->groups[g].exec != SIZE_MAX && !s->groups[g].vdso)
+			return g;
+		if (j == 0 || m[j - 1].limit != m[j].start)
+			return -1;
+		bool anonymous_bss = j == idx && !is_file_backed(&m[j]) && !is_vdso(&m[j]) &&
+				     m[j].path[0] == '\0';
+		if (!anonymous_bss && !(is_file_backed(&m[j]) && same_file(&m[j - 1], &m[j])))
+			return -1;
+	}
+}
+
 int symbolizer_lookup(struct symbolizer *s, uint64_t pc, const struct sym_location **ret)
 {
 	struct sym_frame tmp[SYM_MAX_FRAMES];
@@ -597,14 +618,24 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t pc, const struct sym_locati
 		if (s->entry_module[idx] >= 0)
 			mod = &s->modules[s->entry_module[idx]];
 		loc->module_offset = pc - e->start + e->offset;
-		/* Only code has frames; a data address would otherwise pick
-		 * up the nearest data symbol. */
+		if (!is_exec(e))
+			g = data_group(s, idx);
+		if (g >= 0 && s->lazy && !is_exec(e)) {
+			int r = report_lazily(s, (size_t)g);
+			if (r < 0)
+				return r;
+		}
+		/* Code has frames; a data address (a lock a thread sleeps on)
+		 * only the object symbol that covers it, never the nearest
+		 * function. */
 		struct sym_group *named = g >= 0 ? &s->groups[s->groups[g].owner] : NULL;
 		if (is_exec(e) && named && named->mod)
 			n = sym_resolve_dwfl(named->mod, &named->cus, s->names_only,
 					     pc - s->groups[g].bias + named->bias, &s->arena, tmp);
 		else if (is_exec(e))
 			n = resolve_jit(s, pc, tmp);
+		else if (named && named->mod)
+			n = sym_resolve_data(named->mod, pc - s->groups[g].bias + named->bias, &s->arena, tmp);
 		if (n < 0)
 			return n;
 	}

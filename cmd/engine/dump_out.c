@@ -18,6 +18,7 @@
 #include "cmd/engine/go_out.h"
 #include "cmd/engine/py_out.h"
 #include "cmd/engine/snapshot_out.h"
+#include "cmd/engine/waits.h"
 
 struct group {
 	size_t start, count; /* a run of order[] */
@@ -26,6 +27,7 @@ struct group {
 struct grouping {
 	const struct process_capture *pc;
 	const struct unwound_stack *stacks;
+	struct wait_graph waits;
 	size_t *order; /* thread indexes, members of a group adjacent */
 	struct group *groups;
 	size_t ngroups;
@@ -145,12 +147,18 @@ static void write_text(FILE *f, const struct grouping *g, const struct symtab *s
 			"seen one EINTR, as under eu-stack or gdb; --no-interrupt-blocked reads them "
 			"from /proc instead)\n",
 			meta->interrupted, meta->interrupted == 1 ? "" : "s");
+	/* Who waits on whom comes before any stack: a deadlock is the
+	 * answer, the stacks are the evidence. */
+	waits_print_summary(f, pc, &g->waits);
 	for (size_t k = 0; k < g->ngroups; k++) {
 		const struct group *gr = &g->groups[k];
 		const struct unwound_stack *stack = &g->stacks[g->order[gr->start]];
 		fprintf(f, "\n%zu thread%s:\n", gr->count, gr->count == 1 ? "" : "s");
-		for (size_t i = 0; i < gr->count; i++)
-			text_thread(f, &pc->threads[g->order[gr->start + i]], meta->gil_holder);
+		for (size_t i = 0; i < gr->count; i++) {
+			size_t t = g->order[gr->start + i];
+			text_thread(f, &pc->threads[t], meta->gil_holder);
+			waits_print_thread(f, "      ", pc, &g->waits, t);
+		}
 		const char *why = snapshot_no_stack_reason(&pc->threads[g->order[gr->start]], stack);
 		if (why)
 			fprintf(f, "    (no stack: %s)\n", why);
@@ -244,6 +252,7 @@ static cJSON *json_doc(const struct grouping *g, const struct symtab *st,
 	cJSON_AddNumberToObject(d, "held_us", (double)(pc->hold_ns / 1000));
 	cJSON_AddNumberToObject(d, "threads", (double)pc->nthreads);
 	cJSON_AddNumberToObject(d, "threads_interrupted_in_syscall", (double)meta->interrupted);
+	cJSON_AddItemToObject(d, "deadlocks", waits_deadlocks_json(pc, &g->waits));
 	cJSON *groups = cJSON_AddArrayToObject(d, "groups");
 	for (size_t k = 0; k < g->ngroups; k++) {
 		const struct group *gr = &g->groups[k];
@@ -253,8 +262,12 @@ static cJSON *json_doc(const struct grouping *g, const struct symtab *st,
 		cJSON_AddItemToArray(groups, o);
 		cJSON_AddNumberToObject(o, "count", (double)gr->count);
 		cJSON *threads = cJSON_AddArrayToObject(o, "threads");
-		for (size_t i = 0; i < gr->count; i++)
-			cJSON_AddItemToArray(threads, json_thread(&pc->threads[g->order[gr->start + i]], meta->gil_holder));
+		for (size_t i = 0; i < gr->count; i++) {
+			size_t t = g->order[gr->start + i];
+			cJSON *thread = json_thread(&pc->threads[t], meta->gil_holder);
+			waits_thread_json(thread, pc, &g->waits, t);
+			cJSON_AddItemToArray(threads, thread);
+		}
 		const char *why = snapshot_no_stack_reason(&pc->threads[first], stack);
 		if (why)
 			cJSON_AddStringToObject(o, "no_stack", why);
@@ -270,6 +283,8 @@ int dump_write(FILE *f, bool json, const struct process_capture *pc,
 {
 	struct grouping g = {.pc = pc, .stacks = stacks};
 	int r = group_threads(&g);
+	if (r == 0)
+		r = waits_build(pc, stacks, st, &g.waits);
 	if (r == 0 && json) {
 		/* cJSON reports no allocation failure along the way: a
 		 * document that does not print is the one sign of it. */
@@ -288,6 +303,7 @@ int dump_write(FILE *f, bool json, const struct process_capture *pc,
 	} else if (r == 0) {
 		write_text(f, &g, st, meta);
 	}
+	waits_free(&g.waits);
 	free(g.order);
 	free(g.groups);
 	if (r == 0 && (fflush(f) != 0 || ferror(f)))

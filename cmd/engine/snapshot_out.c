@@ -1,4 +1,5 @@
 #include "cmd/engine/snapshot_out.h"
+#include "cmd/engine/waits.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -140,7 +141,8 @@ int snapshot_collect(const struct process_capture *pc, const struct unwound_stac
 		for (size_t k = 0; k < stacks[i].n; k++)
 			if (addrset_add(set, frame_lookup_address(stacks[i].pcs, k)) < 0)
 				return -ENOMEM;
-	return 0;
+	/* The locks slept on, to be named. */
+	return waits_collect(pc, set);
 }
 
 int snapshot_write(struct bundle *b, const char *prefix, const struct process_capture *pc,
@@ -152,6 +154,7 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 	size_t text_len = 0;
 	FILE *f = open_memstream(&text, &text_len);
 	struct stackagg *agg = stackagg_new(1);
+	struct wait_graph waits = {0};
 	int r = 0;
 	if (!f || !agg) {
 		r = -ENOMEM;
@@ -176,10 +179,16 @@ int snapshot_write(struct bundle *b, const char *prefix, const struct process_ca
 	if (stackless)
 		fprintf(f, "%zu thread(s) are shown without a stack (each says why)\n", stackless);
 	fputc('\n', f);
+	r = waits_build(pc, stacks, st, &waits);
+	if (r < 0)
+		goto out;
+	if (waits_print_summary(f, pc, &waits))
+		fputc('\n', f);
 
 	for (size_t i = 0; i < pc->nthreads; i++) {
 		const struct thread_capture *tc = &pc->threads[i];
 		print_thread_header(f, tc, meta->gil_holder);
+		waits_print_thread(f, "    ", pc, &waits, i);
 		const uint64_t *pcs = stacks[i].pcs;
 		size_t n = stacks[i].n;
 		const char *why = snapshot_no_stack_reason(tc, &stacks[i]);
@@ -242,6 +251,7 @@ out:
 		fclose(f);
 	free(text);
 	stackagg_free(agg);
+	waits_free(&waits);
 	return r;
 }
 
