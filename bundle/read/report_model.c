@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bundle/read/thread_waits.h"
 #include "bundle/strmap.h"
 
 /* ---- function tables ---- */
@@ -184,7 +185,7 @@ static int wait_index(const char *txt, struct wait_line **ret, size_t *ret_n)
 }
 
 static void find_wait(const struct wait_line *idx, size_t n, int64_t tid, char **syscall,
-		      char **wchan)
+		      char **wchan, char **waits)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) { /* the first entry for tid */
@@ -196,6 +197,7 @@ static void find_wait(const struct wait_line *idx, size_t n, int64_t tid, char *
 	}
 	if (lo == n || idx[lo].tid != tid)
 		return;
+	*waits = thread_waits_line(idx[lo].head);
 	const char *nl = strchr(idx[lo].head, '\n');
 	if (!nl)
 		return;
@@ -287,7 +289,7 @@ int thread_groups_build(struct bundle_reader *r, const char *prefix, struct thre
 		*m = (struct thread_member){
 			.tid = s->tid, .comm = s->thread_comm, .state = s->state};
 		if (waits && s->tid >= 0)
-			find_wait(waits, nwaits, s->tid, &m->syscall, &m->wchan);
+			find_wait(waits, nwaits, s->tid, &m->syscall, &m->wchan, &m->waits);
 	}
 	strmap_release(&by_key);
 	free(group_of);
@@ -311,6 +313,7 @@ void thread_groups_free(struct thread_group *g, size_t n)
 		for (size_t k = 0; g[i].threads && k < g[i].nthreads; k++) {
 			free(g[i].threads[k].syscall);
 			free(g[i].threads[k].wchan);
+			free(g[i].threads[k].waits);
 		}
 		free(g[i].threads);
 		free(g[i].key);
@@ -843,6 +846,8 @@ static cJSON *thread_groups_json(struct thread_group *g, size_t ng)
 				cJSON_AddStringToObject(t, "syscall", m->syscall);
 			if (m->wchan)
 				cJSON_AddStringToObject(t, "wchan", m->wchan);
+			if (m->waits)
+				cJSON_AddStringToObject(t, "waits", m->waits);
 			cJSON_AddItemToArray(th, t);
 			const char *st = m->state ? m->state : "?";
 			cJSON *c = cJSON_GetObjectItemCaseSensitive(states, st);
@@ -857,6 +862,8 @@ static cJSON *thread_groups_json(struct thread_group *g, size_t ng)
 			cJSON_AddStringToObject(o, "syscall", g[i].threads[0].syscall);
 		if (g[i].threads[0].wchan)
 			cJSON_AddStringToObject(o, "wchan", g[i].threads[0].wchan);
+		if (g[i].threads[0].waits)
+			cJSON_AddStringToObject(o, "waits", g[i].threads[0].waits);
 		cJSON_AddItemToArray(a, o);
 	}
 	return a;
@@ -898,6 +905,17 @@ static void add_threads(struct bundle_reader *r, cJSON *doc, cJSON *warnings)
 	}
 	cJSON_AddItemToObject(doc, "thread_groups", thread_groups_json(g, ng));
 	thread_groups_free(g, ng);
+	/* Who waits on whom, deadlocks first (threads.txt's own lines). */
+	char *txt = NULL;
+	size_t len;
+	if (bundle_reader_read(r, "threads.txt", &txt, &len) == 0) {
+		cJSON *waits = cJSON_CreateArray();
+		if (waits && thread_waits_summary(txt, waits) == 0 && cJSON_GetArraySize(waits))
+			cJSON_AddItemToObject(doc, "waits", waits);
+		else
+			cJSON_Delete(waits);
+	}
+	free(txt);
 }
 
 static void add_goroutines(struct bundle_reader *r, cJSON *doc, cJSON *warnings)

@@ -55,6 +55,7 @@ struct thread_member {
 	const char *state; /* may be NULL */
 	char *syscall;	   /* from threads.txt, owned; NULL if not in a syscall */
 	char *wchan;	   /* from threads.txt, owned; NULL if unknown */
+	char *waits;	   /* from threads.txt (thread_waits.h), owned; NULL if none */
 };
 
 struct thread_group {

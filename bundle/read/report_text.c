@@ -211,6 +211,14 @@ static void print_threads(const cJSON *doc, FILE *out, const struct style *st)
 		return;
 	fprintf(out, "\n%sTHREADS%s  %.0f in %d group(s) with identical stacks\n", st->bold,
 		st->off, num(doc, "threads", 0), cJSON_GetArraySize(groups));
+	/* Who waits on whom before the groups: a deadlock is the answer. */
+	const cJSON *w;
+	cJSON_ArrayForEach(w, get(doc, "waits"))
+	{
+		bool deadlock = cJSON_IsString(w) && strncmp(w->valuestring, "DEADLOCK", 8) == 0;
+		fprintf(out, "  %s%s%s\n", deadlock ? st->red : "", cJSON_IsString(w) ? w->valuestring : "?",
+			deadlock ? st->off : "");
+	}
 	const cJSON *g;
 	cJSON_ArrayForEach(g, groups)
 	{
@@ -236,6 +244,8 @@ static void print_threads(const cJSON *doc, FILE *out, const struct style *st)
 			fprintf(out, " in %s%s()%s", st->cyan, str(g, "syscall", ""), st->off);
 		if (get(g, "wchan"))
 			fprintf(out, " wchan %s%s%s", st->cyan, str(g, "wchan", ""), st->off);
+		if (get(g, "waits"))
+			fprintf(out, "\n        %s", str(g, "waits", ""));
 		fputs("\n        ", out);
 		if (cJSON_GetArraySize(get(g, "stack")) == 0)
 			fputs("(no stack: threads.txt says why)", out);

@@ -417,6 +417,10 @@ int waits_build(const struct process_capture *pc, const struct unwound_stack *st
 		const struct sym_location *loc = w->word && st ? symtab_lookup(st, w->word) : NULL;
 		if (loc && loc->nframes && loc->frames[0].function) {
 			w->name = loc->frames[0].function;
+			/* A condition variable sleeps on a word inside it: it is
+			 * the variable the symbol names. */
+			if (w->kind == WAIT_CONDVAR)
+				w->addr = w->word - loc->frames[0].function_offset;
 			w->name_offset = (int64_t)loc->frames[0].function_offset - (int64_t)(w->word - w->addr);
 		}
 	}

@@ -90,7 +90,7 @@ void waits_free(struct wait_graph *g);
 
 /* Text: the deadlocks and the threads others wait for, before any stack
  * (nothing when there is none); and one thread's wait, indented, as a line
- * of its own ("waits for mutex lock_a (0x...) held by 31121 \"t2\""), with
+ * of its own ("waits for mutex lock_a (0x...) held by 31121 (t2)"), with
  * the time since it last ran. Names are escaped. The summary returns
  * whether it printed anything. */
 bool waits_print_summary(FILE *f, const struct process_capture *pc, const struct wait_graph *g);

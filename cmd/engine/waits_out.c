@@ -71,7 +71,7 @@ static void put_thread(FILE *f, const struct process_capture *pc, pid_t tid)
 	char comm[BUNDLE_NAME_TEXT_SIZE];
 	fprintf(f, "%d", (int)tid);
 	if (tc)
-		fprintf(f, " \"%s\"", bundle_target_name(tc->comm, comm, sizeof(comm)));
+		fprintf(f, " (%s)", bundle_target_name(tc->comm, comm, sizeof(comm)));
 }
 
 static void put_lock_name(FILE *f, const struct thread_wait *w)
@@ -110,7 +110,7 @@ static void put_fd(FILE *f, const struct fd_info *d)
 			fputs("; other end held by", f);
 			for (size_t i = 0; i < d->npeers; i++) {
 				char comm[BUNDLE_NAME_TEXT_SIZE];
-				fprintf(f, "%s pid %d \"%s\" fd %d", i ? "," : "", (int)d->peers[i].pid,
+				fprintf(f, "%s pid %d (%s) fd %d", i ? "," : "", (int)d->peers[i].pid,
 					bundle_target_name(d->peers[i].comm, comm, sizeof(comm)), d->peers[i].fd);
 			}
 			if (d->peers_more)

@@ -134,13 +134,13 @@ static void check_deadlock(void)
 	dump_text(t.pid, r);
 	char want[256];
 	snprintf(want, sizeof(want),
-		 "DEADLOCK: thread %ld \"t1\" waits for mutex lock_b (0x", t1);
+		 "DEADLOCK: thread %ld (t1) waits for mutex lock_b (0x", t1);
 	const char *at = strstr(r->out, want);
 	cr_assert(at, "no deadlock line naming t1 and lock_b:\n%s", r->out);
 	cr_assert(at < strstr(r->out, "#0 "), "the deadlock is not printed before the stacks");
-	snprintf(want, sizeof(want), "held by %ld \"t2\", which waits for mutex lock_a (0x", t2);
+	snprintf(want, sizeof(want), "held by %ld (t2), which waits for mutex lock_a (0x", t2);
 	cr_assert(strstr(at, want), "the deadlock line does not go on to t2 and lock_a:\n%s", r->out);
-	snprintf(want, sizeof(want), "held by %ld \"t1\"\n", t1);
+	snprintf(want, sizeof(want), "held by %ld (t1)\n", t1);
 	cr_assert(strstr(at, want), "the cycle does not close on t1:\n%s", r->out);
 
 	cJSON *d = dump_json(t.pid);
@@ -213,10 +213,10 @@ Test(waits, a_convoy_names_the_holder_its_pipe_and_how_long_it_slept)
 	snprintf(want, sizeof(want), "3 threads wait for mutex cfg_lock (0x");
 	cr_assert(strstr(r->out, want), "no line for the three waiters:\n%s", r->out);
 	snprintf(want, sizeof(want),
-		 "held by %ld \"holder\", which has not run for >= ", holder);
+		 "held by %ld (holder), which has not run for >= ", holder);
 	cr_assert(strstr(r->out, want), "the holder is not named with its time:\n%s", r->out);
 	snprintf(want, sizeof(want),
-		 "waits for read on fd %ld: pipe, read end; other end held by pid %ld \"waits\" fd %ld",
+		 "waits for read on fd %ld: pipe, read end; other end held by pid %ld (waits) fd %ld",
 		 fd, main_tid, write_fd);
 	cr_assert(strstr(r->out, want), "the holder's read is not resolved to the pipe (%s):\n%s", want,
 		  r->out);
@@ -299,10 +299,28 @@ Test(waits, a_snapshot_bundle_says_it_in_threads_txt)
 	tool_run_ok(r, args);
 	char *txt = read_in(out, "threads.txt");
 	char want[128];
-	snprintf(want, sizeof(want), "DEADLOCK: thread %ld \"t1\" waits for mutex lock_b", truth_of(&tr, "t1"));
+	snprintf(want, sizeof(want), "DEADLOCK: thread %ld (t1) waits for mutex lock_b", truth_of(&tr, "t1"));
 	cr_assert(strstr(txt, want), "threads.txt has no deadlock line:\n%s", txt);
 	cr_assert(strstr(txt, "    waits for mutex lock_a"), "threads.txt has no per-thread wait");
 	free(txt);
+	/* report reads it back: the deadlock before the groups, each
+	 * group's wait. */
+	const char *rargs[] = {"report", "--json", out, NULL};
+	tool_run_ok(r, rargs);
+	cJSON *rep = cJSON_Parse(r->out);
+	cr_assert(rep, "report --json printed no JSON");
+	const char *first = cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "waits"), 0));
+	cr_assert(first && strstr(first, want), "report's waits do not begin with the deadlock: %s",
+		  first ? first : "(none)");
+	const cJSON *g;
+	size_t with_waits = 0;
+	cJSON_ArrayForEach(g, cJSON_GetObjectItem(rep, "thread_groups"))
+		with_waits += cJSON_GetObjectItem(g, "waits") != NULL;
+	cr_assert_geq(with_waits, 2, "report's groups do not carry t1's and t2's waits");
+	cJSON_Delete(rep);
+	const char *targs[] = {"report", out, NULL};
+	tool_run_ok(r, targs);
+	cr_assert(strstr(r->out, want), "the text report has no deadlock line:\n%s", r->out);
 	free(r);
 	rm_rf(dir);
 	target_kill(&t);
@@ -339,7 +357,7 @@ Test(waits, a_pipelines_other_end_is_the_other_process)
 	dump_text(cat, r);
 	char want[160];
 	snprintf(want, sizeof(want),
-		 "waits for read on fd 0: pipe, read end; other end held by pid %d \"sleep\" fd 1",
+		 "waits for read on fd 0: pipe, read end; other end held by pid %d (sleep) fd 1",
 		 (int)sleeper);
 	cr_assert(strstr(r->out, want), "cat's read is not resolved to sleep's end (%s):\n%s", want, r->out);
 	kill(sleeper, SIGKILL);
