@@ -9,42 +9,8 @@
 #include <sys/select.h>
 #include <sys/syscall.h>
 
+#include "cmd/engine/glibc_locks.h"
 #include "cmd/engine/profile_out.h"
-
-/* glibc's pthread_mutex_t (x86_64, nptl since 2.x; the layout is ABI):
- * __lock, __count, __owner, __nusers, __kind. */
-struct glibc_mutex {
-	int32_t lock;
-	uint32_t count;
-	int32_t owner;
-	uint32_t nusers;
-	int32_t kind;
-};
-
-#define MUTEX_KIND_TYPE 3         /* normal, recursive, errorcheck, adaptive */
-#define MUTEX_ROBUST 16
-#define MUTEX_PRIO_INHERIT 32
-#define MUTEX_PRIO_PROTECT 64
-#define MUTEX_PSHARED 128
-#define MUTEX_ELISION 256
-#define MUTEX_NO_ELISION 512
-#define MUTEX_PRIO_CEILING 0xfff80000u
-#define FUTEX_TID_MASK 0x3fffffff
-
-/* glibc's pthread_rwlock_t (2.25+): the words waiters sleep on and the
- * writer that holds it. Readers sleep on __wrphase_futex (offset 8),
- * writers on __writers_futex (12) while a writer holds the lock, or on
- * __wrphase_futex while readers do. */
-struct glibc_rwlock {
-	uint32_t readers, writers, wrphase_futex, writers_futex, pad3, pad4;
-	int32_t cur_writer, shared;
-	int8_t rwelision;
-	uint8_t pad1[7];
-	uint64_t pad2;
-	uint32_t flags;
-};
-#define RWLOCK_READER_SHIFT 3
-#define RWLOCK_WRPHASE 1
 
 static int by_tid(const void *a, const void *b)
 {
@@ -160,61 +126,29 @@ static void set_owner(struct thread_wait *w, const struct process_capture *pc, p
 		 what, (int)owner);
 }
 
-static void decode_mutex(struct thread_wait *w, const struct process_capture *pc)
+static bool is_our_thread(void *pc, pid_t tid)
 {
-	struct glibc_mutex m;
-	if (!read_exact(pc->pid, w->addr, &m, sizeof(m))) {
-		snprintf(w->unknown, sizeof(w->unknown), "owner unknown: the mutex could not be read");
-		return;
-	}
-	uint32_t kind = (uint32_t)m.kind & ~MUTEX_PRIO_CEILING;
-	if (kind & ~(uint32_t)(MUTEX_KIND_TYPE | MUTEX_ROBUST | MUTEX_PRIO_INHERIT | MUTEX_PRIO_PROTECT |
-			       MUTEX_PSHARED | MUTEX_ELISION | MUTEX_NO_ELISION)) {
-		snprintf(w->unknown, sizeof(w->unknown),
-			 "owner unknown: the futex word is not in a pthread_mutex_t as glibc lays it out "
-			 "(kind %d)", m.kind);
-		return;
-	}
-	/* PI and robust mutexes keep the owner in the lock word itself. */
-	pid_t owner = kind & (MUTEX_ROBUST | MUTEX_PRIO_INHERIT) ? (pid_t)(m.lock & FUTEX_TID_MASK)
-								 : (pid_t)m.owner;
-	set_owner(w, pc, owner, "mutex");
+	return thread_index(pc, tid) >= 0;
 }
 
-/* The rwlock's start is 8 or 12 bytes before the word slept on. */
-static bool rwlock_at(pid_t pid, uint64_t addr, struct glibc_rwlock *rw)
+static void decode_rwlock(struct thread_wait *w, const struct process_capture *pc)
 {
-	return read_exact(pid, addr, rw, sizeof(*rw)) && rw->pad3 == 0 && rw->pad4 == 0 &&
-	       rw->flags <= 2 && (rw->shared == 0 || rw->shared == 1) && rw->cur_writer >= 0;
-}
-
-static void decode_rwlock(struct thread_wait *w, const struct process_capture *pc, uint64_t word)
-{
-	struct glibc_rwlock rw;
-	/* A writer held by a writer sleeps on __writers_futex. */
-	if (w->kind == WAIT_RWLOCK_WRITE && word >= 12 && rwlock_at(pc->pid, word - 12, &rw) &&
-	    rw.cur_writer > 0 && thread_index(pc, rw.cur_writer) >= 0) {
-		w->addr = word - 12;
-		w->owner = rw.cur_writer;
-		return;
-	}
-	if (word < 8 || !rwlock_at(pc->pid, word - 8, &rw)) {
+	struct glibc_rwlock_state rs;
+	int r = glibc_rwlock_state(pc->pid, w->word, w->kind == WAIT_RWLOCK_WRITE, is_our_thread,
+				   (void *)pc, &rs);
+	if (r < 0) {
 		snprintf(w->unknown, sizeof(w->unknown),
 			 "owner unknown: no pthread_rwlock_t as glibc lays it out around the futex word");
 		return;
 	}
-	w->addr = word - 8;
-	if (rw.cur_writer > 0) {
-		set_owner(w, pc, rw.cur_writer, "rwlock");
-		return;
-	}
-	if (!(rw.readers & RWLOCK_WRPHASE) && rw.readers >> RWLOCK_READER_SHIFT) {
-		/* Counted later, less the readers seen waiting (waits_build). */
-		w->readers = rw.readers >> RWLOCK_READER_SHIFT;
-		return;
-	}
-	snprintf(w->unknown, sizeof(w->unknown),
-		 "owner unknown: the rwlock shows neither a writer nor readers (just released)");
+	w->addr = rs.start;
+	if (rs.writer > 0)
+		set_owner(w, pc, rs.writer, "rwlock");
+	else if (rs.readers)
+		w->readers = rs.readers; /* less the readers seen waiting: waits_build */
+	else
+		snprintf(w->unknown, sizeof(w->unknown),
+			 "owner unknown: the rwlock shows neither a writer nor readers (just released)");
 }
 
 static void decode_futex(struct thread_wait *w, const struct process_capture *pc,
@@ -225,12 +159,20 @@ static void decode_futex(struct thread_wait *w, const struct process_capture *pc
 	w->kind = futex_kind(stack, st, &innermost);
 	w->addr = w->word = arg(tc, 0);
 	switch (w->kind) {
-	case WAIT_MUTEX:
-		decode_mutex(w, pc);
+	case WAIT_MUTEX: {
+		pid_t owner;
+		int r = glibc_mutex_owner(pc->pid, w->addr, &owner);
+		if (r == 0)
+			set_owner(w, pc, owner, "mutex");
+		else
+			snprintf(w->unknown, sizeof(w->unknown), "owner unknown: %s",
+				 r == -EFAULT ? "the mutex could not be read"
+					      : "the futex word is not in a pthread_mutex_t as glibc lays it out");
 		break;
+	}
 	case WAIT_RWLOCK_READ:
 	case WAIT_RWLOCK_WRITE:
-		decode_rwlock(w, pc, w->addr);
+		decode_rwlock(w, pc);
 		break;
 	case WAIT_SEMAPHORE: {
 		uint32_t value;

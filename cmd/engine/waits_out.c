@@ -2,6 +2,7 @@
  * threads others wait for. Every name a target chose (a thread's, a
  * path, a symbol) is escaped (text) or redacted (names, JSON). */
 #include "cmd/engine/waits.h"
+#include "cmd/engine/fd_out.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -85,74 +86,6 @@ static void put_lock_name(FILE *f, const struct thread_wait *w)
 	fprintf(f, "(0x%" PRIx64 ")", w->addr);
 }
 
-static void put_fd(FILE *f, const struct fd_info *d);
-
-static void put_fd_brief(FILE *f, pid_t pid, int fd)
-{
-	struct fd_info d;
-	fprintf(f, "%d", fd);
-	if (fd_info_read(pid, fd, &d) == 0) {
-		fputs(" (", f);
-		put_fd(f, &d);
-		fputc(')', f);
-	}
-}
-
-static void put_fd(FILE *f, const struct fd_info *d)
-{
-	switch (d->kind) {
-	case FD_FILE:
-		escape_text_put(d->target, f);
-		break;
-	case FD_PIPE:
-		fprintf(f, "pipe%s%s%s", d->end ? ", " : "", d->end ? d->end : "", d->end ? " end" : "");
-		if (d->npeers) {
-			fputs("; other end held by", f);
-			for (size_t i = 0; i < d->npeers; i++) {
-				char comm[BUNDLE_NAME_TEXT_SIZE];
-				fprintf(f, "%s pid %d (%s) fd %d", i ? "," : "", (int)d->peers[i].pid,
-					bundle_target_name(d->peers[i].comm, comm, sizeof(comm)), d->peers[i].fd);
-			}
-			if (d->peers_more)
-				fprintf(f, " and %zu more", d->peers_more);
-		} else if (!d->peers_scan_cut) {
-			fputs("; no process holds the other end", f);
-		}
-		if (d->peers_scan_cut)
-			fputs(" (not every process's descriptors were looked at)", f);
-		break;
-	case FD_SOCKET:
-		if (strcmp(d->proto, "unix") == 0) {
-			fputs("unix socket", f);
-			if (d->unix_path[0]) {
-				fputc(' ', f);
-				escape_text_put(d->unix_path, f);
-			}
-			fprintf(f, " %s (peer unknown: it takes sock_diag)", d->state);
-		} else if (d->proto[0]) {
-			fprintf(f, "%s %s -> %s %s", d->proto, d->local, d->peer, d->state);
-		} else {
-			fputs("socket (in none of this process's tcp, udp or unix tables)", f);
-		}
-		break;
-	case FD_EPOLL:
-		fputs("epoll set", f);
-		if (d->nwatched) {
-			fputs(" watching fd", f);
-			for (size_t i = 0; i < d->nwatched; i++)
-				fprintf(f, "%s %d", i ? "," : "", d->watched[i]);
-			if (d->watched_more)
-				fprintf(f, " and %zu more", d->watched_more);
-		} else {
-			fputs(" watching nothing", f);
-		}
-		break;
-	default:
-		fputs(fd_kind_name(d->kind), f);
-		break;
-	}
-}
-
 /* What thread i waits for, without the time. */
 static void put_what(FILE *f, const struct process_capture *pc, const struct wait_graph *g, size_t i)
 {
@@ -196,7 +129,7 @@ static void put_what(FILE *f, const struct process_capture *pc, const struct wai
 		fprintf(f, "%s on fd %d", attach_syscall_name(tc->syscall_nr) ? attach_syscall_name(tc->syscall_nr) : "a call", w->fd);
 		if (w->fdi) {
 			fputs(": ", f);
-			put_fd(f, w->fdi);
+			fd_out_text(f, w->fdi);
 		} else {
 			fputs(" (no longer open)", f);
 		}
@@ -206,7 +139,7 @@ static void put_what(FILE *f, const struct process_capture *pc, const struct wai
 		for (size_t k = 0; k < w->nfds; k++) {
 			fputs(k ? ", " : " ", f);
 			if (k < 4)
-				put_fd_brief(f, pc->pid, w->fds[k]);
+				fd_out_brief(f, pc->pid, w->fds[k]);
 			else
 				fprintf(f, "%d", w->fds[k]);
 		}
@@ -340,48 +273,6 @@ bool waits_print_summary(FILE *f, const struct process_capture *pc, const struct
 
 /* ---- JSON ---- */
 
-static void add_name(cJSON *o, const char *key, const char *comm)
-{
-	char *name = bundle_target_string(TARGET_NAME, TARGET_FOR_JSON, comm, strlen(comm));
-	cJSON_AddStringToObject(o, key, name ? name : BUNDLE_REDACTED);
-	free(name);
-}
-
-static cJSON *fd_json(const struct fd_info *d)
-{
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "is", fd_kind_name(d->kind));
-	cJSON_AddStringToObject(o, "target", d->target);
-	if (d->kind == FD_PIPE) {
-		if (d->end)
-			cJSON_AddStringToObject(o, "end", d->end);
-		cJSON *peers = cJSON_AddArrayToObject(o, "other_end");
-		for (size_t i = 0; i < d->npeers; i++) {
-			cJSON *p = cJSON_CreateObject();
-			cJSON_AddNumberToObject(p, "pid", d->peers[i].pid);
-			cJSON_AddNumberToObject(p, "fd", d->peers[i].fd);
-			add_name(p, "comm", d->peers[i].comm);
-			cJSON_AddItemToArray(peers, p);
-		}
-		cJSON_AddNumberToObject(o, "other_end_more", (double)d->peers_more);
-		cJSON_AddBoolToObject(o, "other_end_scan_cut", d->peers_scan_cut);
-	} else if (d->kind == FD_SOCKET && d->proto[0]) {
-		cJSON_AddStringToObject(o, "proto", d->proto);
-		if (strcmp(d->proto, "unix") == 0) {
-			cJSON_AddStringToObject(o, "path", d->unix_path);
-		} else {
-			cJSON_AddStringToObject(o, "local", d->local);
-			cJSON_AddStringToObject(o, "peer", d->peer);
-		}
-		cJSON_AddStringToObject(o, "state", d->state);
-	} else if (d->kind == FD_EPOLL) {
-		cJSON *fds = cJSON_AddArrayToObject(o, "watched");
-		for (size_t i = 0; i < d->nwatched; i++)
-			cJSON_AddItemToArray(fds, cJSON_CreateNumber(d->watched[i]));
-	}
-	return o;
-}
-
 void waits_thread_json(cJSON *t, const struct process_capture *pc, const struct wait_graph *g,
 		       size_t i)
 {
@@ -414,7 +305,7 @@ void waits_thread_json(cJSON *t, const struct process_capture *pc, const struct 
 	if (w->kind == WAIT_FD) {
 		cJSON_AddNumberToObject(o, "fd", w->fd);
 		if (w->fdi)
-			cJSON_AddItemToObject(o, "fd_is", fd_json(w->fdi));
+			cJSON_AddItemToObject(o, "fd_is", fd_out_json(w->fdi));
 	}
 	if (w->kind == WAIT_FDSET) {
 		cJSON *fds = cJSON_AddArrayToObject(o, "fds");

@@ -1,0 +1,116 @@
+/* A descriptor as a person and a script read it (fd_out.h). */
+#include "cmd/engine/fd_out.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bundle/redact.h"
+#include "bundle/text.h"
+
+static void add_name(cJSON *o, const char *key, const char *comm)
+{
+	char *name = bundle_target_string(TARGET_NAME, TARGET_FOR_JSON, comm, strlen(comm));
+	cJSON_AddStringToObject(o, key, name ? name : BUNDLE_REDACTED);
+	free(name);
+}
+
+void fd_out_text(FILE *f, const struct fd_info *d)
+{
+	switch (d->kind) {
+	case FD_FILE:
+		escape_text_put(d->target, f);
+		break;
+	case FD_PIPE:
+		fprintf(f, "pipe%s%s%s", d->end ? ", " : "", d->end ? d->end : "", d->end ? " end" : "");
+		if (d->npeers) {
+			fputs("; other end held by", f);
+			for (size_t i = 0; i < d->npeers; i++) {
+				char comm[BUNDLE_NAME_TEXT_SIZE];
+				fprintf(f, "%s pid %d (%s) fd %d", i ? "," : "", (int)d->peers[i].pid,
+					bundle_target_name(d->peers[i].comm, comm, sizeof(comm)), d->peers[i].fd);
+			}
+			if (d->peers_more)
+				fprintf(f, " and %zu more", d->peers_more);
+		} else if (!d->peers_scan_cut) {
+			fputs("; no process holds the other end", f);
+		}
+		if (d->peers_scan_cut)
+			fputs(" (not every process's descriptors were looked at)", f);
+		break;
+	case FD_SOCKET:
+		if (strcmp(d->proto, "unix") == 0) {
+			fputs("unix socket", f);
+			if (d->unix_path[0]) {
+				fputc(' ', f);
+				escape_text_put(d->unix_path, f);
+			}
+			fprintf(f, " %s (peer unknown: it takes sock_diag)", d->state);
+		} else if (d->proto[0]) {
+			fprintf(f, "%s %s -> %s %s", d->proto, d->local, d->peer, d->state);
+		} else {
+			fputs("socket (in none of this process's tcp, udp or unix tables)", f);
+		}
+		break;
+	case FD_EPOLL:
+		fputs("epoll set", f);
+		if (d->nwatched) {
+			fputs(" watching fd", f);
+			for (size_t i = 0; i < d->nwatched; i++)
+				fprintf(f, "%s %d", i ? "," : "", d->watched[i]);
+			if (d->watched_more)
+				fprintf(f, " and %zu more", d->watched_more);
+		} else {
+			fputs(" watching nothing", f);
+		}
+		break;
+	default:
+		fputs(fd_kind_name(d->kind), f);
+		break;
+	}
+}
+
+void fd_out_brief(FILE *f, pid_t pid, int fd)
+{
+	struct fd_info d;
+	fprintf(f, "%d", fd);
+	if (fd_info_read(pid, fd, &d) == 0) {
+		fputs(" (", f);
+		fd_out_text(f, &d);
+		fputc(')', f);
+	}
+}
+
+cJSON *fd_out_json(const struct fd_info *d)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "is", fd_kind_name(d->kind));
+	cJSON_AddStringToObject(o, "target", d->target);
+	if (d->kind == FD_PIPE) {
+		if (d->end)
+			cJSON_AddStringToObject(o, "end", d->end);
+		cJSON *peers = cJSON_AddArrayToObject(o, "other_end");
+		for (size_t i = 0; i < d->npeers; i++) {
+			cJSON *p = cJSON_CreateObject();
+			cJSON_AddNumberToObject(p, "pid", d->peers[i].pid);
+			cJSON_AddNumberToObject(p, "fd", d->peers[i].fd);
+			add_name(p, "comm", d->peers[i].comm);
+			cJSON_AddItemToArray(peers, p);
+		}
+		cJSON_AddNumberToObject(o, "other_end_more", (double)d->peers_more);
+		cJSON_AddBoolToObject(o, "other_end_scan_cut", d->peers_scan_cut);
+	} else if (d->kind == FD_SOCKET && d->proto[0]) {
+		cJSON_AddStringToObject(o, "proto", d->proto);
+		if (strcmp(d->proto, "unix") == 0) {
+			cJSON_AddStringToObject(o, "path", d->unix_path);
+		} else {
+			cJSON_AddStringToObject(o, "local", d->local);
+			cJSON_AddStringToObject(o, "peer", d->peer);
+		}
+		cJSON_AddStringToObject(o, "state", d->state);
+	} else if (d->kind == FD_EPOLL) {
+		cJSON *fds = cJSON_AddArrayToObject(o, "watched");
+		for (size_t i = 0; i < d->nwatched; i++)
+			cJSON_AddItemToArray(fds, cJSON_CreateNumber(d->watched[i]));
+	}
+	return o;
+}
