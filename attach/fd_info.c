@@ -12,6 +12,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include "procfs.h"
 
@@ -57,16 +63,15 @@ static void read_comm(pid_t pid, char comm[17])
 	}
 }
 
-/* Every process's descriptors of the same pipe at the other end. */
-static void pipe_peers(pid_t pid, int fd, int mode, struct fd_info *ret)
+/* Every process's descriptors whose link reads want (but pid's fd itself):
+ * for a pipe (mode >= 0) those at the other end, for a socket the peer's. */
+static void holders(pid_t pid, int fd, const char *want, int mode, struct fd_info *ret)
 {
 	DIR *proc = opendir("/proc");
 	if (!proc) {
 		ret->peers_scan_cut = 1;
 		return;
 	}
-	char want[48];
-	snprintf(want, sizeof(want), "pipe:[%lu]", ret->inode);
 	size_t links = 0;
 	struct dirent *p;
 	while ((p = readdir(proc))) {
@@ -214,6 +219,63 @@ static bool find_unix(pid_t pid, struct fd_info *ret)
 	return found;
 }
 
+/* A unix socket's peer, by inode, from the kernel's sock_diag (what ss -xp
+ * asks): the socket at the other end of a connected one. In our own
+ * network namespace only (a container's sockets are not found there). */
+static int unix_peer_inode(unsigned long ino, unsigned long *peer)
+{
+	int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (s < 0)
+		return -errno;
+	struct {
+		struct nlmsghdr nh;
+		struct unix_diag_req r;
+	} req = {
+		.nh = {.nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+		       .nlmsg_flags = NLM_F_REQUEST},
+		.r = {.sdiag_family = AF_UNIX, .udiag_states = ~0u, .udiag_ino = (uint32_t)ino,
+		      .udiag_show = UDIAG_SHOW_PEER, .udiag_cookie = {~0u, ~0u}},
+	};
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+	int r = -EIO;
+	union {
+		struct nlmsghdr nh;
+		char buf[8192];
+	} u;
+	struct timeval tv = {1, 0};
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (sendto(s, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
+		r = -errno;
+		goto out;
+	}
+	ssize_t n = recv(s, u.buf, sizeof(u.buf), 0);
+	if (n < 0) {
+		r = -errno;
+		goto out;
+	}
+	*peer = 0;
+	for (struct nlmsghdr *h = &u.nh; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+		if (h->nlmsg_type == NLMSG_ERROR) {
+			const struct nlmsgerr *e = NLMSG_DATA(h);
+			r = h->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error ? e->error : -EIO;
+			goto out;
+		}
+		if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct unix_diag_msg)))
+			continue;
+		const struct unix_diag_msg *m = NLMSG_DATA(h);
+		if (m->udiag_ino != (uint32_t)ino)
+			continue;
+		int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*m)));
+		for (struct rtattr *a = (struct rtattr *)(m + 1); RTA_OK(a, len); a = RTA_NEXT(a, len))
+			if (a->rta_type == UNIX_DIAG_PEER && RTA_PAYLOAD(a) >= sizeof(uint32_t))
+				*peer = *(const uint32_t *)RTA_DATA(a);
+		r = 0;
+	}
+out:
+	close(s);
+	return r;
+}
+
 static void epoll_watched(pid_t pid, int fd, struct fd_info *ret)
 {
 	char path[64];
@@ -248,15 +310,21 @@ int fd_info_read(pid_t pid, int fd, struct fd_info *ret)
 		ret->kind = FD_PIPE;
 		int mode = access_mode(pid, fd);
 		ret->end = mode == O_RDONLY ? "read" : mode == O_WRONLY ? "write" : NULL;
-		pipe_peers(pid, fd, mode, ret);
+		char want[48];
+		snprintf(want, sizeof(want), "pipe:[%lu]", ret->inode);
+		holders(pid, fd, want, mode, ret);
 	} else if ((ret->inode = bracketed_inode(t, "socket:["))) {
 		ret->kind = FD_SOCKET;
 		static const char *const inet[] = {"tcp", "tcp6", "udp", "udp6"};
 		bool found = false;
 		for (size_t i = 0; !found && i < 4; i++)
 			found = find_inet(pid, inet[i], ret);
-		if (!found)
-			find_unix(pid, ret);
+		if (!found && find_unix(pid, ret) && unix_peer_inode(ret->inode, &ret->peer_inode) == 0 &&
+		    ret->peer_inode) {
+			char want[48];
+			snprintf(want, sizeof(want), "socket:[%lu]", ret->peer_inode);
+			holders(pid, fd, want, -1, ret);
+		}
 	} else if (strcmp(t, "anon_inode:[eventfd]") == 0) {
 		ret->kind = FD_EVENTFD;
 	} else if (strcmp(t, "anon_inode:[timerfd]") == 0) {

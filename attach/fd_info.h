@@ -43,9 +43,11 @@ struct fd_info {
 	unsigned long inode; /* pipes and sockets, else 0 */
 	/* FD_PIPE: which end this descriptor is ("read" or "write", from
 	 * fdinfo's flags), and the descriptors of any process that hold the
-	 * other end (this process's own included), npeers of them named,
-	 * peers_more more not; peers_scan_cut: not every process could be
-	 * looked at (a cap on the scan), so there may be more. */
+	 * other end (this process's own included); for a connected unix
+	 * socket, those that hold its peer (peer_inode, from sock_diag).
+	 * npeers of them named, peers_more more not; peers_scan_cut: not
+	 * every process could be looked at (a cap on the scan), so there may
+	 * be more. */
 	const char *end;
 	struct fd_peer peers[FD_INFO_MAX_PEERS];
 	size_t npeers, peers_more;
@@ -54,9 +56,10 @@ struct fd_info {
 	 * socket is in none of this process's /proc/PID/net tables (another
 	 * family, or another network namespace's); the addresses as ss
 	 * prints them; state as /proc/net/tcp names it (ESTABLISHED...);
-	 * for unix, the bound path ("" for none). A unix socket's peer is
-	 * not known (that takes sock_diag). */
+	 * for unix, the bound path ("" for none) and the peer's inode (0:
+	 * unknown, or none). */
 	char proto[8];
+	unsigned long peer_inode;
 	char local[80], peer[80], state[16];
 	char unix_path[108];
 	/* FD_EPOLL: the descriptors it watches (first nwatched, more in

@@ -14,6 +14,25 @@ static void add_name(cJSON *o, const char *key, const char *comm)
 	free(name);
 }
 
+/* "; other end held by pid 4242 (cat) fd 1" */
+static void put_holders(FILE *f, const struct fd_info *d, const char *what)
+{
+	if (d->npeers) {
+		fprintf(f, "; %s held by", what);
+		for (size_t i = 0; i < d->npeers; i++) {
+			char comm[BUNDLE_NAME_TEXT_SIZE];
+			fprintf(f, "%s pid %d (%s) fd %d", i ? "," : "", (int)d->peers[i].pid,
+				bundle_target_name(d->peers[i].comm, comm, sizeof(comm)), d->peers[i].fd);
+		}
+		if (d->peers_more)
+			fprintf(f, " and %zu more", d->peers_more);
+	} else if (!d->peers_scan_cut) {
+		fprintf(f, "; no process holds the %s", what);
+	}
+	if (d->peers_scan_cut)
+		fputs(" (not every process's descriptors were looked at)", f);
+}
+
 void fd_out_text(FILE *f, const struct fd_info *d)
 {
 	switch (d->kind) {
@@ -22,20 +41,7 @@ void fd_out_text(FILE *f, const struct fd_info *d)
 		break;
 	case FD_PIPE:
 		fprintf(f, "pipe%s%s%s", d->end ? ", " : "", d->end ? d->end : "", d->end ? " end" : "");
-		if (d->npeers) {
-			fputs("; other end held by", f);
-			for (size_t i = 0; i < d->npeers; i++) {
-				char comm[BUNDLE_NAME_TEXT_SIZE];
-				fprintf(f, "%s pid %d (%s) fd %d", i ? "," : "", (int)d->peers[i].pid,
-					bundle_target_name(d->peers[i].comm, comm, sizeof(comm)), d->peers[i].fd);
-			}
-			if (d->peers_more)
-				fprintf(f, " and %zu more", d->peers_more);
-		} else if (!d->peers_scan_cut) {
-			fputs("; no process holds the other end", f);
-		}
-		if (d->peers_scan_cut)
-			fputs(" (not every process's descriptors were looked at)", f);
+		put_holders(f, d, "other end");
 		break;
 	case FD_SOCKET:
 		if (strcmp(d->proto, "unix") == 0) {
@@ -44,7 +50,11 @@ void fd_out_text(FILE *f, const struct fd_info *d)
 				fputc(' ', f);
 				escape_text_put(d->unix_path, f);
 			}
-			fprintf(f, " %s (peer unknown: it takes sock_diag)", d->state);
+			fprintf(f, " %s", d->state);
+			if (d->peer_inode)
+				put_holders(f, d, "peer");
+			else if (strcmp(d->state, "CONNECTED") == 0)
+				fputs("; peer unknown (sock_diag did not name it: another network namespace?)", f);
 		} else if (d->proto[0]) {
 			fprintf(f, "%s %s -> %s %s", d->proto, d->local, d->peer, d->state);
 		} else {
@@ -80,6 +90,23 @@ void fd_out_brief(FILE *f, pid_t pid, int fd)
 	}
 }
 
+/* Who holds the other end: {"held_by": [{pid, fd, comm}], "more", "scan_cut"} */
+static cJSON *holders_json(const struct fd_info *d)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *list = cJSON_AddArrayToObject(o, "held_by");
+	for (size_t i = 0; i < d->npeers; i++) {
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddNumberToObject(p, "pid", d->peers[i].pid);
+		cJSON_AddNumberToObject(p, "fd", d->peers[i].fd);
+		add_name(p, "comm", d->peers[i].comm);
+		cJSON_AddItemToArray(list, p);
+	}
+	cJSON_AddNumberToObject(o, "more", (double)d->peers_more);
+	cJSON_AddBoolToObject(o, "scan_cut", d->peers_scan_cut);
+	return o;
+}
+
 cJSON *fd_out_json(const struct fd_info *d)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -88,20 +115,13 @@ cJSON *fd_out_json(const struct fd_info *d)
 	if (d->kind == FD_PIPE) {
 		if (d->end)
 			cJSON_AddStringToObject(o, "end", d->end);
-		cJSON *peers = cJSON_AddArrayToObject(o, "other_end");
-		for (size_t i = 0; i < d->npeers; i++) {
-			cJSON *p = cJSON_CreateObject();
-			cJSON_AddNumberToObject(p, "pid", d->peers[i].pid);
-			cJSON_AddNumberToObject(p, "fd", d->peers[i].fd);
-			add_name(p, "comm", d->peers[i].comm);
-			cJSON_AddItemToArray(peers, p);
-		}
-		cJSON_AddNumberToObject(o, "other_end_more", (double)d->peers_more);
-		cJSON_AddBoolToObject(o, "other_end_scan_cut", d->peers_scan_cut);
+		cJSON_AddItemToObject(o, "other_end", holders_json(d));
 	} else if (d->kind == FD_SOCKET && d->proto[0]) {
 		cJSON_AddStringToObject(o, "proto", d->proto);
 		if (strcmp(d->proto, "unix") == 0) {
 			cJSON_AddStringToObject(o, "path", d->unix_path);
+			if (d->peer_inode)
+				cJSON_AddItemToObject(o, "peer", holders_json(d));
 		} else {
 			cJSON_AddStringToObject(o, "local", d->local);
 			cJSON_AddStringToObject(o, "peer", d->peer);

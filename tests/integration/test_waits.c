@@ -414,3 +414,51 @@ Test(waits, redis_clis_blocked_read_is_the_socket_ss_shows)
 	target_kill(&s);
 	rm_rf(dir);
 }
+
+/* The same over a unix socket: its peer (sock_diag) is the server's
+ * descriptor, as ss -xp pairs them. */
+Test(waits, redis_clis_unix_socket_peer_is_the_servers_descriptor)
+{
+	if (access("/usr/bin/redis-server", X_OK) != 0 || access("/usr/bin/redis-cli", X_OK) != 0)
+		cr_skip_test("no /usr/bin/redis-server or redis-cli (Debian's redis-tools)");
+	if (access("/usr/bin/ss", X_OK) != 0 && access("/bin/ss", X_OK) != 0)
+		cr_skip_test("no ss (iproute2)");
+	char dir[256], sock[300], line[512];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(sock, sizeof(sock), "%s/r.sock", dir);
+	const char *srv[] = {"/usr/bin/redis-server", "--port", "0", "--unixsocket", sock, "--save", "",
+			     "--appendonly", "no", "--dir", dir, NULL};
+	struct target s = target_start(srv, NULL);
+	wait_for_line(s.stdout_fd, "to accept connections", line, sizeof(line));
+	const char *cli[] = {"/usr/bin/redis-cli", "-s", sock, "BLPOP", "diag-nokey", "0", NULL};
+	pid_t c = fork();
+	if (c == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		execv(cli[0], (char *const *)cli);
+		_exit(127);
+	}
+	sleep_ms(700);
+	/* ss: the server's line names the client's inode as its peer. */
+	char cmd[512], ss_out[2048];
+	snprintf(cmd, sizeof(cmd),
+		 "ss -xpH | awk '/pid=%d,/ {print $6}' | while read ino; do ss -xpH | awk -v i=$ino "
+		 "'$8 == i && /pid=%d,/ {print $0}'; done",
+		 (int)c, (int)s.pid);
+	cr_assert_eq(shell_output(cmd, ss_out, sizeof(ss_out)), 0);
+	const char *f = strstr(ss_out, ",fd=");
+	cr_assert(f, "ss pairs no server descriptor with redis-cli's socket: %s", ss_out);
+	int server_fd = atoi(f + 4);
+	cJSON *d = dump_json(c);
+	const cJSON *is = cJSON_GetObjectItem(waits_for(d, c), "fd_is");
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(is, "proto")), "unix");
+	const cJSON *held = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(is, "peer"), "held_by"), 0);
+	cr_assert(held, "no holder of the peer");
+	cr_assert_eq((long)cJSON_GetNumberValue(cJSON_GetObjectItem(held, "pid")), (long)s.pid);
+	cr_assert_eq((long)cJSON_GetNumberValue(cJSON_GetObjectItem(held, "fd")), server_fd);
+	cJSON_Delete(d);
+	kill(c, SIGKILL);
+	waitpid(c, NULL, 0);
+	target_kill(&s);
+	rm_rf(dir);
+}
