@@ -35,7 +35,7 @@ const char *attach_syscall_name(long nr)
 		{SYS_clone, "clone"}, {SYS_clone3, "clone3"}, {SYS_execve, "execve"},
 		{SYS_exit_group, "exit_group"}, {SYS_mmap, "mmap"}, {SYS_munmap, "munmap"},
 		{SYS_restart_syscall, "restart_syscall"}, {SYS_epoll_pwait2, "epoll_pwait2"},
-		{SYS_accept4, "accept4"}, {SYS_recvmmsg, "recvmmsg"}, {SYS_sendmmsg, "sendmmsg"},
+		{SYS_recvmmsg, "recvmmsg"}, {SYS_sendmmsg, "sendmmsg"},
 		{SYS_preadv, "preadv"}, {SYS_pwritev, "pwritev"}, {SYS_sendfile, "sendfile"},
 		{SYS_splice, "splice"}, {SYS_msgsnd, "msgsnd"},
 	};
