@@ -101,6 +101,11 @@ struct perf_sampler_options {
 	 * falls back to per-thread events (per_cpu_refused). Not with
 	 * switch_records, whose per-CPU form is another record. */
 	bool per_cpu;
+	/* Also sample the threads' page faults (the page-faults software
+	 * event): one sample every fault_period faults of a thread, with
+	 * its stack: where the target first touches memory, which is where
+	 * it grows. Costs nothing while nothing faults. 0: none. */
+	uint64_t fault_period;
 };
 
 /* One sample, valid during the callback only. */
@@ -109,8 +114,11 @@ struct perf_sample {
 	/* A switch-out sample (the thread left the CPU: registers and stack
 	 * are where it will resume); false: a cpu-clock sample. */
 	bool switch_out;
+	/* A page-fault sample (fault_period): registers and stack where the
+	 * thread touched a new page, period_ns the faults it stands for. */
+	bool fault;
 	uint64_t time_ns;       /* CLOCK_MONOTONIC (perf clock) */
-	uint64_t period_ns;     /* the CPU time this sample stands for (switch-outs: their number) */
+	uint64_t period_ns;     /* the CPU time this sample stands for (switch-outs, faults: their number) */
 	bool in_kernel;         /* the timer fired while the thread ran kernel code */
 	bool have_user_regs;    /* false: no user context (a kernel-only moment) */
 	struct user_regs_struct regs; /* user registers (rip, rsp, rbp, ...) */
@@ -130,6 +138,8 @@ struct perf_sampler_stats {
 	uint64_t samples;            /* cpu-clock samples */
 	uint64_t switch_samples;     /* switch-out samples */
 	uint64_t switch_lost, switch_throttled;
+	uint64_t fault_samples, faults, fault_lost; /* fault_period: samples, faults they stand for, lost */
+	int fault_refused;           /* errno of a kernel that refused the page-fault event; 0 */
 	int switch_refused;          /* errno of a kernel that refused the switch event; 0 */
 	/* The switch event is sched_switch filtered to threads going to
 	 * sleep (S or D); false: context-switches, preemptions included. */

@@ -126,6 +126,8 @@ static void usage(FILE *f)
 	      "                          ptrace stops each thread that ran since the last tick\n"
 	      " -i, --interval TIME      timeline interval (default 1s)\n"
 	      "     --leak-watch         fit growth slopes and dump evidence when a leak starts\n"
+	      "     --growth             record where memory grows (page faults, with stacks) into\n"
+	      "                          growth.pprof; on with --leak-watch\n"
 	      "     --leak-threshold NAME=SLOPE_PER_S:MIN_DELTA  override a leak floor (repeatable)\n"
 	      "     --leak-window N      shortest leak-fit window in samples (default 12)\n"
 	      "     --leak-repeat        let a counter fire more than once\n"
@@ -238,6 +240,7 @@ enum {
 	OPT_ANNOTATE,
 	OPT_LEAK_WATCH,
 	OPT_LEAK_THRESHOLD,
+	OPT_GROWTH,
 	OPT_LEAK_WINDOW,
 	OPT_LEAK_REPEAT,
 	OPT_STACK_BYTES,
@@ -300,7 +303,7 @@ static int parse_size(const char *s, uint64_t *ret)
 static bool sampling_only(int c)
 {
 	switch (c) {
-	case 'd': case 'F': case 'i': case OPT_LEAK_WATCH: case OPT_LEAK_THRESHOLD:
+	case 'd': case 'F': case 'i': case OPT_LEAK_WATCH: case OPT_LEAK_THRESHOLD: case OPT_GROWTH:
 	case OPT_LEAK_WINDOW: case OPT_LEAK_REPEAT: case OPT_CPU_ENGINE:
 	case OPT_NO_KERNEL_FRAMES: case OPT_WALL_ENGINE: case OPT_UNWIND_LATER: case OPT_WAKE_HZ:
 	case OPT_CPU_EVENTS:
@@ -378,6 +381,7 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 		{"quiet", no_argument, NULL, 'q'},
 		{"annotate", required_argument, NULL, OPT_ANNOTATE},
 		{"leak-watch", no_argument, NULL, OPT_LEAK_WATCH},
+		{"growth", no_argument, NULL, OPT_GROWTH},
 		{"leak-threshold", required_argument, NULL, OPT_LEAK_THRESHOLD},
 		{"leak-window", required_argument, NULL, OPT_LEAK_WINDOW},
 		{"leak-repeat", no_argument, NULL, OPT_LEAK_REPEAT},
@@ -504,6 +508,9 @@ static int parse_options(int argc, char **argv, bool dump, struct capture_option
 			break;
 		case OPT_LEAK_WATCH:
 			o->leak_watch = true;
+			break;
+		case OPT_GROWTH:
+			o->growth = true;
 			break;
 		case OPT_LEAK_THRESHOLD:
 			if (o->nleak_thresholds == MAX_LEAK_THRESHOLDS) {

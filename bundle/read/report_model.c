@@ -795,10 +795,13 @@ static void add_profiles(struct bundle_reader *r, const struct report_options *o
 {
 	/* cpu and wall, and a Go program's block and mutex profiles (where
 	 * goroutines waited, by delay) and threadcreate (where its threads
-	 * were created): top functions of each; flame graphs of the first two.
+	 * were created), and growth (--growth: where memory was first
+	 * touched, by bytes): top functions of each; flame graphs of the
+	 * first two.
 	 * "counts" names what the first value counts. */
-	static const char *const kinds[] = {"cpu", "wall", "block", "mutex", "threadcreate"};
-	static const char *const counts[] = {"samples", "samples", "contentions", "contentions", "threads"};
+	static const char *const kinds[] = {"cpu", "wall", "block", "mutex", "threadcreate", "growth"};
+	static const char *const counts[] = {"samples", "samples", "contentions", "contentions", "threads",
+					     "page faults"};
 	cJSON *profiles = cJSON_AddObjectToObject(doc, "profiles");
 	cJSON *flame = opt->with_flame ? cJSON_AddObjectToObject(doc, "flame") : NULL;
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {

@@ -40,6 +40,13 @@ void format_profile_value(double v, const char *unit, char *out, size_t out_size
 			snprintf(out, out_size, "%.2fs", s);
 		else
 			snprintf(out, out_size, "%.0fms", s * 1e3);
+	} else if (unit && strcmp(unit, "bytes") == 0 && fabs(v) >= 1024) {
+		static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+		double x = v / 1024;
+		size_t u = 0;
+		while (fabs(x) >= 1024 && u + 1 < sizeof(units) / sizeof(units[0]))
+			x /= 1024, u++;
+		snprintf(out, out_size, "%.1f%s", x, units[u]);
 	} else {
 		snprintf(out, out_size, "%.0f", v);
 	}
@@ -400,6 +407,11 @@ static void print_report_escaped(const cJSON *doc, FILE *out, bool color, size_t
 	if (get(profiles, "threadcreate"))
 		print_table("THREADCREATE (Go: where threads were created)", get(profiles, "threadcreate"),
 			    out, st, top);
+	/* Page faults name the code that first touched new memory: where the
+	 * process grew, not always where it allocated what it keeps. */
+	if (get(profiles, "growth"))
+		print_table("GROWTH (where new memory was first touched: page faults, by bytes)",
+			    get(profiles, "growth"), out, st, top);
 	print_threads(doc, out, st);
 	print_goroutines(doc, out, st);
 	print_counters(doc, out, st);

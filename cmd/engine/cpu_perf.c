@@ -70,6 +70,7 @@ struct cpu_perf {
 	uint64_t time_ns[BATCH_MAX];
 	bool user[BATCH_MAX];
 	bool switch_out[BATCH_MAX]; /* a switch-out: for moments only */
+	bool fault[BATCH_MAX];      /* a page-fault sample: for growth only */
 	bool cut[BATCH_MAX];        /* its stack copy may have been cut short */
 	struct moments *moments;
 	struct wall_window *window; /* NULL: no switch records asked for */
@@ -77,6 +78,8 @@ struct cpu_perf {
 	/* Where the current drain goes. */
 	struct interp *in;
 	struct stackagg *cpu;
+	struct stackagg *growth; /* fault samples (cpu_perf_options.growth) */
+	uint64_t page_size;
 	cpu_perf_label_fn label;
 	cpu_perf_amend_fn amend;
 	void *label_arg;
@@ -120,6 +123,8 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *c
 	cp->window = co->window;
 	cp->defer_bytes_max = co->defer_bytes_max;
 	cp->defer_fd = -1;
+	cp->growth = co->fault_period ? co->growth : NULL;
+	cp->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	cp->batch.pid = t->pid;
 	cp->batch.threads = calloc(BATCH_MAX, sizeof(*cp->batch.threads));
 	cp->batch.threads_cap = BATCH_MAX;
@@ -135,6 +140,7 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *c
 		.switch_freq = co->moments ? co->switch_freq : 0,
 		.switch_records = co->window != NULL,
 		.per_cpu = co->per_cpu,
+		.fault_period = cp->growth ? co->fault_period : 0,
 	};
 
 	int r = perf_sampler_open(t->pid, &o, &cp->ps);
@@ -304,7 +310,7 @@ static void flush(struct cpu_perf *cp)
 	if (!deferred)
 		interp_unwind(cp->in, b, cp->stacks);
 	for (size_t i = 0; i < b->nthreads && !cp->error; i++) {
-		if (cp->moments && cp->user[i]) {
+		if (cp->moments && cp->user[i] && !cp->fault[i]) {
 			struct moment m = {
 				.tid = b->threads[i].tid,
 				.kind = cp->switch_out[i] ? MOMENT_SWITCH_OUT : MOMENT_CPU,
@@ -318,7 +324,7 @@ static void flush(struct cpu_perf *cp)
 			if (moments_note(cp->moments, &m) < 0)
 				cp->error = -ENOMEM;
 		}
-		if (cp->window && cp->user[i] && !cp->switch_out[i] &&
+		if (cp->window && cp->user[i] && !cp->switch_out[i] && !cp->fault[i] &&
 		    wall_window_cpu(cp->window, b->threads[i].tid, cp->time_ns[i], &cp->stacks[i]) < 0)
 			cp->error = -ENOMEM;
 		if (cp->switch_out[i])
@@ -344,7 +350,14 @@ static void flush(struct cpu_perf *cp)
 		if (cp->label)
 			cp->label(cp->label_arg, b->threads[i].tid, labels, sizeof(labels));
 		int64_t values[2] = {1, (int64_t)cp->period_ns[i]};
-		if (stackagg_add(cp->cpu, pcs, n, labels[0] ? labels : NULL, values) < 0)
+		struct stackagg *to = cp->cpu;
+		if (cp->fault[i]) {
+			/* Faults, and the bytes of the pages they brought in. */
+			values[0] = (int64_t)cp->period_ns[i];
+			values[1] = (int64_t)(cp->period_ns[i] * cp->page_size);
+			to = cp->growth;
+		}
+		if (stackagg_add(to, pcs, n, labels[0] ? labels : NULL, values) < 0)
 			cp->error = -ENOMEM;
 		else
 			cp->added++;
@@ -427,6 +440,8 @@ static int on_sample(void *arg, const struct perf_sample *s)
 	}
 	if (s->switch_out)
 		return hold_switch_out(cp, s);
+	if (s->fault && !cp->growth)
+		return 0;
 	long i = batch_add(cp, s->tid, 'R', &s->regs, s->stack, s->have_user_regs ? s->stack_len : 0);
 	if (i < 0)
 		return 1;
@@ -439,6 +454,7 @@ static int on_sample(void *arg, const struct perf_sample *s)
 	cp->period_ns[i] = s->period_ns;
 	cp->time_ns[i] = s->time_ns;
 	cp->switch_out[i] = false;
+	cp->fault[i] = s->fault;
 	cp->cut[i] = s->stack_maybe_truncated;
 	batch_commit(cp);
 	return 0;
@@ -474,6 +490,7 @@ int cpu_perf_unwind_held(struct cpu_perf *cp, struct interp *in, const pid_t *ti
 		cp->period_ns[i] = 0;
 		cp->time_ns[i] = h->m.time_ns;
 		cp->switch_out[i] = true;
+		cp->fault[i] = false;
 		cp->cut[i] = h->m.stack_cut;
 		cp->switch_unwound++;
 		moments_drop_held(cp->moments, tids[k]);
@@ -735,6 +752,16 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 		cJSON_AddNumberToObject(d, "samples", (double)cp->ndeferred);
 		cJSON_AddNumberToObject(d, "stack_bytes", (double)cp->deferred_bytes);
 		cJSON_AddNumberToObject(d, "past_budget_unwound_as_drained", (double)cp->deferred_online);
+	}
+	if (cp->growth || st.fault_refused) {
+		/* Where the target touched new memory (growth.pprof). */
+		cJSON *g = cJSON_AddObjectToObject(o, "page_faults");
+		cJSON_AddNumberToObject(g, "samples", (double)st.fault_samples);
+		cJSON_AddNumberToObject(g, "faults", (double)st.faults);
+		cJSON_AddNumberToObject(g, "bytes", (double)(st.faults * cp->page_size));
+		cJSON_AddNumberToObject(g, "lost", (double)st.fault_lost);
+		if (st.fault_refused)
+			cJSON_AddStringToObject(g, "refused", strerror(st.fault_refused));
 	}
 	cJSON_AddNumberToObject(o, "samples_without_user_context", (double)cp->kernel_only);
 	cJSON_AddNumberToObject(o, "samples_without_user_frames", (double)cp->user_unwound_empty);

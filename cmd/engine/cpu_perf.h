@@ -61,6 +61,11 @@ struct cpu_perf_options {
 	struct wall_window *window;
 	/* cpu-clock events per CPU, not per thread (perf.h, per_cpu). */
 	bool per_cpu;
+	/* Page-fault samples (perf.h, fault_period), unwound like CPU samples
+	 * and added to growth with values {faults, bytes}: where the target
+	 * touches new memory. 0 or NULL: none. */
+	uint64_t fault_period;
+	struct stackagg *growth;
 };
 
 /* Start perf events on every thread of t. 0 or -errno from

@@ -142,6 +142,9 @@ struct capture_options {
 	const char *annotations[MAX_ANNOTATIONS]; /* "key=value" */
 	size_t nannotations;
 	bool leak_watch;
+	/* --growth (and --leak-watch): page-fault samples into growth.pprof,
+	 * where the target's memory grows (needs perf events). */
+	bool growth;
 	bool leak_repeat;
 	unsigned leak_window;
 	const char *leak_thresholds[MAX_LEAK_THRESHOLDS];

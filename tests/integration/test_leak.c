@@ -258,3 +258,66 @@ Test(leak, churn_fires_nothing)
 		     cJSON_Print(cJSON_GetObjectItem(r.manifest, "findings")));
 	finish(&r);
 }
+
+/* RssAnon of pid in KiB, or -1. */
+static long rss_anon_kib(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strstr(buf, "RssAnon:");
+	return p ? atol(p + 8) : -1;
+}
+
+/* --growth against the kernel's own count: growth.pprof's bytes are the
+ * target's RssAnon growth over the capture (within 25 %), all of it under
+ * the function that touches the new pages. */
+Test(leak, growth_profile_matches_rss_and_names_the_toucher)
+{
+	const char *argv[] = {target_path("leak/leak_rss"), "4", NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	long before = rss_anon_kib(t.pid);
+	const char *args[] = {"-p", pid, "-o", out, "--growth", "-d", "5s", "-q", NULL};
+	struct tool_result *res = malloc(sizeof(*res));
+	tool_run(res, args);
+	long after = rss_anon_kib(t.pid);
+	cr_assert_eq(res->exit_code, 0, "exit %d: %s", res->exit_code, res->err);
+	target_kill(&t);
+	expect_verified(out, NULL);
+	cr_assert(path_exists(out, "growth.pprof"), "no growth.pprof");
+	cJSON *m = manifest_need(out);
+	const cJSON *pf = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "cpu"), "perf"),
+		"page_faults");
+	cr_assert(pf, "the manifest has no capture.cpu.perf.page_faults");
+	double got = cJSON_GetNumberValue(cJSON_GetObjectItem(pf, "bytes"));
+	double truth = (double)(after - before) * 1024;
+	cr_assert_gt(truth, 8e6, "leak_rss grew only %.0f bytes", truth);
+	cr_assert(got >= 0.75 * truth && got <= 1.25 * truth,
+		  "growth.pprof holds %.0f bytes, RssAnon grew %.0f", got, truth);
+	const char *rargs[] = {"report", "--json", out, NULL};
+	tool_run(res, rargs);
+	cJSON *rep = cJSON_Parse(res->out);
+	cr_assert(rep, "report --json printed no JSON");
+	const cJSON *growth = cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "profiles"), "growth");
+	cr_assert(growth, "report has no growth profile");
+	const cJSON *e;
+	double touch = -1;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(growth, "top_cum"))
+		if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(e, "function")) ?: "", "touch_new") == 0)
+			touch = cJSON_GetNumberValue(cJSON_GetObjectItem(e, "cum_pct"));
+	cr_assert_geq(touch, 95, "touch_new holds %.1f %% of the growth", touch);
+	cJSON_Delete(rep);
+	cJSON_Delete(m);
+	free(res);
+	rm_rf(dir);
+}
