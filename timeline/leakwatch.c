@@ -15,12 +15,12 @@
 #define MIB (1024.0 * 1024.0)
 
 static const struct leakwatch_threshold default_thresholds[] = {
-	{ "open_fds", 0.05, 16 },
-	{ "threads", 0.05, 16 },
-	{ "child_procs", 0.01, 4 },
-	{ "rss_bytes", 16 * 1024.0, 64 * MIB },
-	{ "heap_live_bytes", 16 * 1024.0, 64 * MIB },
-	{ "goroutines", 0.2, 64 },
+	{ "open_fds", 0.05, 16, 0 },
+	{ "threads", 0.05, 4, 30 },
+	{ "child_procs", 0.01, 4, 0 },
+	{ "rss_bytes", 256 * 1024.0, 16 * MIB, 30 },
+	{ "heap_live_bytes", 16 * 1024.0, 64 * MIB, 0 },
+	{ "goroutines", 0.2, 64, 0 },
 };
 
 /* A single sample-to-sample rise larger than this share of the window's
@@ -140,6 +140,7 @@ int leakwatch_threshold_parse(const char *spec, struct leakwatch_threshold *ret)
 	memcpy(ret->name, spec, (size_t)(eq - spec));
 	ret->min_slope_per_s = slope;
 	ret->min_delta = delta;
+	ret->min_span_s = 0; /* an override is the whole rule: no span */
 	return 0;
 }
 
@@ -414,6 +415,23 @@ static bool try_window(struct leakwatch *lw, struct counter *c, size_t len, stru
 	duration = lw->ft[m - 1] - lw->ft[0];
 	if (slope * duration < th->min_delta)
 		return false;
+
+	/* Rule 6: a long enough window whose last third makes a new high. */
+	if (th->min_span_s > 0) {
+		if (duration < th->min_span_s)
+			return false;
+		size_t cut = first + (2 * len) / 3;
+		double early = -INFINITY, late = -INFINITY;
+		for (size_t k = first; k < c->count; k++) {
+			double x = c->v[ring_at(lw, c, k)];
+			if (k < cut && x > early)
+				early = x;
+			if (k >= cut && x > late)
+				late = x;
+		}
+		if (!(late - early >= th->min_delta / 8))
+			return false;
+	}
 
 	/* Rule 4: new ground. The intercept is the median residual, the usual
 	 * companion of the Theil-Sen slope; times are taken relative to the

@@ -39,6 +39,14 @@
  *      window's range. A step is one jump; a leak, even a bursty one, is
  *      many. This backs up rule 3, because noise on the flat sides of a
  *      step can lift a short window's tau over the floor.
+ * *   6. still growing (counters with a min_span_s): the window spans at
+ *      least min_span_s seconds, and its last third reaches a new high,
+ *      above everything in its first two thirds by min_delta / 8. A
+ *      program whose memory or threads fill up and then stay (an
+ *      allocator's warm-up, a cache filled for 20 s, a pool grown on
+ *      demand) does not fire once it stops; a leak keeps making new
+ *      highs. With the default windows (12, 24, 48... samples) a 30 s
+ *      span is first reached by the 48-sample window at 1 s or 250 ms.
  *
  * Windows are the last N, 2N, 4N, ... samples of the counter's unbroken run,
  * up to max_window (default 16N = 192 samples). A fast leak fires as soon as
@@ -95,6 +103,7 @@ struct leakwatch_threshold {
 	char name[LEAKWATCH_NAME_MAX];
 	double min_slope_per_s;
 	double min_delta;
+	double min_span_s; /* rule 6; 0: the rule is off */
 };
 
 struct leakwatch_config {
@@ -122,13 +131,18 @@ struct leakwatch_config {
 };
 
 /*
- * The built-in floors (rise, slope):
+ * The built-in floors (rise, slope, and for rule 6 the shortest span):
  *   open_fds        16,     0.05/s   (3 a minute; a fan-out of a few
- *                                     descriptors per child stays below 16)
- *   threads         16,     0.05/s
+ *                                     descriptors per child stays below 16;
+ *                                     1 fd/s fires in about 16 s)
+ *   threads          4,     0.05/s, 30 s (1 thread / 10 s fires within a
+ *                                     minute; a pool grown on demand that
+ *                                     then stays does not)
  *   child_procs      4,     0.01/s   (nothing legitimately keeps 4 unreaped
  *                                     children; slope floor is 1 per 100 s)
- *   rss_bytes       64 MiB, 16 KiB/s (~1.3 GiB/day)
+ *   rss_bytes       16 MiB, 256 KiB/s, 30 s (1 MiB/s fires within a
+ *                                     minute; a fill that stops within 20 s
+ *                                     and a GC sawtooth do not)
  *   heap_live_bytes 64 MiB, 16 KiB/s
  *   goroutines      64,     0.2/s
  * Returns a static table; *ret_n receives its length.

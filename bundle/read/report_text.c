@@ -344,6 +344,33 @@ static void print_counters(const cJSON *doc, FILE *out, const struct style *st)
 	free(v);
 }
 
+/* No finding: say which watched counters grew anyway, and the rule they
+ * stayed below, so that a steady slow leak is not read as no leak. */
+static void print_growth_below_rule(const cJSON *doc, FILE *out)
+{
+	const cJSON *th = get(get(doc, "leak_watch"), "thresholds");
+	const cJSON *c;
+	cJSON_ArrayForEach(c, get(doc, "counters"))
+	{
+		const char *name = str(c, "name", "");
+		const cJSON *rule = get(th, name);
+		double first = num(c, "first", NAN), last = num(c, "last", NAN);
+		double delta = num(rule, "min_delta", NAN), slope = num(c, "slope_per_s", NAN);
+		if (!rule || !(last - first > delta / 16) || !(slope > 0))
+			continue;
+		char grew[32], rate[32], floor_delta[32], floor_slope[32];
+		format_counter_value(name, last - first, grew, sizeof(grew));
+		format_counter_value(name, slope, rate, sizeof(rate));
+		format_counter_value(name, delta, floor_delta, sizeof(floor_delta));
+		format_counter_value(name, num(rule, "min_slope_per_s", 0), floor_slope, sizeof(floor_slope));
+		fprintf(out, "  %s grew %s at %s/s: below the leak rule (a rise of %s at >= %s/s", name, grew,
+			rate, floor_delta, floor_slope);
+		if (num(rule, "min_span_s", 0) > 0)
+			fprintf(out, " over >= %.0f s, still rising at the end", num(rule, "min_span_s", 0));
+		fputs("; --leak-threshold lowers it)\n", out);
+	}
+}
+
 static void print_findings(const cJSON *doc, FILE *out, const struct style *st)
 {
 	const cJSON *f = get(doc, "findings");
@@ -353,6 +380,8 @@ static void print_findings(const cJSON *doc, FILE *out, const struct style *st)
 	if (!cJSON_GetArraySize(f)) {
 		fprintf(out, "  none%s\n",
 			on ? " (leak watch was on)" : " (leak watch was off: --leak-watch)");
+		if (on)
+			print_growth_below_rule(doc, out);
 		return;
 	}
 	fputc('\n', out);

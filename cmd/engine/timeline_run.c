@@ -310,6 +310,8 @@ int timeline_run_finish(struct timeline_run *t, cJSON *manifest)
 				cJSON *e = cJSON_AddObjectToObject(th, t->names[i]);
 				cJSON_AddNumberToObject(e, "min_slope_per_s", t->thresholds[k].min_slope_per_s);
 				cJSON_AddNumberToObject(e, "min_delta", t->thresholds[k].min_delta);
+				if (t->thresholds[k].min_span_s > 0)
+					cJSON_AddNumberToObject(e, "min_span_s", t->thresholds[k].min_span_s);
 				break;
 			}
 		}
