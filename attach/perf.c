@@ -70,14 +70,16 @@ struct idset {
 struct perf_sampler {
 	pid_t pid;
 	struct perf_sampler_options opt;
-	struct perf_event_attr attr, switch_attr, fault_attr;
+	struct perf_event_attr attr, switch_attr, fault_attr, fork_attr;
+	unsigned child_pid_offset; /* in a fork sample's raw record */
 	/* attr for an event of every task on one CPU (per_cpu) */
 	struct perf_event_attr cpu_attr;
 	/* The ids of our context-switches events (what their samples carry
 	 * first, with PERF_SAMPLE_IDENTIFIER). */
 	struct idset switch_ids;
-	/* The same for the page-fault events (fault_period). */
-	struct idset fault_ids;
+	/* The same for the page-fault events (fault_period) and the fork
+	 * events (forks). */
+	struct idset fault_ids, fork_ids;
 	int ncpus;
 	struct ring *rings;
 	int *fds;
@@ -210,6 +212,40 @@ static void close_last_fd(struct perf_sampler *ps, int fd)
 	close(fd);
 }
 
+/* The sched_process_fork tracepoint: its id, and where its format puts
+ * child_pid in the raw record (the layout moved between kernels). */
+static const char *const FORK_TRACEPOINT_DIRS[] = {
+	"/sys/kernel/tracing/events/sched/sched_process_fork",
+	"/sys/kernel/debug/tracing/events/sched/sched_process_fork",
+};
+
+static long fork_tracepoint(unsigned *child_pid_offset)
+{
+	for (size_t i = 0; i < sizeof(FORK_TRACEPOINT_DIRS) / sizeof(FORK_TRACEPOINT_DIRS[0]); i++) {
+		char path[128], buf[4096], *end;
+		snprintf(path, sizeof(path), "%s/id", FORK_TRACEPOINT_DIRS[i]);
+		if (attach_read_small_file_at(AT_FDCWD, path, buf, sizeof(buf)) == 0)
+			continue;
+		errno = 0;
+		long id = strtol(buf, &end, 10);
+		if (errno || end == buf || id < 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/format", FORK_TRACEPOINT_DIRS[i]);
+		if (attach_read_small_file_at(AT_FDCWD, path, buf, sizeof(buf)) == 0)
+			continue;
+		const char *f = strstr(buf, "pid_t child_pid;");
+		const char *o = f ? strstr(f, "offset:") : NULL;
+		if (!o)
+			continue;
+		unsigned long off = strtoul(o + 7, NULL, 10);
+		if (off > 4096)
+			continue;
+		*child_pid_offset = (unsigned)off;
+		return id;
+	}
+	return -ENOENT;
+}
+
 /* The sched_switch tracepoint's id, or -ENOENT (no tracefs, not root). */
 static long sched_switch_id(void)
 {
@@ -295,6 +331,26 @@ static int open_fault_event(struct perf_sampler *ps, pid_t tid, int cpu)
 	return id_add(&ps->fault_ids, id);
 }
 
+/* The fork event of tid on cpu (sched_process_fork: the thread made a
+ * thread or a process), as open_fault_event. */
+static int open_fork_event(struct perf_sampler *ps, pid_t tid, int cpu)
+{
+	bool first = ps->followed.n == 0 && ps->fork_ids.n == 0;
+	int fd = ps->fork_attr.config != (uint64_t)-1 ? open_into_ring(ps, &ps->fork_attr, tid, cpu) : -ENOENT;
+	if (fd < 0) {
+		if (first && refused_by_kernel(fd)) {
+			ps->opt.forks = false;
+			ps->stats.fork_refused = -fd;
+			return 0;
+		}
+		return fd;
+	}
+	uint64_t id = 0;
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
+		return -errno;
+	return id_add(&ps->fork_ids, id);
+}
+
 /* Events on every CPU for tid. -ESRCH when it is gone; other errors are
  * the kernel's refusal. */
 static int open_thread(struct perf_sampler *ps, pid_t tid)
@@ -302,7 +358,7 @@ static int open_thread(struct perf_sampler *ps, pid_t tid)
 	int opened = 0, err = 0;
 	/* Per CPU, the cpu-clock events are opened once, with the first
 	 * thread; a thread has only its switch-out events then. */
-	size_t kinds = (ps->opt.switch_freq ? 1 : 0) + (ps->opt.fault_period ? 1 : 0) +
+	size_t kinds = (ps->opt.switch_freq ? 1 : 0) + (ps->opt.fault_period ? 1 : 0) + (ps->opt.forks ? 1 : 0) +
 		       (!ps->stats.per_cpu || ps->followed.n == 0 ? 1 : 0);
 	/* Leave descriptors for the rest of the capture (the bundle's files,
 	 * the workers' sockets, /proc): a thread past the budget goes without
@@ -325,6 +381,8 @@ static int open_thread(struct perf_sampler *ps, pid_t tid)
 		if (ps->opt.switch_freq && (err = open_switch_event(ps, tid, cpu)) < 0)
 			break;
 		if (ps->opt.fault_period && (err = open_fault_event(ps, tid, cpu)) < 0)
+			break;
+		if (ps->opt.forks && (err = open_fork_event(ps, tid, cpu)) < 0)
 			break;
 		opened++;
 	}
@@ -472,6 +530,17 @@ int perf_sampler_open(pid_t pid, const struct perf_sampler_options *o, struct pe
 	f->sample_period = o->fault_period;
 	f->sample_stack_user = (uint32_t)ps->opt.stack_bytes;
 
+	/* Forks: where a thread of the target created a thread or a
+	 * process (sched_process_fork fires in the creator, at its clone),
+	 * the child's id in the raw record. Costs only the target's clones. */
+	struct perf_event_attr *k = &ps->fork_attr;
+	*k = *f;
+	long fork_id = o->forks ? fork_tracepoint(&ps->child_pid_offset) : -ENOENT;
+	k->type = PERF_TYPE_TRACEPOINT;
+	k->config = fork_id >= 0 ? (uint64_t)fork_id : (uint64_t)-1;
+	k->sample_type = (a->sample_type & ~(uint64_t)PERF_SAMPLE_PERIOD) | PERF_SAMPLE_RAW;
+	k->sample_period = 1;
+
 	ps->fd_budget = raise_nofile();
 	/* One cpu-clock event per CPU, opened with the first thread: it
 	 * samples whatever runs there, and only the target's samples are
@@ -579,15 +648,19 @@ static bool parse_sample(const struct perf_sampler *ps, const struct perf_event_
 	uint64_t id = take_u64(&p, end, &bad);
 	s->switch_out = id_known(&ps->switch_ids, id);
 	s->fault = !s->switch_out && ps->fault_ids.n && id_known(&ps->fault_ids, id);
+	s->fork = !s->switch_out && !s->fault && ps->fork_ids.n && id_known(&ps->fork_ids, id);
 	uint64_t sample_type = s->switch_out ? ps->switch_attr.sample_type
 			       : s->fault    ? ps->fault_attr.sample_type
+			       : s->fork     ? ps->fork_attr.sample_type
 					     : ps->attr.sample_type;
 	take_u64(&p, end, &bad); /* ip */
 	uint64_t pidtid = take_u64(&p, end, &bad);
 	s->tid = (pid_t)(uint32_t)(pidtid >> 32);
 	pid_t pid = (pid_t)(uint32_t)pidtid;
 	s->time_ns = take_u64(&p, end, &bad);
-	s->period_ns = sample_type & PERF_SAMPLE_PERIOD ? take_u64(&p, end, &bad) : ps->opt.fault_period;
+	s->period_ns = sample_type & PERF_SAMPLE_PERIOD ? take_u64(&p, end, &bad)
+		       : s->fault			? ps->opt.fault_period
+							: 1;
 	if (sample_type & PERF_SAMPLE_CALLCHAIN) {
 		uint64_t nr = take_u64(&p, end, &bad);
 		if (nr > (uint64_t)(end - p) / 8)
@@ -603,6 +676,21 @@ static bool parse_sample(const struct perf_sampler *ps, const struct perf_event_
 				kpcs[s->nkernel++] = ip;
 		}
 		s->kernel_pcs = kpcs;
+	}
+	if (sample_type & PERF_SAMPLE_RAW) {
+		/* u32 size, the record, padding to 8 bytes. */
+		if ((size_t)(end - p) < 4)
+			return false;
+		uint32_t size;
+		memcpy(&size, p, 4);
+		if (size > (size_t)(end - p) - 4)
+			return false;
+		int32_t child;
+		if (ps->child_pid_offset + 4 <= size) {
+			memcpy(&child, p + 4 + ps->child_pid_offset, 4);
+			s->child_tid = child;
+		}
+		p += 4 + size;
 	}
 	uint64_t abi = take_u64(&p, end, &bad);
 	if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
@@ -646,9 +734,11 @@ static void on_record(struct perf_sampler *ps, const struct perf_event_header *h
 			ps->stats.switch_samples++;
 		else if (s.fault)
 			ps->stats.fault_samples++, ps->stats.faults += s.period_ns;
+		else if (s.fork)
+			ps->stats.fork_samples++;
 		else
 			ps->stats.samples++;
-		if (s.stack_maybe_truncated && !s.switch_out && !s.fault)
+		if (s.stack_maybe_truncated && !s.switch_out && !s.fault && !s.fork)
 			ps->stats.stacks_truncated++;
 		(*nsamples)++;
 		fn(arg, &s);
@@ -807,5 +897,6 @@ void perf_sampler_free(struct perf_sampler *ps)
 	free(ps->refused.slots);
 	free(ps->switch_ids.slots);
 	free(ps->fault_ids.slots);
+	free(ps->fork_ids.slots);
 	free(ps);
 }

@@ -106,6 +106,10 @@ struct perf_sampler_options {
 	 * its stack: where the target first touches memory, which is where
 	 * it grows. Costs nothing while nothing faults. 0: none. */
 	uint64_t fault_period;
+	/* Also sample every thread or process a thread of the target
+	 * creates (the sched_process_fork tracepoint, in the creator): its
+	 * stack at the clone, and the child's id. Needs tracefs (root). */
+	bool forks;
 };
 
 /* One sample, valid during the callback only. */
@@ -117,6 +121,10 @@ struct perf_sample {
 	/* A page-fault sample (fault_period): registers and stack where the
 	 * thread touched a new page, period_ns the faults it stands for. */
 	bool fault;
+	/* A fork sample (forks): the creator's registers and stack at its
+	 * clone; child_tid the new thread's or process's id. */
+	bool fork;
+	pid_t child_tid;
 	uint64_t time_ns;       /* CLOCK_MONOTONIC (perf clock) */
 	uint64_t period_ns;     /* the CPU time this sample stands for (switch-outs, faults: their number) */
 	bool in_kernel;         /* the timer fired while the thread ran kernel code */
@@ -140,6 +148,8 @@ struct perf_sampler_stats {
 	uint64_t switch_lost, switch_throttled;
 	uint64_t fault_samples, faults, fault_lost; /* fault_period: samples, faults they stand for, lost */
 	int fault_refused;           /* errno of a kernel that refused the page-fault event; 0 */
+	uint64_t fork_samples;       /* forks: threads and processes created */
+	int fork_refused;            /* errno of a refusal of the fork tracepoint (ENOENT: no tracefs); 0 */
 	int switch_refused;          /* errno of a kernel that refused the switch event; 0 */
 	/* The switch event is sched_switch filtered to threads going to
 	 * sleep (S or D); false: context-switches, preemptions included. */

@@ -2,6 +2,7 @@
 #include "cmd/engine/cpu_perf.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h> /* memfd_create */
@@ -10,6 +11,7 @@
 
 #include "attach/perf.h"
 #include "cmd/engine/cpu_weigh.h"
+#include "cmd/engine/profile_out.h"
 #include "symbolize/arrays.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/symbolize.h"
@@ -79,6 +81,7 @@ struct cpu_perf {
 	struct interp *in;
 	struct stackagg *cpu;
 	struct stackagg *growth; /* fault samples (cpu_perf_options.growth) */
+	struct stackagg *creates; /* fork samples (cpu_perf_options.creates) */
 	uint64_t page_size;
 	cpu_perf_label_fn label;
 	cpu_perf_amend_fn amend;
@@ -124,6 +127,7 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *c
 	cp->defer_bytes_max = co->defer_bytes_max;
 	cp->defer_fd = -1;
 	cp->growth = co->fault_period ? co->growth : NULL;
+	cp->creates = co->creates;
 	cp->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	cp->batch.pid = t->pid;
 	cp->batch.threads = calloc(BATCH_MAX, sizeof(*cp->batch.threads));
@@ -141,6 +145,7 @@ int cpu_perf_new(const struct attach_target *t, const struct cpu_perf_options *c
 		.switch_records = co->window != NULL,
 		.per_cpu = co->per_cpu,
 		.fault_period = cp->growth ? co->fault_period : 0,
+		.forks = cp->creates != NULL,
 	};
 
 	int r = perf_sampler_open(t->pid, &o, &cp->ps);
@@ -357,6 +362,7 @@ static void flush(struct cpu_perf *cp)
 			values[1] = (int64_t)(cp->period_ns[i] * cp->page_size);
 			to = cp->growth;
 		}
+
 		if (stackagg_add(to, pcs, n, labels[0] ? labels : NULL, values) < 0)
 			cp->error = -ENOMEM;
 		else
@@ -426,6 +432,59 @@ static void batch_commit(struct cpu_perf *cp)
 		flush(cp);
 }
 
+/* A fork sample, unwound now (threads are not made often). glibc's clone
+ * wrappers end their CFI just before the syscall (the child's unwind
+ * information would be wrong), so a creator stopped there unwinds to its
+ * leaf alone; they push nothing, so the word at the stack pointer is the
+ * return address into pthread_create or the program's own call: the
+ * walk goes on from there. */
+static int add_fork(struct cpu_perf *cp, const struct perf_sample *s)
+{
+	flush(cp);
+	if (cp->error)
+		return 1;
+	struct process_capture *b = &cp->batch;
+	long i = batch_add(cp, s->tid, 'R', &s->regs, s->stack, s->have_user_regs ? s->stack_len : 0);
+	if (i < 0)
+		return 1;
+	b->nthreads = 1;
+	struct thread_capture *tc = &b->threads[0];
+	uint64_t pcs[PERF_KERNEL_FRAMES_MAX + UNWIND_MAX_FRAMES_DEFAULT + 1];
+	size_t n = 0;
+	for (size_t k = 0; cp->kernel_frames && s->kernel_pcs && k < s->nkernel; k++)
+		pcs[n++] = s->kernel_pcs[k];
+	if (s->have_user_regs) {
+		if (!cp->maps_read || perf_sampler_take_mmaps(cp->ps))
+			read_maps(cp);
+		interp_unwind(cp->in, b, cp->stacks);
+		if (cp->stacks[0].n <= 1 && tc->stack_len >= 16) {
+			uint64_t ret;
+			memcpy(&ret, tc->stack, 8);
+			pcs[n++] = tc->regs.rip;
+			tc->regs.rip = ret;
+			tc->regs.rsp += 8;
+			tc->stack_start += 8;
+			memmove(tc->stack, tc->stack + 8, tc->stack_len - 8);
+			tc->stack_len -= 8;
+			interp_unwind(cp->in, b, cp->stacks);
+		}
+		for (size_t k = 0; k < cp->stacks[0].n; k++)
+			pcs[n++] = cp->stacks[0].pcs[k];
+	}
+	b->nthreads = 0;
+	char labels[LABELS_MAX] = "";
+	if (cp->label)
+		cp->label(cp->label_arg, s->tid, labels, sizeof(labels));
+	size_t used = strlen(labels);
+	snprintf(labels + used, sizeof(labels) - used, "%schild_tid=%d", used ? LABEL_SEP : "", (int)s->child_tid);
+	int64_t one[1] = {1};
+	if (n && stackagg_add(cp->creates, pcs, n, labels, one) < 0) {
+		cp->error = -ENOMEM;
+		return 1;
+	}
+	return 0;
+}
+
 static int on_sample(void *arg, const struct perf_sample *s)
 {
 	struct cpu_perf *cp = arg;
@@ -440,8 +499,10 @@ static int on_sample(void *arg, const struct perf_sample *s)
 	}
 	if (s->switch_out)
 		return hold_switch_out(cp, s);
-	if (s->fault && !cp->growth)
+	if ((s->fault && !cp->growth) || (s->fork && !cp->creates))
 		return 0;
+	if (s->fork)
+		return add_fork(cp, s);
 	long i = batch_add(cp, s->tid, 'R', &s->regs, s->stack, s->have_user_regs ? s->stack_len : 0);
 	if (i < 0)
 		return 1;
@@ -762,6 +823,13 @@ void cpu_perf_describe(const struct cpu_perf *cp, cJSON *o)
 		cJSON_AddNumberToObject(g, "lost", (double)st.fault_lost);
 		if (st.fault_refused)
 			cJSON_AddStringToObject(g, "refused", strerror(st.fault_refused));
+	}
+	if (cp->creates || st.fork_refused) {
+		/* Threads and processes created (threadcreate.pprof). */
+		cJSON *k = cJSON_AddObjectToObject(o, "forks");
+		cJSON_AddNumberToObject(k, "samples", (double)st.fork_samples);
+		if (st.fork_refused)
+			cJSON_AddStringToObject(k, "refused", strerror(st.fork_refused));
 	}
 	cJSON_AddNumberToObject(o, "samples_without_user_context", (double)cp->kernel_only);
 	cJSON_AddNumberToObject(o, "samples_without_user_frames", (double)cp->user_unwound_empty);

@@ -66,6 +66,10 @@ struct cpu_perf_options {
 	 * touches new memory. 0 or NULL: none. */
 	uint64_t fault_period;
 	struct stackagg *growth;
+	/* Fork samples (perf.h, forks): each thread or process the target
+	 * creates, its creator's stack, into creates (values {1}, labels the
+	 * creator's then child_tid=N). NULL: none. */
+	struct stackagg *creates;
 };
 
 /* Start perf events on every thread of t. 0 or -errno from

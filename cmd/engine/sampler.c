@@ -170,6 +170,7 @@ struct sampler {
 	size_t stacks_cap, last_stacks_cap;
 	struct stackagg *cpu, *wall;
 	struct stackagg *growth; /* page-fault samples (--growth); NULL: not asked */
+	struct stackagg *creates; /* fork samples (--growth): threads and processes made */
 	struct cpu_table cpu_seen;
 	/* Thread names as the labels spell them (redact.h), each redacted
 	 * once rather than at every sample. */
@@ -1091,6 +1092,7 @@ static int start_cpu_engine(struct sampler *sp)
 				   : o->unwind_later_set ? o->unwind_later_bytes : UNWIND_LATER_DEFAULT,
 		.fault_period = sp->growth ? GROWTH_FAULT_PERIOD : 0,
 		.growth = sp->growth,
+		.creates = sp->creates,
 	};
 	/* Ticks between wakes, from the switch records: not for a CPython,
 	 * whose Python frames are read at each tick. */
@@ -1295,6 +1297,57 @@ static int write_growth(struct sampler *sp, const struct symtab *st, const struc
  * otherwise fall back to the last tick's capture, unwound while it lived.
  * Adds every address the profiles need to set, and symbolizes everything
  * in one batch. */
+struct creates_at_end {
+	struct stackagg *out;
+	int task_dirfd;
+};
+
+/* A fork sample's entry with child_alive=true|false added: whether the
+ * child is a thread of the target that is still alive now. */
+static int mark_alive(void *ctx, const uint64_t *pcs, size_t npcs, const char *labels,
+		      const int64_t *values)
+{
+	struct creates_at_end *e = ctx;
+	const char *c = labels ? strstr(labels, "child_tid=") : NULL;
+	char name[24], out[256];
+	bool alive = false;
+	if (c) {
+		snprintf(name, sizeof(name), "%d", atoi(c + 10));
+		alive = faccessat(e->task_dirfd, name, F_OK, 0) == 0;
+	}
+	snprintf(out, sizeof(out), "%s%schild_alive=%s", labels ? labels : "", labels ? LABEL_SEP : "",
+		 alive ? "true" : "false");
+	return stackagg_add(e->out, pcs, npcs, out, values) < 0;
+}
+
+/* threadcreate.pprof for a native target: every thread or process the
+ * target created during the capture, with the stack of the thread that
+ * created it (the sched_process_fork tracepoint), labelled child_tid and
+ * child_alive (a thread of the target still alive at the end: where the
+ * threads it has now came from). */
+static int write_creates(struct sampler *sp, const struct symtab *st, const struct profile_spec *base)
+{
+	static const struct profile_value_type types[] = {{"threads", "count"}};
+	struct creates_at_end e = {.out = stackagg_new(1), .task_dirfd = sp->s->target.task_dirfd};
+	if (!e.out || stackagg_foreach(sp->creates, mark_alive, &e)) {
+		stackagg_free(e.out);
+		return -ENOMEM;
+	}
+	struct profile_spec spec = *base;
+	spec.sample_types = types;
+	spec.ntypes = 1;
+	spec.period_type = (struct profile_value_type){"threads", "count"};
+	spec.period = 1;
+	uint8_t *gz = NULL;
+	size_t len = 0;
+	int r = profile_out_encode(e.out, st, &spec, &gz, &len);
+	if (r == 0)
+		r = bundle_write_member(sp->s->bundle, "threadcreate.pprof", gz, len);
+	free(gz);
+	stackagg_free(e.out);
+	return r;
+}
+
 static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t duration)
 {
 	struct capture_session *s = sp->s;
@@ -1336,6 +1389,8 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 		r = profile_out_collect(sp->wall, set);
 	if (r == 0 && sp->growth && sp->perf)
 		r = profile_out_collect(sp->growth, set);
+	if (r == 0 && sp->creates && sp->perf)
+		r = profile_out_collect(sp->creates, set);
 	struct symtab *st = NULL;
 	if (r == 0) {
 		size_t n;
@@ -1398,6 +1453,9 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 		}
 		if (r == 0 && sp->growth && sp->perf && *s->opt->stop_requests < 2)
 			r = write_growth(sp, st, &spec);
+		/* A Go program's threadcreate.pprof is its runtime's own. */
+		if (r == 0 && sp->creates && sp->perf && !s->go && *s->opt->stop_requests < 2)
+			r = write_creates(sp, st, &spec);
 	}
 	capture_trace_phase("members written");
 	if (r == 0 && st)
@@ -1419,6 +1477,7 @@ static void sampler_release(struct sampler *sp)
 	stackagg_free(sp->cpu);
 	stackagg_free(sp->wall);
 	stackagg_free(sp->growth);
+	stackagg_free(sp->creates);
 	free(sp->cpu_seen.slots);
 	bundle_name_memo_release(&sp->names);
 	free(sp->labelled.slots);
@@ -1471,14 +1530,16 @@ int sampler_run(struct capture_session *s)
 	sp.ao.no_interrupt_blocked = true;
 	sp.cpu = stackagg_new(2);
 	sp.wall = stackagg_new(2);
-	if (o->growth || o->leak_watch)
+	if (o->growth || o->leak_watch) {
 		sp.growth = stackagg_new(2);
+		sp.creates = stackagg_new(1);
+	}
 	sp.pause.reservoir = malloc(PAUSE_RESERVOIR * sizeof(uint64_t));
 	sp.pause.rng = monotonic_ns() | 1;
 	sp.thread_pause.reservoir = malloc(PAUSE_RESERVOIR * sizeof(uint64_t));
 	sp.thread_pause.rng = sp.pause.rng ^ 0x9e3779b97f4a7c15ull;
 	if (!sp.cpu || !sp.wall || !sp.pause.reservoir || !sp.thread_pause.reservoir ||
-	    ((o->growth || o->leak_watch) && !sp.growth)) {
+	    ((o->growth || o->leak_watch) && (!sp.growth || !sp.creates))) {
 		sampler_release(&sp);
 		return capture_fail(s, CAPTURE_STAGE_ATTACH, -ENOMEM);
 	}
@@ -1722,6 +1783,8 @@ int sampler_run(struct capture_session *s)
 			r = cpu_perf_expand(sp.perf, &sp.wall);
 		if (r == 0 && sp.growth)
 			r = cpu_perf_expand(sp.perf, &sp.growth);
+		if (r == 0 && sp.creates)
+			r = cpu_perf_expand(sp.perf, &sp.creates);
 		for (size_t i = 0; r == 0 && sp.have_last && i < sp.last.nthreads; i++)
 			cpu_perf_expand_stack(sp.perf, &sp.last_stacks[i]);
 		capture_trace_phase("deferred samples unwound");

@@ -324,3 +324,64 @@ Test(leak, growth_profile_matches_rss_and_names_the_toucher)
 	free(res);
 	rm_rf(dir);
 }
+
+/* Threads of pid now. */
+static long task_count(pid_t pid)
+{
+	char cmd[64], out[32];
+	snprintf(cmd, sizeof(cmd), "ls /proc/%d/task | wc -l", (int)pid);
+	shell_output(cmd, out, sizeof(out));
+	return atol(out);
+}
+
+/* --growth also records where threads are created (the kernel's
+ * sched_process_fork, in the creating thread): as many as /proc saw
+ * appear, each under the program's own call to pthread_create. */
+Test(leak, threadcreate_counts_new_threads_under_their_creator)
+{
+	const char *argv[] = {target_path("leak/leak_threads"), "4", NULL};
+	struct target t = target_start(argv, "ready");
+	char dir[256], out[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/b", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	const char *args[] = {"-p", pid, "-o", out, "--growth", "-d", "3s", "-q", NULL};
+	struct tool_result *res = malloc(sizeof(*res));
+	long before = task_count(t.pid);
+	tool_run(res, args);
+	long after = task_count(t.pid);
+	cr_assert_eq(res->exit_code, 0, "exit %d: %s", res->exit_code, res->err);
+	target_kill(&t);
+	cJSON *m = manifest_need(out);
+	const cJSON *forks = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "cpu"), "perf"), "forks");
+	cr_assert(forks, "no capture.cpu.perf.forks in the manifest");
+	if (cJSON_GetObjectItem(forks, "refused"))
+		cr_skip_test("the kernel refused sched_process_fork: %s",
+			     cJSON_GetStringValue(cJSON_GetObjectItem(forks, "refused")));
+	double n = cJSON_GetNumberValue(cJSON_GetObjectItem(forks, "samples"));
+	/* The tool's own start and end are inside the capture's window, a
+	 * thread or two either side of /proc's counts. */
+	cr_assert(n >= (double)(after - before) - 2 && n <= (double)(after - before) + 2,
+		  "%.0f threads created by the samples, /proc saw %ld appear", n, after - before);
+	const char *rargs[] = {"report", "--json", "--top", "40", out, NULL};
+	tool_run(res, rargs);
+	cJSON *rep = cJSON_Parse(res->out);
+	cr_assert(rep, "report --json printed no JSON");
+	const cJSON *tc = cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "profiles"), "threadcreate");
+	cr_assert(tc, "report has no threadcreate profile");
+	bool tick = false, create = false;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(tc, "top_cum"))
+	{
+		const char *fn = cJSON_GetStringValue(cJSON_GetObjectItem(e, "function")) ?: "";
+		double pct = cJSON_GetNumberValue(cJSON_GetObjectItem(e, "cum_pct"));
+		tick = tick || (strcmp(fn, "tick") == 0 && pct >= 95);
+		create = create || (strstr(fn, "pthread_create") && pct >= 95);
+	}
+	cr_assert(tick && create, "the creations are not under tick <- pthread_create: %s", cJSON_Print(tc));
+	cJSON_Delete(rep);
+	cJSON_Delete(m);
+	free(res);
+	rm_rf(dir);
+}
