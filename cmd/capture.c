@@ -186,6 +186,8 @@ static void usage(FILE *f)
 	      " 13  the process is not dumpable; --force captures it anyway\n"
 	      " 14  /proc belongs to another pid namespace (mount one for this namespace)\n"
 	      " 15  perf events refused and --cpu-engine perf asked for them\n"
+	      "126  -- CMD: CMD is not executable (as a shell says it)\n"
+	      "127  -- CMD: no such command (as a shell says it)\n"
 	      "137  killed by the watchdog (--watchdog), which released the target; the\n"
 	      "     bundle gets a manifest that says so (capture.ended_by) a moment later\n"
 	      "\n"
@@ -928,10 +930,11 @@ static int run_capture(int argc, char **argv, bool dump)
 	if (launch_argv) {
 		int e = launch_start(launch_argv, &launched);
 		if (e < 0) {
-			die_message("cannot run '%s': %s", launch_argv[0], strerror(-e));
+			die_message("cannot run '%s': %s", launch_argv[0],
+				    e == -ENOENT ? "command not found" : strerror(-e));
 			if (file_format)
 				rmdir(dir);
-			return EXIT_NO_PROCESS;
+			return launch_failure_exit(e);
 		}
 		opt.pid = launched.pid;
 		launched_now = &launched;

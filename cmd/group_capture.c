@@ -479,8 +479,9 @@ int group_capture_run(struct capture_options *opt, const struct group_request *r
 		}
 		int e = launch_start(req->launch_argv, &launched);
 		if (e < 0) {
-			die_message("cannot run '%s': %s", req->launch_argv[0], strerror(-e));
-			return EXIT_NO_PROCESS;
+			die_message("cannot run '%s': %s", req->launch_argv[0],
+				    e == -ENOENT ? "command not found" : strerror(-e));
+			return launch_failure_exit(e);
 		}
 		first = launched.pid;
 		g.launched = &launched;

@@ -434,7 +434,9 @@ static void print_report_escaped(const cJSON *doc, FILE *out, bool color, size_t
 	if (get(profiles, "mutex"))
 		print_table("MUTEX (Go: contended locks, by delay)", get(profiles, "mutex"), out, st, top);
 	if (get(profiles, "threadcreate"))
-		print_table("THREADCREATE (where threads were created)", get(profiles, "threadcreate"),
+		print_table(get(doc, "goroutine_groups") ? "THREADCREATE (Go: where threads were created)"
+							 : "THREADCREATE (where threads and processes were created)",
+			    get(profiles, "threadcreate"),
 			    out, st, top);
 	/* Page faults name the code that first touched new memory: where the
 	 * process grew, not always where it allocated what it keeps. */

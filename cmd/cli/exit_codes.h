@@ -6,6 +6,8 @@
 #ifndef DIAG_CMD_CLI_EXIT_CODES_H
 #define DIAG_CMD_CLI_EXIT_CODES_H
 
+#include <errno.h>
+
 enum exit_code {
 	EXIT_OK = 0,
 	EXIT_VERIFY_FAILED = 1,  /* verify: a member is missing, short or altered */
@@ -28,6 +30,16 @@ enum exit_code {
 	EXIT_PAST_CAP = 17,      /* a bundle member is past one of the reader's caps (reader.h);
 				  * unpem: a block is, or the blocks come to more than
 				  * --max-total; nothing was written */
+	/* Launch mode (-- CMD): the command could not be started, with the
+	 * statuses a shell gives for the same failures. */
+	EXIT_COMMAND_NOT_EXECUTABLE = 126, /* found, but not executable (EACCES, ENOEXEC...) */
+	EXIT_COMMAND_NOT_FOUND = 127,      /* no such command (ENOENT, ENOTDIR) */
 };
+
+/* The status for a launch that failed with -errno e. */
+static inline int launch_failure_exit(int e)
+{
+	return e == -ENOENT || e == -ENOTDIR ? EXIT_COMMAND_NOT_FOUND : EXIT_COMMAND_NOT_EXECUTABLE;
+}
 
 #endif

@@ -119,8 +119,19 @@ Test(launch, refusals_keep_our_statuses, .timeout = 60)
 	struct tool_result r;
 	const char *none[] = {"-q", "-o", b, "--", "/nonexistent/command", NULL};
 	tool_run(&r, none);
-	cr_expect_eq(r.exit_code, 3, "a command that cannot run: exit %d", r.exit_code);
-	cr_expect(strstr(r.err, "cannot run '/nonexistent/command'"), "%s", r.err);
+	/* The statuses a shell gives: 127 not found, 126 not executable. */
+	cr_expect_eq(r.exit_code, 127, "a command that does not exist: exit %d", r.exit_code);
+	cr_expect(strstr(r.err, "cannot run '/nonexistent/command': command not found"), "%s", r.err);
+	cr_expect_neq(access(b, F_OK), 0, "a bundle directory was made for a command that never ran");
+	char plain[300];
+	snprintf(plain, sizeof(plain), "%s/plain-file", dir);
+	FILE *pf = fopen(plain, "w");
+	cr_assert(pf);
+	fclose(pf);
+	const char *noexec[] = {"-q", "-o", b, "--", plain, NULL};
+	tool_run(&r, noexec);
+	cr_expect_eq(r.exit_code, 126, "a file that is not executable: exit %d", r.exit_code);
+	cr_expect(strstr(r.err, "Permission denied"), "%s", r.err);
 	cr_expect_neq(access(b, F_OK), 0, "a bundle directory was made for a command that never ran");
 	const char *both[] = {"-p", "1", "--", "true", NULL};
 	tool_run(&r, both);
