@@ -190,6 +190,8 @@ int capture_error_exit(pid_t pid, const char *dir, enum capture_stage stage, int
 			     "may forbid them; --cpu-engine ptrace (or auto) samples with ptrace stops instead");
 		return EXIT_PERF_REFUSED;
 	case CAPTURE_STAGE_PRINT:
+		if (r == -EPIPE)
+			return EXIT_CLOSED_PIPE;
 		die_message("cannot print the dump to standard output: %s", strerror(-r));
 		return EXIT_WRITE_FAILED;
 	case CAPTURE_STAGE_WRITE:
@@ -237,6 +239,8 @@ int capture_print_bundle_path(const char *dir)
 	if (printf("%s\n", dir) >= 0 && fflush(stdout) == 0)
 		return EXIT_OK;
 	int e = errno;
+	if (e == EPIPE)
+		return EXIT_CLOSED_PIPE;
 	die_message("bundle '%s' is complete, but writing its path to standard output failed: %s",
 		    dir, strerror(e));
 	return EXIT_WRITE_FAILED;

@@ -34,6 +34,10 @@ enum exit_code {
 	 * statuses a shell gives for the same failures. */
 	EXIT_COMMAND_NOT_EXECUTABLE = 126, /* found, but not executable (EACCES, ENOEXEC...) */
 	EXIT_COMMAND_NOT_FOUND = 127,      /* no such command (ENOENT, ENOTDIR) */
+	/* Standard output's reader went away (a pipe to head): what a shell
+	 * reports for a process SIGPIPE ended (128 + 13), said by no message,
+	 * once the target is released and any bundle is closed whole. */
+	EXIT_CLOSED_PIPE = 141,
 };
 
 /* The status for a launch that failed with -errno e. */

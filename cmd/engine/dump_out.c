@@ -7,6 +7,7 @@
 #include "cmd/engine/dump_out.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,6 +278,28 @@ static cJSON *json_doc(const struct grouping *g, const struct symtab *st,
 	return d;
 }
 
+/* A failed write's errno as dump_flush_error reports it. */
+static int write_error(int e)
+{
+	return e == EPIPE || e == ENOSPC || e == EDQUOT ? -e : -EIO;
+}
+
+int dump_flush_error(FILE *f)
+{
+	/* The failing write's errno (a closed pipe, a full disk) says more
+	 * than the stream's error flag. A stream whose failed write came
+	 * earlier (a long line written past the buffer) flushes nothing now:
+	 * a pipe whose reader left then shows POLLERR. */
+	if (fflush(f) != 0)
+		return write_error(errno);
+	if (!ferror(f))
+		return 0;
+	struct pollfd p = {.fd = fileno(f), .events = POLLOUT};
+	if (p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLERR))
+		return -EPIPE;
+	return -EIO;
+}
+
 int dump_write(FILE *f, bool json, const struct process_capture *pc,
 	       const struct unwound_stack *stacks, const struct symtab *st,
 	       const struct dump_meta *meta)
@@ -294,10 +317,10 @@ int dump_write(FILE *f, bool json, const struct process_capture *pc,
 			d = NULL;
 		}
 		char *s = d ? json_print(d, true) : NULL;
-		if (s)
-			fprintf(f, "%s\n", s);
-		else
+		if (!s)
 			r = -ENOMEM;
+		else if (fputs(s, f) == EOF || fputc('\n', f) == EOF)
+			r = write_error(errno);
 		free(s);
 		cJSON_Delete(d);
 	} else if (r == 0) {
@@ -306,7 +329,7 @@ int dump_write(FILE *f, bool json, const struct process_capture *pc,
 	waits_free(&g.waits);
 	free(g.order);
 	free(g.groups);
-	if (r == 0 && (fflush(f) != 0 || ferror(f)))
-		r = -EIO;
+	if (r == 0)
+		r = dump_flush_error(f);
 	return r;
 }

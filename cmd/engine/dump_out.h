@@ -25,7 +25,10 @@ struct dump_meta {
 
 /* Print pc's threads grouped by stack: text (names escaped, as in
  * threads.txt) or, with json, one JSON object (see diag-attach(1), dump).
- * 0, -ENOMEM, or -EIO when f reports a write error. */
+ * 0, -ENOMEM, or a write error of f (dump_flush_error). */
+/* Flush f: 0, -EPIPE (the reader is gone), -ENOSPC/-EDQUOT, or -EIO. */
+int dump_flush_error(FILE *f);
+
 int dump_write(FILE *f, bool json, const struct process_capture *pc,
 	       const struct unwound_stack *stacks, const struct symtab *st,
 	       const struct dump_meta *meta);

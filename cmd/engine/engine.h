@@ -190,7 +190,7 @@ enum capture_stage {
 	CAPTURE_STAGE_PERF,     /* perf events refused with --cpu-engine perf */
 	CAPTURE_STAGE_WRITE,    /* writing members (-ENOSPC, ..., -EINTR: abandoned on request) */
 	CAPTURE_STAGE_FINALIZE, /* the manifest and the final fsyncs */
-	CAPTURE_STAGE_PRINT,    /* printing a dump to dump_to (-EIO) */
+	CAPTURE_STAGE_PRINT,    /* printing a dump to dump_to (-EPIPE, -ENOSPC, -EDQUOT, -EIO) */
 };
 
 struct capture_session;

@@ -124,10 +124,9 @@ static int run_snapshot(struct capture_session *s)
 		};
 		r = dump_write(s->opt->dump_to, s->opt->dump_json, &pc, stacks, st, &meta);
 		/* A Go program's goroutines follow its threads (text only). */
-		if (r == 0 && !s->opt->dump_json && go_session_print(s->go, s->opt->dump_to) >= 0 &&
-		    (fflush(s->opt->dump_to) != 0 || ferror(s->opt->dump_to)))
-			r = -EIO;
-		if (r == -EIO) {
+		if (r == 0 && !s->opt->dump_json && go_session_print(s->go, s->opt->dump_to) >= 0)
+			r = dump_flush_error(s->opt->dump_to);
+		if (r == -EIO || r == -EPIPE || r == -ENOSPC || r == -EDQUOT) {
 			symtab_free(st);
 			free(stacks);
 			process_capture_release(&pc);

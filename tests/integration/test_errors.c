@@ -772,3 +772,44 @@ Test(errors, d8_exec_of_a_setuid_program_ends_the_capture_unless_forced, .timeou
 	}
 	rm_rf(dir);
 }
+
+/* One policy for a closed standard output, through real pipelines as a
+ * shell runs them: the reader gone (| true) ends quietly with 141, as
+ * SIGPIPE would (the target released, a bundle closed whole); a full disk
+ * says so, exit 10. */
+Test(errors, e9_a_closed_pipe_ends_quietly_with_141_and_a_full_disk_says_so)
+{
+	const char *args[] = {"convoy", NULL};
+	struct target t = target_start_args("waits", args, "ready");
+	char dir[256], cmd[1024], out[4096];
+	make_tmpdir(dir, sizeof(dir));
+	const char *tool = getenv("DIAG_ATTACH");
+	cr_assert(tool);
+	static const char *const forms[] = {"dump -p %d", "dump -p %d --json", "-p %d --snapshot -q -o %s/b"};
+	for (size_t i = 0; i < 3; i++) {
+		char line[512];
+		snprintf(line, sizeof(line), forms[i], (int)t.pid, dir);
+		snprintf(cmd, sizeof(cmd), "bash -c '%s %s 2>%s/err | true; echo ${PIPESTATUS[0]}'", tool, line, dir);
+		shell_output(cmd, out, sizeof(out));
+		cr_expect_eq(atoi(out), 141, "%s | true: exit %s", line, out);
+		char *err = read_in(dir, "err");
+		cr_expect(!err || !*err, "%s | true printed: %s", line, err ? err : "");
+		free(err);
+	}
+	char why[256];
+	cr_expect(target_healthy(t.pid, false, why, sizeof(why)), "%s", why);
+	char bundle[300];
+	snprintf(bundle, sizeof(bundle), "%s/b", dir);
+	expect_verified(bundle, "the bundle whose path could not be printed");
+	snprintf(cmd, sizeof(cmd), "bash -c '%s report %s/b 2>/dev/null | true; echo ${PIPESTATUS[0]}'", tool, dir);
+	shell_output(cmd, out, sizeof(out));
+	cr_expect_eq(atoi(out), 141, "report | true: exit %s", out);
+	snprintf(cmd, sizeof(cmd), "bash -c '%s dump -p %d > /dev/full 2>%s/err; echo $?'", tool, (int)t.pid, dir);
+	shell_output(cmd, out, sizeof(out));
+	cr_expect_eq(atoi(out), 10, "dump > /dev/full: exit %s", out);
+	char *err = read_in(dir, "err");
+	cr_expect(err && strstr(err, "No space left on device"), "dump > /dev/full said: %s", err ? err : "");
+	free(err);
+	target_kill(&t);
+	rm_rf(dir);
+}
