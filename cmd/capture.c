@@ -188,10 +188,10 @@ static void usage(FILE *f)
 	      " 15  perf events refused and --cpu-engine perf asked for them\n"
 	      "126  -- CMD: CMD is not executable (as a shell says it)\n"
 	      "127  -- CMD: no such command (as a shell says it)\n"
-	      "141  standard output's reader went away (| head): quietly, as SIGPIPE would\n"
-	      "     end it, the target released and any bundle whole\n"
 	      "137  killed by the watchdog (--watchdog), which released the target; the\n"
 	      "     bundle gets a manifest that says so (capture.ended_by) a moment later\n"
+	      "141  standard output's reader went away (| head): quietly, as SIGPIPE would\n"
+	      "     end it, the target released and any bundle whole\n"
 	      "\n"
 	      "See diag-attach(1).\n",
 	      f);
