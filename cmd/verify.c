@@ -61,7 +61,7 @@ int cmd_verify(int argc, char **argv)
 	if (r == BUNDLE_PAST_CAP)
 		return cli_refused(argv[1], "manifest.json", BUNDLE_CAP_MANIFEST_BYTES);
 	if (r == -ENOENT)
-		die_message("'%s' is not a bundle: no manifest.json (a capture that did not finish?)", argv[1]);
+		cli_no_manifest(argv[1]);
 	else if (r == -EBADMSG)
 		die_message("'%s': manifest.json is malformed", argv[1]);
 	else if (r == -ELOOP)

@@ -4,11 +4,25 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bundle/bundle.h"
 #include "bundle/text.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/util.h"
+
+void cli_no_manifest(const char *dir)
+{
+	struct stat st;
+	if (stat(dir, &st) < 0 && (errno == ENOENT || errno == ENOTDIR)) {
+		die_message("'%s': no such directory", dir);
+	} else if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		die_message("'%s' is not a directory (a bundle is one)", dir);
+	} else {
+		die_message("'%s' is not a bundle: no manifest.json", dir);
+		hint_message("a capture that was interrupted leaves no manifest; capture again");
+	}
+}
 
 int cli_open_bundle(const char *dir, struct bundle_reader **ret)
 {
@@ -16,8 +30,7 @@ int cli_open_bundle(const char *dir, struct bundle_reader **ret)
 	if (e == 0)
 		return EXIT_OK;
 	if (e == -ENOENT) {
-		die_message("'%s' is not a bundle: no manifest.json", dir);
-		hint_message("a capture that was interrupted leaves no manifest; capture again");
+		cli_no_manifest(dir);
 	} else if (e == -EBADMSG) {
 		die_message("'%s': manifest.json is malformed", dir);
 	} else if (e == -ELOOP) {

@@ -12,6 +12,10 @@
 
 #include "bundle/reader.h"
 
+/* Say why dir has no manifest: no such directory, not a directory, or a
+ * directory without one (an interrupted capture). */
+void cli_no_manifest(const char *dir);
+
 /* Open dir, printing the failure ("not a bundle", "malformed manifest",
  * "a symbolic link") with a hint. Returns EXIT_OK with *ret set (the caller frees it with
  * bundle_reader_free), or the exit status to return (EXIT_VERIFY_FAILED

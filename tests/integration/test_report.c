@@ -746,6 +746,17 @@ Test(report, usage_and_damage)
 	tool_run(&r, nb);
 	cr_expect_eq(r.exit_code, 1, "report of a non-bundle: exit %d", r.exit_code);
 	cr_expect(strstr(r.err, "not a bundle"), "%s", r.err);
+	/* A directory that does not exist is said to be that, not a bundle
+	 * without a manifest. */
+	char missing[300];
+	snprintf(missing, sizeof(missing), "%s/none", dir);
+	const char *nd[] = {"report", missing, NULL};
+	tool_run(&r, nd);
+	cr_expect_eq(r.exit_code, 1, "report of a missing directory: exit %d", r.exit_code);
+	cr_expect(strstr(r.err, "no such directory") && !strstr(r.err, "manifest"), "%s", r.err);
+	const char *vd[] = {"verify", missing, NULL};
+	tool_run(&r, vd);
+	cr_expect(strstr(r.err, "no such directory"), "verify: %s", r.err);
 
 	/* A damaged member: the report still prints, with a warning, exit 1. */
 	char b[300], path[400];
