@@ -299,6 +299,8 @@ static void epoll_watched(pid_t pid, int fd, struct fd_info *ret)
 int fd_info_read(pid_t pid, int fd, struct fd_info *ret)
 {
 	memset(ret, 0, sizeof(*ret));
+	ret->pid = pid;
+	ret->fd = fd;
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
 	ssize_t n = readlink(path, ret->target, sizeof(ret->target) - 1);

@@ -36,6 +36,8 @@ struct fd_peer {
 };
 
 struct fd_info {
+	pid_t pid; /* whose descriptor it is */
+	int fd;
 	enum fd_kind kind;
 	/* What readlink(/proc/PID/fd/N) says: a path, "pipe:[INODE]",
 	 * "socket:[INODE]", "anon_inode:[eventfd]"... */

@@ -33,6 +33,9 @@ static void put_holders(FILE *f, const struct fd_info *d, const char *what)
 		fputs(" (not every process's descriptors were looked at)", f);
 }
 
+/* Watched descriptors of an epoll set described one by one. */
+#define EPOLL_DESCRIBED 4
+
 void fd_out_text(FILE *f, const struct fd_info *d)
 {
 	switch (d->kind) {
@@ -64,9 +67,21 @@ void fd_out_text(FILE *f, const struct fd_info *d)
 	case FD_EPOLL:
 		fputs("epoll set", f);
 		if (d->nwatched) {
+			/* The first few said for what they are (not another
+			 * epoll set's own list). */
 			fputs(" watching fd", f);
-			for (size_t i = 0; i < d->nwatched; i++)
+			for (size_t i = 0; i < d->nwatched; i++) {
+				struct fd_info w;
 				fprintf(f, "%s %d", i ? "," : "", d->watched[i]);
+				if (i < EPOLL_DESCRIBED && fd_info_read(d->pid, d->watched[i], &w) == 0) {
+					fputs(" (", f);
+					if (w.kind == FD_EPOLL)
+						fputs("epoll set", f);
+					else
+						fd_out_text(f, &w);
+					fputc(')', f);
+				}
+			}
 			if (d->watched_more)
 				fprintf(f, " and %zu more", d->watched_more);
 		} else {

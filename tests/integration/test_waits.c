@@ -409,6 +409,23 @@ Test(waits, redis_clis_blocked_read_is_the_socket_ss_shows)
 	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(is, "peer")), peer);
 	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(is, "state")), "ESTABLISHED");
 	cJSON_Delete(d);
+	/* The server's main thread waits in epoll_wait: its set watches the
+	 * listening socket ss names. */
+	snprintf(cmd, sizeof(cmd), "ss -tlnpH '( sport = :6391 )' | grep -o 'pid=%d,fd=[0-9]*' | head -1",
+		 (int)s.pid);
+	cr_assert_eq(shell_output(cmd, ss_out, sizeof(ss_out)), 0, "ss shows no listener of redis-server");
+	int listen_fd = atoi(strstr(ss_out, "fd=") + 3);
+	d = dump_json(s.pid);
+	const cJSON *ew = waits_for(d, s.pid);
+	const cJSON *set = cJSON_GetObjectItem(ew, "fd_is");
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(set, "is")), "epoll",
+			 "redis-server's main thread does not wait on an epoll set");
+	bool watched = false;
+	const cJSON *wfd;
+	cJSON_ArrayForEach(wfd, cJSON_GetObjectItem(set, "watched"))
+		watched = watched || (int)cJSON_GetNumberValue(wfd) == listen_fd;
+	cr_assert(watched, "the epoll set does not watch the listening fd %d", listen_fd);
+	cJSON_Delete(d);
 	kill(c, SIGKILL);
 	waitpid(c, NULL, 0);
 	target_kill(&s);
@@ -461,4 +478,27 @@ Test(waits, redis_clis_unix_socket_peer_is_the_servers_descriptor)
 	waitpid(c, NULL, 0);
 	target_kill(&s);
 	rm_rf(dir);
+}
+
+/* A sleep that a first dump's stop interrupted continues in
+ * restart_syscall: the second dump names that call and the function it
+ * continues (issue 52's "in 219  wchan do_syscall_64"), and the time since
+ * it last ran starts from the first dump's stop. */
+Test(waits, a_sleep_a_stop_restarted_is_named_and_resolved)
+{
+	const char *argv[] = {"/bin/sh", "-c", "echo ready; exec sleep 600", NULL};
+	struct target t = target_start(argv, "ready");
+	sleep_ms(300);
+	struct tool_result *r = malloc(sizeof(*r));
+	dump_text(t.pid, r);
+	cr_assert(strstr(r->out, "in clock_nanosleep") && strstr(r->out, "waits for the end of a sleep of 10m00s"),
+		  "the first dump does not name the sleep:\n%s", r->out);
+	dump_text(t.pid, r);
+	cr_assert(strstr(r->out, "in restart_syscall"), "the second dump does not name restart_syscall:\n%s",
+		  r->out);
+	cr_assert(strstr(r->out, "waits for the rest of a call a stop interrupted (restart_syscall, in ") &&
+			  strstr(r->out, "clock_nanosleep)"),
+		  "restart_syscall is not resolved to the sleep it continues:\n%s", r->out);
+	free(r);
+	target_kill(&t);
 }
