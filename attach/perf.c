@@ -277,11 +277,30 @@ static bool refused_by_kernel(int err)
 	return err != -ENOMEM && err != -ESRCH; /* not: out of memory, thread gone */
 }
 
+/* What opening an optional event (switch-out, page fault, fork) of one
+ * thread on one CPU ends with: its id remembered in ids. A kernel that
+ * refuses the kind on the first thread (*refused gets the errno, 1 is
+ * returned and the caller turns that kind off) costs only those samples,
+ * never the whole sampler. Else 0 or -errno. */
+static int keep_optional(int fd, bool first, struct idset *ids, int *refused)
+{
+	if (fd < 0) {
+		if (first && refused_by_kernel(fd)) {
+			*refused = -fd;
+			return 1;
+		}
+		return fd;
+	}
+	uint64_t id = 0;
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
+		return -errno;
+	return id_add(ids, id);
+}
+
 /* The switch-out event of tid on cpu, filtered to sleeps if it is the
- * tracepoint, its id remembered. A kernel that refuses the tracepoint or
- * its filter on the first thread gets the context-switches event; one
- * that refuses that as well turns switch-out samples off (counted:
- * switch_refused) rather than the whole sampler. */
+ * tracepoint. A kernel that refuses the tracepoint or its filter on the
+ * first thread gets the context-switches event; one that refuses that as
+ * well turns switch-out samples off (switch_refused). */
 static int open_switch_event(struct perf_sampler *ps, pid_t tid, int cpu)
 {
 	bool first = ps->followed.n == 0 && ps->switch_ids.n == 0;
@@ -296,59 +315,33 @@ static int open_switch_event(struct perf_sampler *ps, pid_t tid, int cpu)
 		switch_attr_for(ps, false);
 		fd = open_into_ring(ps, &ps->switch_attr, tid, cpu);
 	}
-	if (fd < 0) {
-		if (first && refused_by_kernel(fd)) {
-			ps->opt.switch_freq = 0;
-			ps->stats.switch_refused = -fd;
-			return 0;
-		}
-		return fd;
-	}
-	uint64_t id = 0;
-	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
-		return -errno;
-	return id_add(&ps->switch_ids, id);
+	int r = keep_optional(fd, first, &ps->switch_ids, &ps->stats.switch_refused);
+	if (r == 1)
+		ps->opt.switch_freq = 0;
+	return r == 1 ? 0 : r;
 }
 
-/* The page-fault event of tid on cpu, its id remembered. A kernel that
- * refuses it on the first thread turns growth samples off (fault_refused)
- * rather than the whole sampler. */
+/* The page-fault event of tid on cpu (fault_refused turns it off). */
 static int open_fault_event(struct perf_sampler *ps, pid_t tid, int cpu)
 {
 	bool first = ps->followed.n == 0 && ps->fault_ids.n == 0;
-	int fd = open_into_ring(ps, &ps->fault_attr, tid, cpu);
-	if (fd < 0) {
-		if (first && refused_by_kernel(fd)) {
-			ps->opt.fault_period = 0;
-			ps->stats.fault_refused = -fd;
-			return 0;
-		}
-		return fd;
-	}
-	uint64_t id = 0;
-	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
-		return -errno;
-	return id_add(&ps->fault_ids, id);
+	int r = keep_optional(open_into_ring(ps, &ps->fault_attr, tid, cpu), first, &ps->fault_ids,
+			      &ps->stats.fault_refused);
+	if (r == 1)
+		ps->opt.fault_period = 0;
+	return r == 1 ? 0 : r;
 }
 
 /* The fork event of tid on cpu (sched_process_fork: the thread made a
- * thread or a process), as open_fault_event. */
+ * thread or a process; without tracefs, refused as ENOENT). */
 static int open_fork_event(struct perf_sampler *ps, pid_t tid, int cpu)
 {
 	bool first = ps->followed.n == 0 && ps->fork_ids.n == 0;
 	int fd = ps->fork_attr.config != (uint64_t)-1 ? open_into_ring(ps, &ps->fork_attr, tid, cpu) : -ENOENT;
-	if (fd < 0) {
-		if (first && refused_by_kernel(fd)) {
-			ps->opt.forks = false;
-			ps->stats.fork_refused = -fd;
-			return 0;
-		}
-		return fd;
-	}
-	uint64_t id = 0;
-	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
-		return -errno;
-	return id_add(&ps->fork_ids, id);
+	int r = keep_optional(fd, first, &ps->fork_ids, &ps->stats.fork_refused);
+	if (r == 1)
+		ps->opt.forks = false;
+	return r == 1 ? 0 : r;
 }
 
 /* Events on every CPU for tid. -ESRCH when it is gone; other errors are
