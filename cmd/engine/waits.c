@@ -18,10 +18,9 @@ static int by_tid(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The index of thread tid in pc, or -1. pc->threads is main thread first,
- * then by tid. */
-static long thread_index(const struct process_capture *pc, pid_t tid)
+long waits_thread_index(const struct process_capture *pc, pid_t tid)
 {
+	/* pc->threads is main thread first, then by tid. */
 	if (pc->nthreads == 0 || tid <= 0)
 		return -1;
 	if (pc->threads[0].tid == tid)
@@ -116,7 +115,7 @@ static void set_owner(struct thread_wait *w, const struct process_capture *pc, p
 			 "owner unknown: the %s records no owner (just released, or never held)", what);
 		return;
 	}
-	if (thread_index(pc, owner) >= 0) {
+	if (waits_thread_index(pc, owner) >= 0) {
 		w->owner = owner;
 		return;
 	}
@@ -128,7 +127,7 @@ static void set_owner(struct thread_wait *w, const struct process_capture *pc, p
 
 static bool is_our_thread(void *pc, pid_t tid)
 {
-	return thread_index(pc, tid) >= 0;
+	return waits_thread_index(pc, tid) >= 0;
 }
 
 static void decode_rwlock(struct thread_wait *w, const struct process_capture *pc)
@@ -315,7 +314,7 @@ static int find_cycles(const struct process_capture *pc, struct wait_graph *g)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
-		next[i] = g->waits[i].owner ? thread_index(pc, g->waits[i].owner) : -1;
+		next[i] = g->waits[i].owner ? waits_thread_index(pc, g->waits[i].owner) : -1;
 	size_t used = 0;
 	for (size_t s = 0; s < n; s++) {
 		long i = (long)s;

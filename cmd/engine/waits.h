@@ -78,6 +78,9 @@ struct wait_graph {
 	size_t *cycle_members; /* thread indexes, each cycle in order of its edges */
 };
 
+/* The index of thread tid in pc->threads, or -1. */
+long waits_thread_index(const struct process_capture *pc, pid_t tid);
+
 /* Add the addresses the graph will want named (each futex word and what
  * it may belong to) to set, before symbols are resolved. 0 or -ENOMEM. */
 int waits_collect(const struct process_capture *pc, struct addrset *set);

@@ -60,10 +60,8 @@ static void put_duration(FILE *f, uint64_t ns)
 
 static const struct thread_capture *thread_of(const struct process_capture *pc, pid_t tid)
 {
-	for (size_t i = 0; i < pc->nthreads; i++)
-		if (pc->threads[i].tid == tid)
-			return &pc->threads[i];
-	return NULL;
+	long i = waits_thread_index(pc, tid);
+	return i >= 0 ? &pc->threads[i] : NULL;
 }
 
 static void put_thread(FILE *f, const struct process_capture *pc, pid_t tid)
