@@ -1,32 +1,29 @@
-/* diag-attach top: sample like a capture, but show the last second on the
- * terminal instead of writing a bundle. Each refresh symbolizes the PCs it
- * saw in the sandboxed worker, whose caches make later refreshes cheap. */
+/* diag-attach top: a live view of the capture engine. The engine samples
+ * as a capture does (perf events, no stops; the same unwinding, kernel,
+ * Go and Python frames) and hands top each second's samples, named
+ * (capture_options.live); top tallies them by function and shows the
+ * hottest, and every thread's CPU% and where it is. Nothing is written. */
 #include "cmd/top.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bundle/text.h"
 #include "cmd/cli/capture_errors.h"
 #include "cmd/cli/exit_codes.h"
-#include "symbolize/worker/interp.h"
 #include "cmd/cli/util.h"
+#include "cmd/engine/engine.h"
+#include "cmd/engine/profile_out.h"
+#include "cmd/engine/stackagg.h"
 #include "symbolize/arrays.h"
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "symbolize/worker/interp.h"
+#include "symbolize/worker/symtab.h"
 
 #define MAX_ROWS 20
 #define MAX_THREAD_ROWS 24
@@ -58,44 +55,30 @@ struct thread_now {
 	pid_t tid;
 	char comm[17];
 	char state;
-	uint64_t leaf; /* lookup address of the innermost frame */
+	uint64_t leaf; /* lookup address of its latest frame; 0: none */
 	/* Its on-CPU time (schedstat) at the latest tick, and at the last
-	 * refresh (or when first seen): CPU% is the kernel's own count over
-	 * the wall time between two refreshes, not a share of samples in R
-	 * (100 % for a thread that runs 20 % of the time in short bursts
-	 * whenever it is sampled). cpu_pct < 0: not known yet. */
+	 * refresh (or when first seen), and the time of the ticks that read
+	 * them: CPU% is the kernel's own count over the wall time between,
+	 * not a share of samples.
+	 * cpu_pct < 0: not known yet. */
 	uint64_t cpu_ns, cpu_ns_base, base_at_ns;
 	bool have_base;
 	double cpu_pct;
-	/* Its on-CPU time at its last sample that counted: the next one
-	 * stands for all it ran since, so no CPU is lost to the ticks that
-	 * found it asleep, and none is counted for time it only waited. */
-	uint64_t counted_cpu_ns;
-	bool counted;
 };
 
 struct top {
 	pid_t pid;
-	struct attach_target target;
-	struct interp *interp;
-	struct attach_options ao;
-	struct process_capture pc;
-	struct unwound_stack *stacks;
-	size_t stacks_cap;
-	/* This refresh's samples: one leaf and one deduplicated frame list
-	 * per sampled thread. */
-	uint64_t *addrs;   /* all frame lookup addresses, stack after stack */
-	size_t *ends;      /* end offset of each stack in addrs */
-	uint64_t *weights; /* CPU ns each stack stands for */
-	size_t naddrs, addrs_cap, nstacks, stacks_n_cap, weights_cap;
-	uint64_t recent_cpu_ns; /* sum of this refresh's weights */
-	struct thread_now threads[4096];
-	size_t nthreads;
-	unsigned ticks;
-	uint64_t hold_max_ns, hold_sum_ns;
-	uint64_t period_ns;
+	char comm[64];
+	struct thread_now *threads, *scratch;
+	size_t nthreads, threads_cap, scratch_cap;
+	uint64_t recent_cpu_ns; /* this refresh's CPU time in samples */
+	uint64_t recent_samples;
+	uint64_t cpu_since_start_ns; /* every refresh's CPU time added up */
 	struct tally by_function, by_line;
 	struct view view;
+	bool tty;
+	long refreshes, iterations;
+	int failed; /* -ENOMEM met in a refresh */
 };
 
 static volatile sig_atomic_t quit_requested;
@@ -127,109 +110,46 @@ static void raw_tty(void)
 		tty_raw = true;
 }
 
-static int push_addr(struct top *t, uint64_t a)
+/* The threads as the engine's latest tick saw them, each keeping its
+ * CPU% base from the refresh before (a thread new since starts one). */
+static int take_threads(struct top *t, const struct capture_live *l, uint64_t now)
 {
-	if (array_reserve(&t->addrs, &t->addrs_cap, t->naddrs + 1, sizeof(uint64_t), 4096) < 0)
+	size_t n = l->threads ? l->threads->nthreads : 0;
+	if (array_reserve(&t->scratch, &t->scratch_cap, n ? n : 1, sizeof(*t->scratch), 64) < 0)
 		return -ENOMEM;
-	t->addrs[t->naddrs++] = a;
-	return 0;
-}
-
-static int end_stack(struct top *t, uint64_t weight_ns)
-{
-	if (array_reserve(&t->ends, &t->stacks_n_cap, t->nstacks + 1, sizeof(size_t), 1024) < 0 ||
-	    array_reserve(&t->weights, &t->weights_cap, t->nstacks + 1, sizeof(uint64_t), 1024) < 0)
-		return -ENOMEM;
-	t->weights[t->nstacks] = weight_ns;
-	t->ends[t->nstacks++] = t->naddrs;
-	t->recent_cpu_ns += weight_ns;
-	return 0;
-}
-
-static struct thread_now *thread_slot(struct top *t, pid_t tid)
-{
-	for (size_t i = 0; i < t->nthreads; i++)
-		if (t->threads[i].tid == tid)
-			return &t->threads[i];
-	if (t->nthreads == sizeof(t->threads) / sizeof(t->threads[0]))
-		return NULL;
-	struct thread_now *n = &t->threads[t->nthreads++];
-	memset(n, 0, sizeof(*n));
-	n->tid = tid;
-	return n;
-}
-
-/* Each thread's CPU% since the last refresh, from schedstat; the next
- * one counts from now. */
-static void take_cpu_percent(struct top *t, uint64_t now)
-{
-	for (size_t i = 0; i < t->nthreads; i++) {
-		struct thread_now *n = &t->threads[i];
-		if (!n->have_base)
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct thread_capture *tc = &l->threads->threads[i];
+		if (tc->outcome == THREAD_GONE)
 			continue;
-		n->cpu_pct = -1;
-		if (now > n->base_at_ns && n->cpu_ns >= n->cpu_ns_base)
-			n->cpu_pct = 100.0 * (double)(n->cpu_ns - n->cpu_ns_base) /
-				     (double)(now - n->base_at_ns);
-		n->cpu_ns_base = n->cpu_ns;
-		n->base_at_ns = now;
+		struct thread_now *was = NULL;
+		for (size_t j = 0; j < t->nthreads && !was; j++)
+			if (t->threads[j].tid == tc->tid)
+				was = &t->threads[j];
+		struct thread_now *c = &t->scratch[kept++];
+		*c = was ? *was : (struct thread_now){.tid = tc->tid, .cpu_pct = -1};
+		snprintf(c->comm, sizeof(c->comm), "%s", tc->comm);
+		c->state = tc->state;
+		c->leaf = l->stacks && l->stacks[i].n ? l->stacks[i].pcs[0] : 0;
+		if (tc->cpu_ns)
+			c->cpu_ns = tc->cpu_ns;
+		c->cpu_pct = -1;
+		if (c->have_base && now && now > c->base_at_ns && c->cpu_ns >= c->cpu_ns_base)
+			c->cpu_pct = 100.0 * (double)(c->cpu_ns - c->cpu_ns_base) /
+				     (double)(now - c->base_at_ns);
+		if (c->cpu_ns && now) {
+			c->have_base = true;
+			c->cpu_ns_base = c->cpu_ns;
+			c->base_at_ns = now;
+		}
 	}
-}
-
-static int tick(struct top *t)
-{
-	int r = attach_capture(&t->target, &t->ao, &t->pc);
-	if (r < 0)
-		return r;
-	t->ticks++;
-	t->hold_sum_ns += t->pc.hold_ns;
-	if (t->pc.hold_ns > t->hold_max_ns)
-		t->hold_max_ns = t->pc.hold_ns;
-	if (array_reserve(&t->stacks, &t->stacks_cap, t->pc.nthreads, sizeof(*t->stacks), 16) < 0)
-		return -ENOMEM;
-	interp_unwind(t->interp, &t->pc, t->stacks);
-	uint64_t now = monotonic_ns();
-	for (size_t i = 0; i < t->pc.nthreads; i++) {
-		const struct thread_capture *tc = &t->pc.threads[i];
-		const struct unwound_stack *st = &t->stacks[i];
-		/* Idle threads too (skip_idle reads their schedstat). */
-		if (tc->cpu_ns && (tc->outcome == THREAD_CAPTURED || tc->outcome == THREAD_UNCHANGED)) {
-			struct thread_now *c = thread_slot(t, tc->tid);
-			if (c) {
-				c->cpu_ns = tc->cpu_ns;
-				if (!c->have_base) {
-					c->have_base = true;
-					c->cpu_ns_base = tc->cpu_ns;
-					c->base_at_ns = now;
-					c->cpu_pct = -1;
-				}
-			}
-		}
-		if (tc->outcome != THREAD_CAPTURED || st->n == 0)
-			continue;
-		struct thread_now *n = thread_slot(t, tc->tid);
-		if (n) {
-			snprintf(n->comm, sizeof(n->comm), "%s", tc->comm);
-			n->state = tc->state;
-			n->leaf = st->pcs[0];
-		}
-		/* Only running threads count towards "hot" functions, each
-		 * for the CPU time it used since its last counted sample. */
-		if (tc->state != 'R' || !n)
-			continue;
-		uint64_t weight = t->period_ns;
-		if (n->counted && tc->cpu_ns >= n->counted_cpu_ns)
-			weight = tc->cpu_ns - n->counted_cpu_ns;
-		if (tc->cpu_ns) {
-			n->counted_cpu_ns = tc->cpu_ns;
-			n->counted = true;
-		}
-		for (size_t k = 0; k < st->n; k++)
-			if (push_addr(t, k == 0 ? st->pcs[0] : st->pcs[k] - 1) < 0)
-				return -ENOMEM;
-		if (end_stack(t, weight) < 0)
-			return -ENOMEM;
-	}
+	struct thread_now *tmp = t->threads;
+	size_t tcap = t->threads_cap;
+	t->threads = t->scratch;
+	t->threads_cap = t->scratch_cap;
+	t->scratch = tmp;
+	t->scratch_cap = tcap;
+	t->nthreads = kept;
 	return 0;
 }
 
@@ -277,42 +197,68 @@ static void tally_free(struct tally *t)
 	free(t->v);
 }
 
-/* Add this refresh's running stacks to t: self for the leaf's row, total
- * once per stack for every row on it (recursion counts once). */
-static void tally_refresh(struct top *top, struct tally *t, const struct symtab *st, bool lines)
+struct tally_pass {
+	struct tally *t;
+	const struct symtab *st;
+	bool lines;
+	char (*keys)[160];
+};
+
+/* One sampled stack into the tally: self for the leaf's row, total once
+ * per stack for every row on it (recursion counts once). Its first 256
+ * frames: deeper ones are recursion already counted, or too deep to read
+ * on a terminal. */
+static int tally_stack(void *ctx, const uint64_t *pcs, size_t npcs, const char *labels,
+		       const int64_t *values)
+{
+	(void)labels;
+	struct tally_pass *p = ctx;
+	uint64_t w = values[1] > 0 ? (uint64_t)values[1] : 0;
+	size_t n = npcs < 256 ? npcs : 256;
+	for (size_t k = 0; k < n; k++) {
+		char *slot = p->keys[k];
+		const char *key = key_of(p->st, frame_lookup_address(pcs, k), p->lines, slot, 160);
+		if (key != slot)
+			snprintf(slot, 160, "%s", key);
+		bool seen = false;
+		for (size_t j = 0; j < k && !seen; j++)
+			seen = strcmp(p->keys[j], slot) == 0;
+		struct fn_total *f = seen ? NULL : tally_find(p->t, slot);
+		if (!f)
+			continue;
+		f->total_ns += w;
+		f->recent_total_ns += w;
+		if (k == 0) {
+			f->self_ns += w;
+			f->recent_self_ns += w;
+		}
+	}
+	return 0;
+}
+
+/* Add this refresh's samples to t. */
+static void tally_refresh(struct tally *t, const struct stackagg *cpu, const struct symtab *st, bool lines)
 {
 	for (size_t i = 0; i < t->n; i++)
 		t->v[i].recent_self_ns = t->v[i].recent_total_ns = 0;
-	char (*keys)[160] = malloc(256 * sizeof(*keys));
-	if (!keys)
+	struct tally_pass p = {.t = t, .st = st, .lines = lines, .keys = malloc(256 * sizeof(*p.keys))};
+	if (!p.keys)
 		return;
-	size_t start = 0;
-	for (size_t s = 0; s < top->nstacks; s++) {
-		size_t end = top->ends[s];
-		/* The first 256 frames of a stack: deeper ones are recursion
-		 * already counted, or too deep to read on a terminal. */
-		size_t n = end - start < 256 ? end - start : 256;
-		for (size_t k = 0; k < n; k++) {
-			const char *key = key_of(st, top->addrs[start + k], lines, keys[k], sizeof(keys[k]));
-			if (key != keys[k])
-				snprintf(keys[k], sizeof(keys[k]), "%s", key);
-			bool seen = false;
-			for (size_t j = 0; j < k && !seen; j++)
-				seen = strcmp(keys[j], keys[k]) == 0;
-			struct fn_total *f = seen ? NULL : tally_find(t, keys[k]);
-			if (!f)
-				continue;
-			uint64_t w = top->weights[s];
-			f->total_ns += w;
-			f->recent_total_ns += w;
-			if (k == 0) {
-				f->self_ns += w;
-				f->recent_self_ns += w;
-			}
-		}
-		start = end;
-	}
-	free(keys);
+	stackagg_foreach(cpu, tally_stack, &p);
+	free(p.keys);
+}
+
+/* The CPU time and samples of a refresh, for the percentages. */
+static int sum_samples(void *ctx, const uint64_t *pcs, size_t npcs, const char *labels,
+		       const int64_t *values)
+{
+	(void)pcs;
+	(void)npcs;
+	(void)labels;
+	struct top *t = ctx;
+	t->recent_samples += values[0] > 0 ? (uint64_t)values[0] : 0;
+	t->recent_cpu_ns += values[1] > 0 ? (uint64_t)values[1] : 0;
+	return 0;
 }
 
 static enum sort_key sort_by;
@@ -416,29 +362,46 @@ static void render_threads(struct top *t, const struct symtab *st, size_t max)
 	free(rows);
 }
 
-static void render(struct top *t, const struct symtab *st, bool tty)
+/* What the view cannot show or did not get, each in one line. */
+static void render_notes(const struct capture_live *l)
 {
-	tally_refresh(t, &t->by_function, st, false);
-	tally_refresh(t, &t->by_line, st, true);
-	if (tty)
+	if (l->perf_refused)
+		printf("CPU samples from ptrace stops: perf events refused (%s)\n", strerror(-l->perf_refused));
+	if (l->lost)
+		printf("%llu samples lost by the kernel (its ring was full)\n", (unsigned long long)l->lost);
+	const cJSON *py = cJSON_GetObjectItem(l->target, "python");
+	if (py && !cJSON_IsTrue(cJSON_GetObjectItem(py, "frames_readable"))) {
+		const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(py, "version"));
+		const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(py, "why"));
+		printf("Python%s%s frames not shown: %s\n", v ? " " : "", v ? v : "", why ? why : "unreadable");
+	}
+}
+
+static void render(struct top *t, const struct capture_live *l)
+{
+	if (t->tty)
 		fputs("\033[H\033[2J", stdout);
-	double hold_avg = t->ticks ? (double)t->hold_sum_ns / t->ticks / 1000.0 : 0;
 	/* Names and paths are the target's: escaped (bundle/text.h), never
 	 * handed to the terminal raw. */
-	char e2[4 * 64 + 1];
-	printf("diag-attach top  pid %d (%s)  %u samples/s  %zu threads  pause avg %.0f us max %.0f us\n",
-	       (int)t->pid, escape_text(t->target.comm, e2, sizeof(e2)), t->ticks, t->nthreads, hold_avg,
-	       (double)t->hold_max_ns / 1000.0);
-	if (tty)
+	char e2[4 * 64 + 1], stops[96] = "no stops";
+	if (l->stops)
+		snprintf(stops, sizeof(stops), "%llu stops, longest %.1f ms", (unsigned long long)l->stops,
+			 (double)l->hold_max_ns / 1e6);
+	double secs = l->window_ns ? (double)l->window_ns / 1e9 : 1;
+	printf("diag-attach top  pid %d (%s)  %s  %.0f CPU samples/s  %.2fs CPU since start  %zu threads  %s\n",
+	       (int)t->pid, escape_text(t->comm, e2, sizeof(e2)), l->cpu_engine,
+	       (double)t->recent_samples / secs, (double)t->cpu_since_start_ns / 1e9, t->nthreads, stops);
+	render_notes(l);
+	if (t->tty)
 		printf("keys: 1-4 sort by the column (* marks it)  l %s  t %s  q quit\n",
 		       t->view.lines ? "functions" : "file:line", t->view.threads ? "functions view" : "threads view");
 	putchar('\n');
 	if (t->view.threads) {
-		render_threads(t, st, SIZE_MAX);
+		render_threads(t, l->symbols, SIZE_MAX);
 	} else {
 		render_functions(t);
 		putchar('\n');
-		render_threads(t, st, MAX_THREAD_ROWS);
+		render_threads(t, l->symbols, MAX_THREAD_ROWS);
 	}
 	fflush(stdout);
 }
@@ -457,14 +420,41 @@ static bool take_key(struct view *v, char key)
 	return true;
 }
 
+/* The engine's refresh: the keys pressed since the last, then the
+ * screen. Nonzero ends the capture: q, or -n refreshes shown. */
+static int on_refresh(const struct capture_live *l, void *arg)
+{
+	struct top *t = arg;
+	char key;
+	while (tty_raw && read(STDIN_FILENO, &key, 1) == 1) {
+		if (key == 'q' || key == 'Q')
+			return 1;
+		(void)take_key(&t->view, key);
+	}
+	const char *comm = cJSON_GetStringValue(cJSON_GetObjectItem(l->target, "comm"));
+	snprintf(t->comm, sizeof(t->comm), "%s", comm ? comm : "?");
+	t->recent_cpu_ns = t->recent_samples = 0;
+	stackagg_foreach(l->cpu, sum_samples, t);
+	t->cpu_since_start_ns += t->recent_cpu_ns;
+	/* CPU% over the time between the ticks that read the schedstats. */
+	if (take_threads(t, l, l->threads ? l->threads->wall_ns : 0) < 0) {
+		t->failed = -ENOMEM;
+		return 1;
+	}
+	tally_refresh(&t->by_function, l->cpu, l->symbols, false);
+	tally_refresh(&t->by_line, l->cpu, l->symbols, true);
+	render(t, l);
+	return t->iterations && ++t->refreshes >= t->iterations;
+}
+
 static void usage(FILE *f)
 {
 	fputs("Usage: diag-attach top -p PID [-F HZ] [-n COUNT] [--sort KEY] [--lines] [--threads]\n\n"
 	      "A live view of the hottest functions and of what every thread is doing,\n"
-	      "refreshed every second. Press q (or Ctrl-C) to quit; the target is released.\n"
-	      "Each sample of a running thread stands for the CPU time (schedstat) the thread\n"
-	      "used since its last one. SELF% and TOTAL% are the shares of the last second's\n"
-	      "CPU with the function at the leaf (self) or anywhere on the stack (total);\n"
+	      "refreshed every second, from the CPU samples a capture takes (perf events,\n"
+	      "no thread stopped; kernel, Python and Go frames). Press q (or Ctrl-C) to quit.\n"
+	      "SELF% and TOTAL% are the shares of the last second's sampled CPU with the\n"
+	      "function at the leaf (self) or anywhere on the stack (total);\n"
 	      "SELF_TIME and TOTAL_TIME are that CPU time added up since top started.\n"
 	      "A thread's CPU% is the kernel's count (schedstat) over the last second.\n"
 	      "Keys: 1-4 sort by SELF%, TOTAL%, SELF_TIME, TOTAL_TIME; l rows by function or\n"
@@ -577,91 +567,55 @@ int cmd_top(int argc, char **argv)
 		return EXIT_INTERNAL;
 	t->pid = pid;
 	t->view = view;
-	t->period_ns = 1000000000ull / (uint64_t)hz;
-	attach_options_init(&t->ao);
-	t->ao.skip_idle = true; /* idle threads are not stopped; their leaf stays */
-	t->ao.release_each = true; /* each thread let go as soon as it is copied */
-	if (attach_target_open(pid, &t->target) < 0) {
-		free(t);
-		die_message("cannot attach to pid %d: no such process", (int)pid);
-		return EXIT_NO_PROCESS;
-	}
-	struct symbolize_options so = {0};
-	int exit_code = EXIT_OK;
-	if (interp_new(pid, &so, &t->interp) < 0) {
-		exit_code = EXIT_INTERNAL;
-		goto out;
-	}
-	cli_install_stop_handlers(on_signal);
-	bool tty = isatty(STDOUT_FILENO);
-	raw_tty();
+	t->iterations = iterations;
+	t->tty = isatty(STDOUT_FILENO);
 
-	uint64_t period = 1000000000ull / (uint64_t)hz;
-	uint64_t next_tick = monotonic_ns(), next_refresh = next_tick + 1000000000ull;
-	for (long refreshes = 0; !quit_requested;) {
-		uint64_t now = monotonic_ns();
-		if (now >= next_tick) {
-			next_tick += period;
-			if (next_tick <= now)
-				next_tick = now + period;
-			int r = tick(t);
-			if (r == -ESRCH || (r < 0 && !attach_target_alive(&t->target))) {
-				die_message("target pid %d exited", (int)pid);
-				break;
-			}
-			if (r == -EPERM || r == -EACCES) {
-				die_message("cannot attach to pid %d: %s", (int)pid, strerror(-r));
-				exit_code = EXIT_NOT_PERMITTED;
-				break;
-			}
-		}
-		if (now >= next_refresh) {
-			struct symtab *st = NULL;
-			take_cpu_percent(t, monotonic_ns());
-			/* Leaves of idle threads too, for the NOW IN column; they sit
-			 * after the last stack's end, so they count for nothing. */
-			for (size_t i = 0; i < t->nthreads; i++)
-				if (push_addr(t, t->threads[i].leaf) < 0)
-					break;
-			if (interp_symbolize(t->interp, t->pc.maps_text ? t->pc.maps_text : "",
-					     t->pc.maps_text ? t->pc.maps_len : 0, t->addrs, t->naddrs,
-					     &st) == 0) {
-				render(t, st, tty);
-				symtab_free(st);
-			}
-			t->naddrs = t->nstacks = 0;
-			t->recent_cpu_ns = 0;
-			t->ticks = 0;
-			t->hold_sum_ns = t->hold_max_ns = 0;
-			next_refresh += 1000000000ull;
-			if (iterations && ++refreshes >= iterations)
-				break;
-		}
-		uint64_t wake = next_tick < next_refresh ? next_tick : next_refresh;
-		now = monotonic_ns();
-		int timeout_ms = wake > now ? (int)((wake - now) / 1000000ull) : 0;
-		struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
-		if (tty_raw && poll(&pfd, 1, timeout_ms) > 0) {
-			char key;
-			if (read(STDIN_FILENO, &key, 1) == 1 && (key == 'q' || key == 'Q'))
-				break;
-			/* Seen at the next refresh (a second at most): redrawing
-			 * now would need this second's symbols twice. */
-			(void)take_key(&t->view, key);
-		} else if (!tty_raw && timeout_ms > 0) {
-			struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
-			nanosleep(&ts, NULL);
-		}
+	struct capture_options opt = {
+		.pid = pid,
+		.frequency_hz = (unsigned)hz,
+		.force = force,
+		.not_dumpable = !pr.dumpable,
+		.cpu_engine = CAPTURE_CPU_AUTO,
+		.wall_engine = CAPTURE_WALL_AUTO,
+		/* Per thread, as perf top -p: per-CPU cpu-clock events put
+		 * 6-8 points less in finish_task_switch and more in
+		 * _raw_spin_unlock_irqrestore than perf does on a program that
+		 * switches often (test top::matches_perf_record). */
+		.cpu_events = CAPTURE_CPU_EVENTS_PER_THREAD,
+		/* Each sample unwound as it is drained: the view names them
+		 * every second. */
+		.unwind_later_set = true,
+		.stop_requests = &quit_requested,
+		.live = on_refresh,
+		.live_every_ns = 1000000000ull,
+		.callback_arg = t,
+	};
+	attach_options_init(&opt.attach);
+	/* No thread is ever stopped, not even a sleeping one once for the
+	 * registers its /proc resting stack lacks: a view runs for long,
+	 * and its NOW IN column needs only the innermost frame. */
+	opt.attach.no_interrupt_blocked = true;
+	cli_install_stop_handlers(on_signal);
+	struct capture_session *s = NULL;
+	enum capture_stage stage;
+	int r = capture_session_new(&opt, NULL, &s, &stage);
+	int exit_code = EXIT_OK;
+	if (r < 0) {
+		exit_code = capture_error_exit(pid, NULL, stage, r);
+	} else {
+		raw_tty();
+		r = capture_session_run(s);
+		restore_tty();
+		if (r < 0)
+			exit_code = capture_error_exit(pid, NULL, capture_session_stage(s), r);
+		else if (t->failed)
+			exit_code = capture_error_exit(pid, NULL, CAPTURE_STAGE_ATTACH, t->failed);
+		else if (capture_session_target_exited(s))
+			die_message("target pid %d exited", (int)pid);
 	}
-	restore_tty();
-out:
-	interp_free(t->interp);
-	process_capture_release(&t->pc);
-	attach_target_close(&t->target);
-	free(t->stacks);
-	free(t->addrs);
-	free(t->ends);
-	free(t->weights);
+	capture_session_free(s);
+	free(t->threads);
+	free(t->scratch);
 	tally_free(&t->by_function);
 	tally_free(&t->by_line);
 	free(t);

@@ -694,16 +694,27 @@ void cpu_perf_expand_stack(const struct cpu_perf *cp, struct unwound_stack *st)
 		memcpy(st->pcs, f, nf * sizeof(uint64_t));
 }
 
-static size_t name_kernel(void *arg, uint64_t addr, struct sym_frame *out, size_t max)
+static void load_kernel_names(struct cpu_perf *cp)
 {
-	struct cpu_perf *cp = arg;
-	if (max == 0 || !kallsyms_is_kernel_address(addr))
-		return 0;
 	if (!cp->ksyms_tried) {
 		cp->ksyms_tried = true;
 		if (kallsyms_load("/proc/kallsyms", &cp->ksyms) < 0)
 			cp->ksyms = NULL;
 	}
+}
+
+void cpu_perf_load_kernel_names(struct cpu_perf *cp)
+{
+	if (cp && cp->kernel_frames)
+		load_kernel_names(cp);
+}
+
+static size_t name_kernel(void *arg, uint64_t addr, struct sym_frame *out, size_t max)
+{
+	struct cpu_perf *cp = arg;
+	if (max == 0 || !kallsyms_is_kernel_address(addr))
+		return 0;
+	load_kernel_names(cp);
 	memset(out, 0, sizeof(*out));
 	out->file = "[kernel.kallsyms]";
 	const char *module = NULL;

@@ -120,6 +120,11 @@ void cpu_perf_expand_stack(const struct cpu_perf *cp, struct unwound_stack *st);
  * cannot be read). 0 or -ENOMEM. */
 int cpu_perf_name_kernel(struct cpu_perf *cp, struct symtab *st);
 
+/* Read /proc/kallsyms now rather than at the first kernel frame to name
+ * (a few hundred ms, up to a second on a busy machine): for a live view,
+ * which names samples while it samples. cp may be NULL. */
+void cpu_perf_load_kernel_names(struct cpu_perf *cp);
+
 /* What cpu_perf_weigh did; false if it has not (or could not). */
 bool cpu_perf_weighing(const struct cpu_perf *cp, struct cpu_weighing *ret);
 

@@ -48,6 +48,39 @@ struct capture_progress {
 	bool final;           /* the last report, once sampling ended */
 };
 
+struct stackagg;
+struct symtab;
+struct unwound_stack;
+
+/* What a live view (diag-attach top) is given at each refresh: the CPU
+ * samples the engine took since the last one, named, and every thread as
+ * the latest tick saw it. Valid during the call only. */
+struct capture_live {
+	/* Values {samples, cpu ns}; labels "tid=N\x1fthread_comm=C"
+	 * (stackagg.h, profile labels). Unwound and amended (Python frames)
+	 * as a capture's are. */
+	const struct stackagg *cpu;
+	/* Names every address of cpu and of stacks: frame_lookup_address
+	 * of each (profile_out.h), kernel, Go and Python frames included. */
+	const struct symtab *symbols;
+	/* The latest tick's threads (comm, state, on-CPU time from
+	 * schedstat) and each one's stack there: its latest sample, or its
+	 * resting stack read from /proc (n 0: none). NULL before a tick. */
+	const struct process_capture *threads;
+	const struct unwound_stack *stacks;
+	/* The manifest's "target" object (exe, go, python and whether its
+	 * frames are readable, and why not). */
+	const cJSON *target;
+	uint64_t window_ns;       /* since the last refresh */
+	const char *cpu_engine;   /* "perf", or "ptrace" (stops) */
+	int perf_refused;         /* why not perf (-errno), 0 if perf */
+	uint64_t lost;            /* samples the kernel dropped, in the window */
+	/* Threads the engine stopped in the window (the ptrace engine; with
+	 * perf, a sleeping thread read once for its registers), and for how
+	 * long: the longest stop and all added up. */
+	uint64_t stops, hold_max_ns, hold_total_ns;
+};
+
 /* A leak the watchdog found, the moment it finds it. */
 struct capture_leak {
 	const char *counter;      /* "rss_bytes", "open_fds", ... */
@@ -178,6 +211,13 @@ struct capture_options {
 	 * started) and before the first tick, or before a snapshot: the
 	 * caller lets a target it holds stopped run from here. */
 	void (*ready)(void *arg);
+	/* A live view instead of a bundle (diag-attach top): every
+	 * live_every_ns of sampling, live gets the samples of the window
+	 * (capture_live); a nonzero return ends the capture. With live the
+	 * session has no bundle: no timeline, no final snapshot, nothing
+	 * written; CPU samples are unwound as they are drained. */
+	int (*live)(const struct capture_live *l, void *arg);
+	uint64_t live_every_ns;
 	void *callback_arg;
 };
 

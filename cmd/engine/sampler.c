@@ -57,6 +57,7 @@ struct pause_stats {
 	uint64_t max_ns;
 	uint64_t total_ns; /* every hold added up: the time the target stood still */
 	uint64_t rng;
+	uint64_t window_max_ns; /* the longest since a live view's last refresh */
 };
 
 static void pause_add(struct pause_stats *p, uint64_t ns)
@@ -65,6 +66,8 @@ static void pause_add(struct pause_stats *p, uint64_t ns)
 	p->total_ns += ns;
 	if (ns > p->max_ns)
 		p->max_ns = ns;
+	if (ns > p->window_max_ns)
+		p->window_max_ns = ns;
 	if (p->n < PAUSE_RESERVOIR) {
 		p->reservoir[p->n++] = ns;
 		return;
@@ -256,6 +259,9 @@ struct sampler {
 	 * start (attach_machine_cpu_ticks); all 0 when unreadable. */
 	uint64_t machine_ticks_start, stolen_ticks_start;
 	int exit_signal_seen;
+	/* A live view (capture_options.live): when its window started, and
+	 * the stops and samples lost counted before it. */
+	uint64_t live_since_ns, live_stops_base, live_hold_base_ns, live_lost_base;
 };
 
 /* Room for n tids in both want arrays. 0 or -ENOMEM. */
@@ -1088,7 +1094,7 @@ static int start_cpu_engine(struct sampler *sp)
 		.moments = sp->moments,
 		/* A CPython's frames are put into each stack as it is drained
 		 * (perf_amend): those are unwound then. */
-		.defer_bytes_max = sp->s->py ? 0
+		.defer_bytes_max = sp->s->py || o->live ? 0
 				   : o->unwind_later_set ? o->unwind_later_bytes : UNWIND_LATER_DEFAULT,
 		.fault_period = sp->growth ? GROWTH_FAULT_PERIOD : 0,
 		.growth = sp->growth,
@@ -1468,6 +1474,87 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 	return r;
 }
 
+/* Add the lookup address of every frame of the stacks to set. */
+static int collect_stacks(const struct unwound_stack *stacks, size_t n, struct addrset *set)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < stacks[i].n; k++)
+			if (addrset_add(set, frame_lookup_address(stacks[i].pcs, k)) < 0)
+				return -ENOMEM;
+	return 0;
+}
+
+/* A live view's refresh: the samples of the window up to now, named,
+ * handed to the view, then a new window. 0, -ENOMEM, or 1 when the view
+ * asks to end. */
+static int live_refresh(struct sampler *sp, uint64_t now)
+{
+	struct capture_session *s = sp->s;
+	if (sp->perf && perf_drain(sp) < 0)
+		return -ENOMEM;
+	struct addrset *set = addrset_new();
+	int r = set ? profile_out_collect(sp->cpu, set) : -ENOMEM;
+	if (r == 0 && sp->have_last)
+		r = collect_stacks(sp->last_stacks, sp->last.nthreads, set);
+	struct symtab *st = NULL;
+	if (r == 0) {
+		size_t n;
+		const uint64_t *addrs = addrset_items(set, &n);
+		const struct process_capture *m = sp->have_last ? &sp->last : &sp->cur;
+		r = interp_symbolize(s->interp, m->maps_text ? m->maps_text : "",
+				     m->maps_text ? m->maps_len : 0, addrs, n, &st);
+		if (r == 0)
+			r = cpu_perf_name_kernel(sp->perf, st);
+		if (r == 0 && s->go)
+			r = go_session_name_unnamed(s->go, st);
+		if (r == 0)
+			r = py_session_name_unnamed(s->py, st);
+	}
+	addrset_free(set);
+	struct perf_sampler_stats ps = {0};
+	if (sp->perf)
+		cpu_perf_stats(sp->perf, &ps);
+	int ended = 0;
+	if (r == 0) {
+		struct capture_live l = {
+			.cpu = sp->cpu,
+			.symbols = st,
+			.threads = sp->have_last ? &sp->last : NULL,
+			.stacks = sp->have_last ? sp->last_stacks : NULL,
+			.target = cJSON_GetObjectItem(s->manifest, "target"),
+			.window_ns = now - sp->live_since_ns,
+			.cpu_engine = sp->perf ? "perf" : "ptrace",
+			.perf_refused = sp->perf_refused,
+			.lost = ps.lost - sp->live_lost_base,
+			.stops = sp->pause.seen - sp->live_stops_base,
+			.hold_max_ns = sp->pause.window_max_ns,
+			.hold_total_ns = sp->pause.total_ns - sp->live_hold_base_ns,
+		};
+		ended = s->opt->live(&l, s->opt->callback_arg) != 0;
+	}
+	symtab_free(st);
+	if (r < 0)
+		return r;
+	/* A new window: the samples so far were the view's. */
+	struct stackagg *fresh = stackagg_new(2), *fresh_wall = stackagg_new(2);
+	if (!fresh || !fresh_wall) {
+		stackagg_free(fresh);
+		stackagg_free(fresh_wall);
+		return -ENOMEM;
+	}
+	stackagg_free(sp->cpu);
+	stackagg_free(sp->wall);
+	sp->cpu = fresh;
+	sp->wall = fresh_wall;
+	/* (The samples drained after now are the next window's.) */
+	sp->live_since_ns = now;
+	sp->live_stops_base = sp->pause.seen;
+	sp->live_hold_base_ns = sp->pause.total_ns;
+	sp->pause.window_max_ns = 0;
+	sp->live_lost_base = ps.lost;
+	return ended;
+}
+
 static void sampler_release(struct sampler *sp)
 {
 	process_capture_release(&sp->cur);
@@ -1547,7 +1634,8 @@ int sampler_run(struct capture_session *s)
 	sp.requested_period_ns = sp.period_ns;
 	sp.adaptations = cJSON_CreateArray();
 
-	int r = timeline_run_new(s, &sp.timeline);
+	/* A live view has no bundle to keep a timeline in. */
+	int r = o->live ? 0 : timeline_run_new(s, &sp.timeline);
 	if (r < 0) {
 		sampler_release(&sp);
 		return capture_fail(s, r == -ESRCH ? CAPTURE_STAGE_ATTACH : CAPTURE_STAGE_WRITE, r);
@@ -1557,6 +1645,10 @@ int sampler_run(struct capture_session *s)
 		sampler_release(&sp);
 		return r == -ENOMEM ? capture_fail(s, CAPTURE_STAGE_ATTACH, r) : r;
 	}
+	/* A live view names samples while it samples: the kernel's names
+	 * are read before the first window, not in the middle of one. */
+	if (o->live)
+		cpu_perf_load_kernel_names(sp.perf);
 
 	/* Everything that samples is in place: a launched command held
 	 * stopped since its exec may run now. */
@@ -1574,6 +1666,8 @@ int sampler_run(struct capture_session *s)
 	/* The first round right after the first tick: loading debug info is
 	 * the slow part of the end, and it can run while we sample. */
 	uint64_t next_warm = start;
+	uint64_t next_live = o->live ? start + o->live_every_ns : UINT64_MAX;
+	sp.live_since_ns = start;
 	int fatal = 0;
 	enum capture_stage fatal_stage = CAPTURE_STAGE_NONE;
 
@@ -1706,6 +1800,19 @@ int sampler_run(struct capture_session *s)
 				cpu_mark = tick_cpu_ns(&sp);
 			next_drain = monotonic_ns() + drain_every(&sp);
 		}
+		if (now >= next_live) {
+			int lr = live_refresh(&sp, now);
+			if (lr < 0) {
+				fatal = lr;
+				fatal_stage = CAPTURE_STAGE_ATTACH;
+				break;
+			}
+			if (lr > 0)
+				break; /* the view is done */
+			next_live += o->live_every_ns;
+			if (next_live <= now)
+				next_live = now + o->live_every_ns;
+		}
 		if (now >= next_warm && sp.have_last) {
 			attach_service_late();
 			warm_symbols(&sp);
@@ -1732,6 +1839,8 @@ int sampler_run(struct capture_session *s)
 			wake = next_timeline;
 		if (next_progress < wake)
 			wake = next_progress;
+		if (next_live < wake)
+			wake = next_live;
 		if (sp.perf && next_drain < wake)
 			wake = next_drain;
 		/* A late thread stands still in a ptrace-stop from the moment it
@@ -1762,6 +1871,11 @@ int sampler_run(struct capture_session *s)
 	if (fatal) {
 		sampler_release(&sp);
 		return capture_fail(s, fatal_stage, fatal);
+	}
+	if (o->live) {
+		/* A view writes nothing: no final snapshot, no profiles. */
+		sampler_release(&sp);
+		return 0;
 	}
 
 	attach_service_late();

@@ -929,3 +929,60 @@ size_t go_goroutine_ids(const char *text, long *ids, size_t max)
 	return n;
 }
 
+
+/* Until the process `sh -c exec perf` became holds a perf event open
+ * (plus a little, for the rest of its threads' events). */
+void perf_events_wait(pid_t perf)
+{
+	uint64_t give_up = now_ms() + 20000;
+	for (;;) {
+		cr_assert(now_ms() < give_up, "perf record opened no event within 20 s");
+		char dir[64], out[256];
+		snprintf(dir, sizeof(dir), "ls -l /proc/%d/fd 2>/dev/null | grep -c perf_event", (int)perf);
+		if (shell_output(dir, out, sizeof(out)) == 0 && atoi(out) > 0)
+			break;
+		sleep_ms(20);
+	}
+	sleep_ms(200);
+}
+
+void shares_add(struct shares *s, const char *name, double v)
+{
+	s->total += v;
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->name[i], name) == 0) {
+			s->value[i] += v;
+			return;
+		}
+	if (s->n < MAX_FUNCS) {
+		s->name[s->n] = strdup(name);
+		s->value[s->n++] = v;
+	}
+}
+
+double shares_pct(const struct shares *s, const char *name)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->name[i], name) == 0)
+			return s->total > 0 ? 100.0 * s->value[i] / s->total : 0;
+	return 0;
+}
+
+/* perf report's flat (self) samples per symbol, "[.] name" / "[k] name". */
+void perf_report_leaf_shares(const char *perf_data, struct shares *s)
+{
+	memset(s, 0, sizeof(*s));
+	char cmd[1024], out[65536];
+	snprintf(cmd, sizeof(cmd),
+		 "perf report -i %s --stdio --no-children -g none --sort sym -F sample,sym 2>/dev/null",
+		 perf_data);
+	cr_assert_eq(shell_output(cmd, out, sizeof(out)), 0, "perf report failed");
+	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+		unsigned long long n;
+		char tag[8], name[256];
+		if (line[0] == '#' || sscanf(line, " %llu [%7[^]]] %255s", &n, tag, name) != 3)
+			continue;
+		shares_add(s, name, (double)n);
+	}
+	cr_assert_gt(s->total, 0, "no samples in perf report of %s", perf_data);
+}

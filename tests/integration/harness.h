@@ -187,6 +187,25 @@ uint64_t now_ms(void);
 void sleep_ms(unsigned ms);
 /* Two processes that keep both cores busy (a loaded machine) until
  * loaders_stop; they die with the test. */
+/* Until the process perf (a `perf record` started by `sh -c exec`)
+ * holds a perf event open, and a little more for its other threads'. */
+void perf_events_wait(pid_t perf);
+
+/* Functions' shares of a profile: name -> value, and the total. */
+#define MAX_FUNCS 64
+struct shares {
+	const char *name[MAX_FUNCS];
+	double value[MAX_FUNCS];
+	size_t n;
+	double total;
+};
+void shares_add(struct shares *s, const char *name, double v);
+/* name's share of the total, in percent (0 if absent). */
+double shares_pct(const struct shares *s, const char *name);
+/* perf report's flat (self) samples per symbol of perf_data, "[.] name"
+ * and "[k] name" rows. */
+void perf_report_leaf_shares(const char *perf_data, struct shares *s);
+
 void loaders_start(pid_t out[2]);
 void loaders_stop(pid_t l[2]);
 

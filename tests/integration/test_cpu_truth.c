@@ -33,7 +33,6 @@
 
 #define HZ 99
 #define MAX_THREADS 16
-#define MAX_FUNCS 64
 
 struct window {
 	uint64_t target_cpu_ns;          /* the kernel's account of the whole target */
@@ -171,22 +170,6 @@ static void run_ours(const char *mode, int n, int burn_ms, int hz, const char *c
 	cr_assert_eq(code, 0, "diag-attach exit %d: %s", code, w->err);
 }
 
-/* Until the process `sh -c exec perf` became holds a perf event open
- * (plus a little, for the rest of its threads' events). */
-static void wait_perf_events(pid_t perf)
-{
-	uint64_t give_up = now_ms() + 20000;
-	for (;;) {
-		cr_assert(now_ms() < give_up, "perf record opened no event within 20 s");
-		char dir[64], out[256];
-		snprintf(dir, sizeof(dir), "ls -l /proc/%d/fd 2>/dev/null | grep -c perf_event", (int)perf);
-		if (shell_output(dir, out, sizeof(out)) == 0 && atoi(out) > 0)
-			break;
-		sleep_ms(20);
-	}
-	sleep_ms(200);
-}
-
 /* perf's record of the same workload (perf ends when the target exits). */
 static void run_perf(const char *mode, int n, int burn_ms, int hz, struct window *w)
 {
@@ -207,42 +190,13 @@ static void run_perf(const char *mode, int n, int burn_ms, int hz, struct window
 		_exit(127);
 	}
 	/* perf has no "ready": wait for its events to be open. */
-	wait_perf_events(perf);
+	perf_events_wait(perf);
 	go(&t);
 	read_reports(&t, w, workers_of(mode, n));
 	end_target(&t, w);
 	int status = 0;
 	cr_assert_eq(waitpid(perf, &status, 0), perf);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "perf record failed: %d", status);
-}
-
-struct shares {
-	const char *name[MAX_FUNCS];
-	double value[MAX_FUNCS];
-	size_t n;
-	double total;
-};
-
-static void shares_add(struct shares *s, const char *name, double v)
-{
-	s->total += v;
-	for (size_t i = 0; i < s->n; i++)
-		if (strcmp(s->name[i], name) == 0) {
-			s->value[i] += v;
-			return;
-		}
-	if (s->n < MAX_FUNCS) {
-		s->name[s->n] = strdup(name);
-		s->value[s->n++] = v;
-	}
-}
-
-static double shares_pct(const struct shares *s, const char *name)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (strcmp(s->name[i], name) == 0)
-			return s->total > 0 ? 100.0 * s->value[i] / s->total : 0;
-	return 0;
 }
 
 static int64_t sample_tid(const Perftools__Profiles__Profile *p, const Perftools__Profiles__Sample *s)
@@ -294,23 +248,9 @@ static void our_leaf_shares(const Perftools__Profiles__Profile *p, struct shares
 	}
 }
 
-/* perf report's flat (self) samples per symbol, "[.] name" / "[k] name". */
 static void perf_leaf_shares(const struct window *w, struct shares *s)
 {
-	memset(s, 0, sizeof(*s));
-	char cmd[1024], out[65536];
-	snprintf(cmd, sizeof(cmd),
-		 "perf report -i %s --stdio --no-children -g none --sort sym -F sample,sym 2>/dev/null",
-		 w->dir);
-	cr_assert_eq(shell_output(cmd, out, sizeof(out)), 0, "perf report failed");
-	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
-		unsigned long long n;
-		char tag[8], name[256];
-		if (line[0] == '#' || sscanf(line, " %llu [%7[^]]] %255s", &n, tag, name) != 3)
-			continue;
-		shares_add(s, name, (double)n);
-	}
-	cr_assert_gt(s->total, 0, "no samples in perf report of %s", w->dir);
+	perf_report_leaf_shares(w->dir, s);
 }
 
 /* perf's samples of one thread ("--sort pid" is per thread: "tid:comm"). */

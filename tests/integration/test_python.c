@@ -419,3 +419,101 @@ Test(python, a_read_that_kills_the_worker_is_not_retried, .timeout = 120)
 	free(res);
 	python_stop(&r);
 }
+
+/* The rows of top's last refresh, in order: the function of each, and its
+ * SELF% and TOTAL%. */
+static int top_rows(const char *out, char names[][128], double *self, double *total, int max)
+{
+	const char *last = out, *p;
+	while ((p = strstr(last + 1, "diag-attach top")))
+		last = p;
+	int n = 0;
+	for (const char *l = last; l && *l && n < max; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		double self_s, total_s;
+		int used = 0;
+		if (sscanf(l, "%lf%% %lf%% %lfs %lfs %n", &self[n], &total[n], &self_s, &total_s, &used) != 4 ||
+		    !used)
+			continue;
+		size_t len = strcspn(l + used, "\n");
+		snprintf(names[n], 128, "%.*s", (int)(len < 127 ? len : 127), l + used);
+		n++;
+	}
+	return n;
+}
+
+/* top on a CPython, quiet and with both cores kept busy: its hottest row
+ * is the function the interpreter's own traceback has the busy thread in
+ * (leaf), and the busy thread's callers (middle, outer) are on every
+ * sample of the only thread that runs, as they are in faulthandler's
+ * account; where `dump` names leaf, top used to show
+ * _PyEval_EvalFrameDefault. */
+Test(python, top_shows_the_hot_python_function_first, .timeout = 120)
+{
+	if (!python_ready())
+		cr_skip_test("no %s or DIAG_PY_FIXTURE", PYTHON);
+	struct python_run r;
+	python_start(&r);
+	struct tool_result *res = malloc(sizeof(*res));
+	cr_assert(res);
+	for (int loaded = 0; loaded < 2; loaded++) {
+		pid_t l[2];
+		if (loaded)
+			loaders_start(l);
+		const char *top[] = {"top", "-p", r.pid, "-n", "3", NULL};
+		tool_run_ok(res, top);
+		if (loaded)
+			loaders_stop(l);
+		char *fh = interpreters_traceback(&r);
+		struct py_stack_seen theirs[MAX_THREADS];
+		int ntheirs = parse_faulthandler(fh, theirs, MAX_THREADS);
+		const char *hot = NULL;
+		for (int i = 0; i < ntheirs; i++)
+			for (int k = 0; k < theirs[i].n; k++)
+				if (strcmp(theirs[i].f[k].function, "outer") == 0)
+					hot = theirs[i].f[0].function;
+		cr_assert(hot, "faulthandler has no thread in outer:\n%s", fh);
+		char names[20][128];
+		double self[20], total[20];
+		int n = top_rows(res->out, names, self, total, 20);
+		cr_assert_geq(n, 3, "top printed %d rows:\n%s", n, res->out);
+		cr_expect_str_eq(names[0], hot, "%s top row %s, the interpreter is in %s:\n%s",
+				 loaded ? "loaded:" : "quiet:", names[0], hot, res->out);
+		for (const char *const *fn = (const char *const[]){"middle", "outer", NULL}; *fn; fn++) {
+			double t = -1;
+			for (int i = 0; i < n; i++)
+				if (strcmp(names[i], *fn) == 0)
+					t = total[i];
+			cr_expect_geq(t, 90.0, "%s: TOTAL%% %.1f:\n%s", *fn, t, res->out);
+		}
+		cr_expect_null(strstr(res->out, "frames not shown"), "%s", res->out);
+		free(fh);
+	}
+	free(res);
+	python_stop(&r);
+}
+
+/* A CPython whose frames cannot be read is said so on top's screen, with
+ * the reason, not left to look like a C program. */
+Test(python, top_says_when_python_frames_are_not_shown, .timeout = 60)
+{
+	char py[512];
+	if (shell_output("ls -d /root/.pyenv/versions/3.10*/bin/python3 2>/dev/null | head -1", py,
+			 sizeof(py)) != 0 || !py[0] || !getenv("DIAG_PY_FIXTURE"))
+		cr_skip_test("no CPython 3.10 from pyenv on this machine");
+	py[strcspn(py, "\n")] = '\0';
+	char dir[256], tb[300], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(tb, sizeof(tb), "%s/traceback.txt", dir);
+	const char *argv[] = {py, getenv("DIAG_PY_FIXTURE"), tb, NULL};
+	struct target t = target_start(argv, "ready");
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	struct tool_result *res = malloc(sizeof(*res));
+	cr_assert(res);
+	const char *top[] = {"top", "-p", pid, "-n", "1", NULL};
+	tool_run_ok(res, top);
+	cr_expect(strstr(res->out, "\nPython") && strstr(res->out, "frames not shown: "),
+		  "top is silent about the Python frames it does not show:\n%s", res->out);
+	free(res);
+	target_kill(&t);
+	rm_rf(dir);
+}

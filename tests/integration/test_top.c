@@ -4,10 +4,13 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -234,4 +237,134 @@ Test(top, threads_view_lists_every_thread_busiest_first, .timeout = 60)
 	}
 	cr_expect_eq(rows, tasks, "%zu rows for %zu threads:\n%s", rows, tasks, last);
 	target_kill(&t);
+}
+
+/* ---- against perf (issue 48) ---- */
+
+/* The rows of top's last refresh (SELF%, TOTAL%, SELF_TIME, TOTAL_TIME
+ * and the function) into shares by self time; returns the CPU time its
+ * header says it sampled since it started. */
+static double top_self_times(const char *out, struct shares *s)
+{
+	memset(s, 0, sizeof(*s));
+	const char *last = out, *p;
+	while ((p = strstr(last + 1, "diag-attach top")))
+		last = p;
+	const char *since = strstr(last, "s CPU since start");
+	cr_assert(since, "no CPU total in the header:\n%s", last);
+	while (since > last && since[-1] != ' ')
+		since--;
+	double root = strtod(since, NULL);
+	for (const char *l = last; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		double self_pct, total_pct, self_s, total_s;
+		int used = 0;
+		if (sscanf(l, "%lf%% %lf%% %lfs %lfs %n", &self_pct, &total_pct, &self_s, &total_s, &used) != 4)
+			continue;
+		char name[256];
+		size_t len = strcspn(l + used, "\n");
+		snprintf(name, sizeof(name), "%.*s", (int)(len < 255 ? len : 255), l + used);
+		shares_add(s, name, self_s);
+	}
+	return root;
+}
+
+/* Polls the target's threads for a ptrace stop until killed; exits with
+ * how many polls found one (at most 255). */
+static pid_t stop_watcher_start(pid_t pid)
+{
+	pid_t w = fork();
+	cr_assert(w >= 0);
+	if (w == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int seen = 0;
+		for (uint64_t end = now_ms() + 60000; now_ms() < end; usleep(1000))
+			if (ptrace_stopped_threads(pid) > 0 && seen < 255)
+				seen++;
+		_exit(seen);
+	}
+	return w;
+}
+
+static int stop_watcher_end(pid_t w)
+{
+	kill(w, SIGTERM);
+	int status = 0;
+	waitpid(w, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+}
+
+/* top and `perf record -e cpu-clock -g -p` side by side on the same busy
+ * program (a thread writing into a pipe, another reading it: user code
+ * and the kernel's pipe paths), quiet and with both cores kept busy:
+ * every function perf gives 5 % or more of the self samples, top gives
+ * within 5 points of it. Meanwhile no thread of the target is ever seen
+ * in a ptrace stop (/proc, every millisecond), and top says "no stops". */
+static void top_against_perf(bool loaded)
+{
+	if (!have_program("perf"))
+		cr_skip_test("perf is missing (setup.sh installs linux-perf)");
+	pid_t l[2];
+	if (loaded)
+		loaders_start(l);
+	const char *argv[] = {target_path("cpu_window"), "pipe", "1", "60000", NULL};
+	struct target t = target_start(argv, "ready");
+	cr_assert_eq(write(t.stdin_fd, "go\n", 3), 3);
+	char dir[256], data[300], cmd[1024], pid[16];
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(data, sizeof(data), "%s/perf.data", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	snprintf(cmd, sizeof(cmd), "exec perf record -q -e cpu-clock -F 499 -g -p %d -o %s >/dev/null 2>&1",
+		 (int)t.pid, data);
+	pid_t perf = fork();
+	cr_assert(perf >= 0);
+	if (perf == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	perf_events_wait(perf);
+	pid_t watcher = stop_watcher_start(t.pid);
+	struct tool_result r;
+	const char *args[] = {"top", "-p", pid, "-F", "499", "-n", "5", "--sort", "self-time", NULL};
+	tool_run(&r, args);
+	int stops_seen = stop_watcher_end(watcher);
+	kill(perf, SIGINT);
+	int status = 0;
+	cr_assert_eq(waitpid(perf, &status, 0), perf);
+	if (loaded)
+		loaders_stop(l);
+	cr_assert_eq(r.exit_code, 0, "top: exit %d: %s", r.exit_code, r.err);
+	cr_expect_eq(stops_seen, 0, "a thread of the target was seen in a ptrace stop %d times", stops_seen);
+	cr_expect_null(strstr(r.out, " stops, longest"), "top stopped threads:\n%s", r.out);
+
+	struct shares perf_s, top_s;
+	perf_report_leaf_shares(data, &perf_s);
+	double root = top_self_times(r.out, &top_s);
+	cr_assert_gt(root, 0, "no rows:\n%s", r.out);
+	top_s.total = root; /* rows beyond the 20 shown count too */
+	size_t checked = 0;
+	for (size_t i = 0; i < perf_s.n; i++) {
+		double want = shares_pct(&perf_s, perf_s.name[i]);
+		if (want < 5)
+			continue;
+		double got = shares_pct(&top_s, perf_s.name[i]);
+		fprintf(stderr, "top%s: %s %.1f %% (perf %.1f %%)\n", loaded ? " loaded" : "", perf_s.name[i],
+			got, want);
+		cr_expect(fabs(got - want) <= 5.0, "%s: top %.1f %%, perf %.1f %%\n%s", perf_s.name[i], got,
+			  want, r.out);
+		checked++;
+	}
+	cr_expect_geq(checked, 2, "perf gave fewer than two functions 5 %% or more");
+	target_kill(&t);
+	rm_rf(dir);
+}
+
+Test(top, matches_perf_record, .timeout = 90)
+{
+	top_against_perf(false);
+}
+
+Test(top, matches_perf_record_loaded, .timeout = 90)
+{
+	top_against_perf(true);
 }
