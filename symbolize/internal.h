@@ -50,14 +50,6 @@ void pc_cache_release(struct pc_cache *c);
  * deleted) opens /proc/PID/map_files/START-LIMIT. rootfd may be -1. Returns a
  * read-only O_CLOEXEC fd of a regular file <= SYM_MAX_FILE_SIZE, or -errno. */
 int sym_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e);
-/* The same, always direct (what a broker runs for a sandboxed worker;
- * sym_open_mapped goes through target_access.h). */
-int sym_open_mapped_direct(int rootfd, pid_t pid, const struct maps_entry *e);
-/* A candidate debug file by path, directly: in the target's root (dirfd
- * its O_PATH root, RESOLVE_IN_ROOT) or the host's (dirfd AT_FDCWD); no
- * symlink as the last component, no magic links, never blocking, a
- * regular file no larger than SYM_MAX_FILE_SIZE. A read-only fd or -errno. */
-int sym_open_debug_direct(int dirfd, bool in_root, const char *path);
 /* Copy the target's [vdso] mapping e into a malloc'd buffer. */
 int sym_read_vdso(pid_t pid, const struct maps_entry *e, void **ret_buf, size_t *ret_len);
 

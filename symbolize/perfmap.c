@@ -239,40 +239,6 @@ next:
 	return flatten(pm);
 }
 
-int perfmap_check(int fd, pid_t pid, char *why, size_t why_size)
-{
-	struct stat st, proc;
-	char path[32];
-
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	if (fstat(fd, &st) < 0 || stat(path, &proc) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(why, why_size, "not a regular file");
-		return -EPERM;
-	}
-	if (st.st_uid != 0 && st.st_uid != proc.st_uid) {
-		snprintf(why, why_size, "owned by uid %u, neither root nor the target's uid %u",
-			 (unsigned)st.st_uid, (unsigned)proc.st_uid);
-		return -EPERM;
-	}
-	if (st.st_mode & S_IWOTH) {
-		snprintf(why, why_size, "writable by anyone (mode %04o)", (unsigned)(st.st_mode & 07777));
-		return -EPERM;
-	}
-	return 0;
-}
-
-int perfmap_open(pid_t pid, char path[64])
-{
-	char own[64];
-	if (!path)
-		path = own;
-	snprintf(path, 64, "/tmp/perf-%d.map", (int)pid);
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
 int perfmap_load(pid_t pid, struct perfmap **ret)
 {
 	struct perfmap *pm;

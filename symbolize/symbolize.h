@@ -61,18 +61,6 @@ void symbolize_preload(void);
 
 int symbolize_open_mapped(int rootfd, pid_t pid, const struct maps_entry *e);
 
-/* Whether the JIT map /tmp/perf-PID.map, open as fd, may name pid's
- * frames. Anyone can create files in /tmp, so, like perf (which takes a
- * map only from its own user or root), one is trusted only when it is a
- * regular file owned by root or by the target's user (the owner of
- * /proc/PID) and not writable by others. 0: trusted; -EPERM: refused,
- * with a one-line reason in why; -errno when it cannot be told. */
-int perfmap_check(int fd, pid_t pid, char *why, size_t why_size);
-/* pid's JIT map, /tmp/perf-PID.map, opened read-only without following a
- * symlink or blocking on a FIFO (path, if not NULL, gets its name): a
- * descriptor or -errno (-ENOENT: none). */
-int perfmap_open(pid_t pid, char path[64]);
-
 struct symbolize_options {
 	bool allow_debuginfod; /* honour DEBUGINFOD_URLS (can stall for minutes) */
 	/* Function names from ELF symbol tables only: no DWARF, so no

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "symbolize/direct_open.h"
 #include "symbolize/internal.h"
 
 static struct target_broker broker;

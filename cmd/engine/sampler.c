@@ -1,6 +1,10 @@
-/* The sampled capture: every tick stop every thread, copy registers and
- * stacks, release, then unwind and aggregate raw PCs. Symbols are resolved
- * once per distinct PC when the capture ends. */
+/* The sampled capture: CPU samples from perf events (or ptrace stops
+ * weighted by schedstat), wall-clock ticks that stop no thread where perf
+ * events allow, the /proc timeline; raw PCs aggregated as they come and
+ * symbolized once per distinct PC when the capture ends (or, for a live
+ * view, at each of its refreshes). */
+#include "cmd/engine/sampler.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -11,12 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd/engine/internal.h"
 #include "attach/tool_priority.h"
 #include "bundle/redact.h"
 #include "cmd/engine/binaries.h"
 #include "cmd/engine/cpu_perf.h"
 #include "cmd/engine/go_out.h"
+#include "cmd/engine/hold.h"
 #include "cmd/engine/py_out.h"
 #include "cmd/engine/moments.h"
 #include "cmd/engine/profile_out.h"

@@ -13,6 +13,7 @@
 #include "bundle/bundle.h"
 #include "bundle/redact.h"
 #include "bundle/text.h"
+#include "symbolize/direct_open.h"
 #include "symbolize/symbolize.h"
 
 #define CMDLINE_MAX (64 * 1024)

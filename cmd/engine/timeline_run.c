@@ -17,6 +17,7 @@
 #include "timeline/newcomers.h"
 #include "timeline/proc_sampler.h"
 #include "bundle/text.h"
+#include "cmd/engine/hold.h"
 #include "cmd/engine/internal.h"
 #include "cmd/engine/target_info.h"
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "attach/attach.h"
+#include "symbolize/direct_open.h"
 #include "symbolize/internal.h"
 #include "symbolize/target_access.h"
 

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "symbolize/direct_open.h"
 #include "symbolize/internal.h"
 
 #define BASE 0x10000000ull

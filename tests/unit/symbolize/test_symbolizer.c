@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "symbolize/direct_open.h"
 #include "symbolize/symbolize.h"
 
 static volatile int plain_line, inl_line, call_line;

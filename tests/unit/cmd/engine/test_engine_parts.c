@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/engine/internal.h"
+#include "cmd/engine/hold.h"
 #include "symbolize/worker/symtab.h"
 
 static double num(const cJSON *o, const char *k)
