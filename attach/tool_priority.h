@@ -4,7 +4,9 @@
  * moment it wakes, and every moment it runs first is a moment a target
  * thread that woke with it waits. Returns 0 or a negative errno. who is a
  * pid or tid of ours, 0 for the calling thread. */
-#pragma once
+#ifndef DIAG_ATTACH_TOOL_PRIORITY_H
+#define DIAG_ATTACH_TOOL_PRIORITY_H
+
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -24,3 +26,5 @@ int tool_priority_yield(pid_t who, bool keep_pace);
 
 /* Back to SCHED_OTHER at the nice level the tool started with. */
 int tool_priority_normal(pid_t who);
+
+#endif

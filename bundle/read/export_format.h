@@ -16,8 +16,8 @@
  * Both write to a FILE and return 0, -ENOMEM, or -EIO when a write failed.
  * They never print anything else.
  */
-#ifndef DIAG_CMD_EXPORT_FORMAT_H
-#define DIAG_CMD_EXPORT_FORMAT_H
+#ifndef DIAG_BUNDLE_READ_EXPORT_FORMAT_H
+#define DIAG_BUNDLE_READ_EXPORT_FORMAT_H
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -5,8 +5,8 @@
  * fonts or images, and a Content-Security-Policy that forbids fetching
  * any, so opening it never touches the network.
  */
-#ifndef DIAG_CMD_HTML_H
-#define DIAG_CMD_HTML_H
+#ifndef DIAG_BUNDLE_READ_HTML_H
+#define DIAG_BUNDLE_READ_HTML_H
 
 #include <stdio.h>
 #include <cjson/cJSON.h>

@@ -42,8 +42,8 @@
  *
  * Functions return 0 or a negative errno and never print.
  */
-#ifndef DIAG_CMD_PEM_CODEC_H
-#define DIAG_CMD_PEM_CODEC_H
+#ifndef DIAG_BUNDLE_READ_PEM_CODEC_H
+#define DIAG_BUNDLE_READ_PEM_CODEC_H
 
 #include <stdbool.h>
 #include <stddef.h>

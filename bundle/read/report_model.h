@@ -11,8 +11,8 @@
  * Strings inside results point into the bundle_reader they were built
  * from unless noted: keep the reader alive while using them.
  */
-#ifndef DIAG_CMD_REPORT_MODEL_H
-#define DIAG_CMD_REPORT_MODEL_H
+#ifndef DIAG_BUNDLE_READ_REPORT_MODEL_H
+#define DIAG_BUNDLE_READ_REPORT_MODEL_H
 
 #include <stdbool.h>
 #include <stddef.h>

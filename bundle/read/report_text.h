@@ -1,7 +1,7 @@
 /* report_text: the terminal rendering of a report document
  * (report_build_json). */
-#ifndef DIAG_CMD_REPORT_TEXT_H
-#define DIAG_CMD_REPORT_TEXT_H
+#ifndef DIAG_BUNDLE_READ_REPORT_TEXT_H
+#define DIAG_BUNDLE_READ_REPORT_TEXT_H
 
 #include <stdbool.h>
 #include <stdio.h>

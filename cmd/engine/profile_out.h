@@ -1,5 +1,5 @@
 /*
- * profile_out: turn aggregated raw stacks (bundle/stackagg) into a gzipped
+ * profile_out: turn aggregated raw stacks (cmd/engine/stackagg.h) into a gzipped
  * pprof profile, with the names of a symbol table (symbolize/worker/symtab.h).
  *
  * Label strings in the aggregator are "key=value" pairs joined by

@@ -1358,6 +1358,26 @@ static int write_creates(struct sampler *sp, const struct symtab *st, const stru
 	return r;
 }
 
+/* Name every address of set (the mappings of maps): the worker's
+ * symbols, then the kernel's, a Go runtime's and a CPython's for what
+ * those leave unnamed. *ret is a table even on failure. 0 or -ENOMEM. */
+static int name_addresses(struct sampler *sp, const struct process_capture *maps, struct addrset *set,
+			  struct symtab **ret)
+{
+	struct capture_session *s = sp->s;
+	size_t n;
+	const uint64_t *addrs = addrset_items(set, &n);
+	int r = interp_symbolize(s->interp, maps->maps_text ? maps->maps_text : "",
+				 maps->maps_text ? maps->maps_len : 0, addrs, n, ret);
+	if (r == 0)
+		r = cpu_perf_name_kernel(sp->perf, *ret);
+	if (r == 0 && s->go)
+		r = go_session_name_unnamed(s->go, *ret);
+	if (r == 0)
+		r = py_session_name_unnamed(s->py, *ret);
+	return r;
+}
+
 static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t duration)
 {
 	struct capture_session *s = sp->s;
@@ -1403,17 +1423,7 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 		r = profile_out_collect(sp->creates, set);
 	struct symtab *st = NULL;
 	if (r == 0) {
-		size_t n;
-		const uint64_t *addrs = addrset_items(set, &n);
-		const struct process_capture *maps = final ? final : &sp->last;
-		r = interp_symbolize(s->interp, maps->maps_text ? maps->maps_text : "",
-				     maps->maps_text ? maps->maps_len : 0, addrs, n, &st);
-		if (r == 0)
-			r = cpu_perf_name_kernel(sp->perf, st);
-		if (r == 0 && s->go)
-			r = go_session_name_unnamed(s->go, st);
-		if (r == 0)
-			r = py_session_name_unnamed(s->py, st);
+		r = name_addresses(sp, final ? final : &sp->last, set, &st);
 		capture_trace_phase("symbolized");
 	}
 	cJSON *target = cJSON_GetObjectItem(s->manifest, "target");
@@ -1501,19 +1511,8 @@ static int live_refresh(struct sampler *sp, uint64_t now)
 	if (r == 0 && sp->have_last)
 		r = collect_stacks(sp->last_stacks, sp->last.nthreads, set);
 	struct symtab *st = NULL;
-	if (r == 0) {
-		size_t n;
-		const uint64_t *addrs = addrset_items(set, &n);
-		const struct process_capture *m = sp->have_last ? &sp->last : &sp->cur;
-		r = interp_symbolize(s->interp, m->maps_text ? m->maps_text : "",
-				     m->maps_text ? m->maps_len : 0, addrs, n, &st);
-		if (r == 0)
-			r = cpu_perf_name_kernel(sp->perf, st);
-		if (r == 0 && s->go)
-			r = go_session_name_unnamed(s->go, st);
-		if (r == 0)
-			r = py_session_name_unnamed(s->py, st);
-	}
+	if (r == 0)
+		r = name_addresses(sp, sp->have_last ? &sp->last : &sp->cur, set, &st);
 	addrset_free(set);
 	struct perf_sampler_stats ps = {0};
 	if (sp->perf)

@@ -930,6 +930,24 @@ size_t go_goroutine_ids(const char *text, long *ids, size_t max)
 }
 
 
+pid_t perf_record_start(pid_t pid, int hz, const char *call_graph, const char *out)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+		 "exec perf record -q -e cpu-clock -F %d --call-graph %s -p %d -o %s >/dev/null 2>&1", hz,
+		 call_graph, (int)pid, out);
+	pid_t perf = fork();
+	cr_assert(perf >= 0);
+	if (perf == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	/* perf has no "ready": wait for its events to be open. */
+	perf_events_wait(perf);
+	return perf;
+}
+
 /* Until the process `sh -c exec perf` became holds a perf event open
  * (plus a little, for the rest of its threads' events). */
 void perf_events_wait(pid_t perf)

@@ -187,6 +187,11 @@ uint64_t now_ms(void);
 void sleep_ms(unsigned ms);
 /* Two processes that keep both cores busy (a loaded machine) until
  * loaders_stop; they die with the test. */
+/* perf record -e cpu-clock -F hz --call-graph call_graph ("fp", "dwarf")
+ * of pid into out, started and waited for until its events are open; it
+ * ends with the target or SIGINT. Its pid. */
+pid_t perf_record_start(pid_t pid, int hz, const char *call_graph, const char *out);
+
 /* Until the process perf (a `perf record` started by `sh -c exec`)
  * holds a perf event open, and a little more for its other threads'. */
 void perf_events_wait(pid_t perf);

@@ -176,21 +176,10 @@ static void run_perf(const char *mode, int n, int burn_ms, int hz, struct window
 	cr_assert(have_program("perf"), "perf is missing (setup.sh installs linux-perf)");
 	memset(w, 0, sizeof(*w));
 	struct target t = start_window(mode, n, burn_ms);
-	char tmp[256], cmd[1024];
+	char tmp[256];
 	make_tmpdir(tmp, sizeof(tmp));
 	snprintf(w->dir, sizeof(w->dir), "%s/perf.data", tmp);
-	snprintf(cmd, sizeof(cmd),
-		 "exec perf record -q -e cpu-clock -F %d --call-graph dwarf -p %d -o %s >/dev/null 2>&1", hz,
-		 (int)t.pid, w->dir);
-	pid_t perf = fork();
-	cr_assert(perf >= 0);
-	if (perf == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
-	}
-	/* perf has no "ready": wait for its events to be open. */
-	perf_events_wait(perf);
+	pid_t perf = perf_record_start(t.pid, hz, "dwarf", w->dir);
 	go(&t);
 	read_reports(&t, w, workers_of(mode, n));
 	end_target(&t, w);

@@ -309,20 +309,11 @@ static void top_against_perf(bool loaded)
 	const char *argv[] = {target_path("cpu_window"), "pipe", "1", "60000", NULL};
 	struct target t = target_start(argv, "ready");
 	cr_assert_eq(write(t.stdin_fd, "go\n", 3), 3);
-	char dir[256], data[300], cmd[1024], pid[16];
+	char dir[256], data[300], pid[16];
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(data, sizeof(data), "%s/perf.data", dir);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	snprintf(cmd, sizeof(cmd), "exec perf record -q -e cpu-clock -F 499 -g -p %d -o %s >/dev/null 2>&1",
-		 (int)t.pid, data);
-	pid_t perf = fork();
-	cr_assert(perf >= 0);
-	if (perf == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
-	}
-	perf_events_wait(perf);
+	pid_t perf = perf_record_start(t.pid, 499, "fp", data);
 	pid_t watcher = stop_watcher_start(t.pid);
 	struct tool_result r;
 	const char *args[] = {"top", "-p", pid, "-F", "499", "-n", "5", "--sort", "self-time", NULL};
