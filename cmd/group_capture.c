@@ -21,6 +21,8 @@
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/launch.h"
 #include "cmd/cli/util.h"
+#include "cmd/group_merge.h"
+#include "cmd/group_state.h"
 #include "timeline/newcomers.h"
 
 /* How old a child must be before its capture starts (follow_children). */
@@ -33,31 +35,6 @@ static void on_stop_signal(int sig)
 	(void)sig;
 	stop_requests++;
 }
-
-struct part {
-	pid_t target;
-	pid_t capturer;  /* our child that captures it; 0 once reaped */
-	int exit_code;   /* the capturer's, once reaped */
-	bool followed;   /* found as a child, not given */
-	char dir[PATH_MAX];
-};
-
-struct group {
-	struct capture_options *opt;
-	const struct group_request *req;
-	const char *dir;
-	struct part parts[GROUP_MAX_PROCESSES];
-	size_t nparts;
-	/* Children not captured: past GROUP_MAX_PROCESSES, or found while
-	 * --max-processes were being captured (each once, by pid; one
-	 * captured later, when a place was free, is dropped at the end). */
-	pid_t capped[GROUP_MAX_PROCESSES];
-	size_t ncapped, capped_more;
-	uint64_t started_ns, deadline_ns; /* CLOCK_MONOTONIC; deadline 0: none */
-	struct launch *launched;
-	const char *ended_by; /* "duration", "stop request", "processes exited" */
-	pid_t parent;         /* us, as the capturers see us */
-};
 
 static uint64_t now_ns(void)
 {
@@ -148,14 +125,6 @@ static int part_main(struct group *g, struct part *p, uint64_t duration_ns)
 
 /* ---- the group (in us) ---- */
 
-static bool known(const struct group *g, pid_t pid)
-{
-	for (size_t i = 0; i < g->nparts; i++)
-		if (g->parts[i].target == pid)
-			return true;
-	return false;
-}
-
 static size_t running(const struct group *g);
 
 static void note_capped(struct group *g, pid_t pid)
@@ -167,15 +136,6 @@ static void note_capped(struct group *g, pid_t pid)
 		g->capped[g->ncapped++] = pid;
 	else
 		g->capped_more++;
-}
-
-/* Children seen and never captured. */
-static size_t not_captured(const struct group *g)
-{
-	size_t n = g->capped_more;
-	for (size_t i = 0; i < g->ncapped; i++)
-		n += !known(g, g->capped[i]);
-	return n;
 }
 
 /* Start capturing pid: 0, or -errno (nothing started). */
@@ -227,7 +187,7 @@ static void follow_children(struct group *g)
 		double now = newcomers_boottime_s();
 		for (size_t k = 0; k < nkids; k++) {
 			pid_t pid = kids[k].id;
-			if (pid == getpid() || known(g, pid))
+			if (pid == getpid() || group_knows(g, pid))
 				continue;
 			/* Most children exec at once (a shell's commands): one
 			 * caught in between would be named after its parent
@@ -320,125 +280,6 @@ static void run_parts(struct group *g)
 		fputs("\r\033[K", stderr);
 }
 
-static cJSON *group_json(const struct group *g)
-{
-	cJSON *o = cJSON_CreateObject();
-	cJSON *given = cJSON_AddArrayToObject(o, "pids_given");
-	for (size_t i = 0; i < g->req->npids; i++)
-		cJSON_AddItemToArray(given, cJSON_CreateNumber(g->req->pids[i]));
-	cJSON_AddBoolToObject(o, "subprocesses", g->req->follow);
-	cJSON *followed = cJSON_AddArrayToObject(o, "followed");
-	cJSON *failed = cJSON_AddArrayToObject(o, "failed");
-	size_t gone = 0;
-	for (size_t i = 0; i < g->nparts; i++) {
-		const struct part *p = &g->parts[i];
-		/* A child that exited before its capture began was only seen. */
-		if (p->followed && p->exit_code == EXIT_NO_PROCESS) {
-			gone++;
-			continue;
-		}
-		if (p->followed)
-			cJSON_AddItemToArray(followed, cJSON_CreateNumber(p->target));
-		if (p->exit_code != EXIT_OK) {
-			cJSON *f = cJSON_CreateObject();
-			cJSON_AddNumberToObject(f, "pid", p->target);
-			cJSON_AddNumberToObject(f, "exit_status", p->exit_code);
-			cJSON_AddItemToArray(failed, f);
-		}
-	}
-	cJSON_AddNumberToObject(o, "children_gone_before_capture", (double)gone);
-	cJSON_AddNumberToObject(o, "max_processes", g->opt->max_processes);
-	if (not_captured(g))
-		cJSON_AddNumberToObject(o, "children_not_followed", (double)not_captured(g));
-	return o;
-}
-
-
-/* One line per process at the end, as a capture of one prints its
- * summary: what its CPU profile holds against its CPU time. */
-static void print_summaries(const cJSON *m)
-{
-	const cJSON *t;
-	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(m, "target"))
-	{
-		const cJSON *c = cJSON_GetObjectItemCaseSensitive(t, "capture");
-		const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(c, "cpu");
-		double got = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cpu, "samples"));
-		double want = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cpu, "samples_expected"));
-		double cpu_s = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cpu, "target_cpu_s"));
-		double wall = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "thread_samples"));
-		const cJSON *comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
-		char name[128];
-		escape_text(cJSON_IsString(comm) ? comm->valuestring : "?", name, sizeof(name));
-		fprintf(stderr,
-			"diag-attach: pid %.0f (%s): %.0f CPU samples for %.2f s of CPU (%.0f%% of the "
-			"%.0f it asks for), %.0f thread samples%s\n",
-			cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "pid")), name,
-			isnan(got) ? 0 : got, isnan(cpu_s) ? 0 : cpu_s,
-			!isnan(want) && want > 0 ? 100.0 * got / want : 100.0, isnan(want) ? 0 : want,
-			isnan(wall) ? 0 : wall,
-			cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "target_exited")) ? ", exited" : "");
-	}
-}
-
-/* Merge the parts that finished into g->dir's bundle b; the exit status. */
-static int merge_parts(struct group *g, struct bundle *b)
-{
-	const char *dirs[GROUP_MAX_PROCESSES];
-	size_t n = 0;
-	int first_failure = EXIT_OK;
-	for (size_t i = 0; i < g->nparts; i++) {
-		const struct part *p = &g->parts[i];
-		if (p->exit_code == EXIT_OK) {
-			dirs[n++] = p->dir;
-		} else {
-			if (first_failure == EXIT_OK)
-				first_failure = p->exit_code;
-			if (!p->followed || p->exit_code != EXIT_NO_PROCESS)
-				fprintf(stderr, "diag-attach: warning: pid %d was not captured (exit status %d)\n",
-					(int)p->target, p->exit_code);
-		}
-	}
-	if (!n) {
-		bundle_abandon(b);
-		return first_failure == EXIT_OK ? EXIT_INTERNAL : first_failure;
-	}
-	if (stop_requests >= 2) {
-		bundle_abandon(b);
-		die_message("interrupted while writing; bundle abandoned");
-		return EXIT_INTERRUPTED;
-	}
-	cJSON *m = NULL;
-	int e = bundle_merge(b, dirs, n, &m);
-	if (e < 0) {
-		bundle_abandon(b);
-		return e == -ENOMEM || e == -EBADMSG || e == -EINVAL ? (die_message("cannot merge the captures: %s", strerror(-e)), EXIT_INTERNAL)
-								     : capture_write_error(g->dir, e);
-	}
-	cJSON_AddItemToObject(m, "group", group_json(g));
-	cJSON *cap = cJSON_GetObjectItemCaseSensitive(m, "capture");
-	if (cap && g->ended_by)
-		cJSON_ReplaceItemInObjectCaseSensitive(cap, "ended_by", cJSON_CreateString(g->ended_by));
-	if (!g->req->quiet)
-		print_summaries(m);
-	/* Even with -q: a capture that left processes out says so. */
-	if (not_captured(g))
-		fprintf(stderr,
-			"diag-attach: warning: %zu child process(es) not captured: at most %u are "
-			"captured at once (--max-processes; %d in all)\n",
-			not_captured(g), g->opt->max_processes, GROUP_MAX_PROCESSES);
-	if (g->launched)
-		cJSON_AddItemToObject(m, "launched", launch_json(g->launched, g->req->launch_argv, true));
-	/* The parts go before the manifest vouches for the directory. */
-	char parts[PATH_MAX];
-	snprintf(parts, sizeof(parts), "%s/.parts", g->dir);
-	cli_remove_tree(parts);
-	e = bundle_finalize(b, m);
-	if (e < 0)
-		return capture_write_error(g->dir, e);
-	return EXIT_OK;
-}
-
 int group_capture_run(struct capture_options *opt, const struct group_request *req)
 {
 	static struct group g; /* 256 parts of PATH_MAX: not on the stack */
@@ -446,6 +287,7 @@ int group_capture_run(struct capture_options *opt, const struct group_request *r
 	g.opt = opt;
 	g.req = req;
 	g.parent = getpid();
+	g.stop_requests = &stop_requests;
 	cli_install_stop_handlers(on_stop_signal);
 
 	pid_t first = req->npids ? req->pids[0] : 0;
@@ -521,7 +363,7 @@ int group_capture_run(struct capture_options *opt, const struct group_request *r
 		pid_t tgid;
 		if (attach_thread_group(pid, &tgid) == 0)
 			pid = tgid;
-		if (!known(&g, pid) && start_part(&g, pid, false) < 0)
+		if (!group_knows(&g, pid) && start_part(&g, pid, false) < 0)
 			code = EXIT_INTERNAL;
 	}
 	if (code != EXIT_OK)
@@ -529,7 +371,7 @@ int group_capture_run(struct capture_options *opt, const struct group_request *r
 	run_parts(&g);
 	reap(&g, true);
 	if (code == EXIT_OK)
-		code = merge_parts(&g, b);
+		code = group_merge_parts(&g, b);
 	else
 		bundle_abandon(b);
 	if (code != EXIT_OK) {

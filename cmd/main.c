@@ -10,6 +10,7 @@
 #include "cmd/cli/exit_codes.h"
 #include "export.h"
 #include "pem.h"
+#include "unpem.h"
 #include "report.h"
 #include "top.h"
 #include "watchdog_epilogue.h"

@@ -663,6 +663,16 @@ static void add_interpretation_losses(const cJSON *manifest, cJSON *warnings)
 	cJSON_AddItemToArray(warnings, cJSON_CreateString(buf));
 }
 
+/* What --growth asked for and the capture could not record (the
+ * manifest's one line), as a warning of the report. */
+static void add_growth_not_recorded(const cJSON *manifest, cJSON *warnings)
+{
+	const cJSON *cap = cJSON_GetObjectItemCaseSensitive(manifest, "capture");
+	const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cap, "growth_not_recorded"));
+	if (why)
+		cJSON_AddItemToArray(warnings, cJSON_CreateString(why));
+}
+
 static cJSON *dup_item(const cJSON *manifest, const char *key)
 {
 	const cJSON *it = cJSON_GetObjectItemCaseSensitive(manifest, key);
@@ -1030,6 +1040,7 @@ int report_build_json(struct bundle_reader *r, const struct report_options *opt,
 	}
 	cJSON *warnings = cJSON_CreateArray();
 	add_interpretation_losses(m, warnings);
+	add_growth_not_recorded(m, warnings);
 	/* A member past a cap of the reader is no warning: the bundle is
 	 * refused, with no report made of the rest. */
 	add_profiles(r, opt, doc, warnings);

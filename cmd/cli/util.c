@@ -124,3 +124,38 @@ int cli_remove_tree(const char *dir)
 {
 	return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
 }
+
+int parse_uint_at_most(const char *s, unsigned long max, unsigned long *ret)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (end == s || *end || errno || v > max || s[0] == '-')
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int parse_size_bytes(const char *s, uint64_t *ret)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (end == s || errno || s[0] == '-')
+		return -EINVAL;
+	unsigned shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	else if (*end)
+		return -EINVAL;
+	if (shift && end[1])
+		return -EINVAL;
+	if (v > (UINT64_MAX >> shift) || v == 0)
+		return -EINVAL;
+	*ret = (uint64_t)v << shift;
+	return 0;
+}

@@ -10,6 +10,14 @@
  * are seconds (fractions allowed). Returns 0 or -EINVAL. */
 int parse_duration_ns(const char *s, uint64_t *ret);
 
+/* A decimal unsigned number no larger than max (no sign, nothing after
+ * it). 0 or -EINVAL. */
+int parse_uint_at_most(const char *s, unsigned long max, unsigned long *ret);
+
+/* A size in bytes, "4096", "512K", "64M", "2G" (powers of 1024), not 0.
+ * 0 or -EINVAL. */
+int parse_size_bytes(const char *s, uint64_t *ret);
+
 /* Print "diag-attach: " + message (or "hint: " + message) to stderr. */
 void die_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void hint_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -154,6 +154,11 @@ struct capture_summary {
 	 * held) or lost: the one line that says so, as the worker wrote it
 	 * (print it escaped); "" if none. */
 	char go_warning[512];
+	/* --growth or --leak-watch asked for where memory grows and who
+	 * creates threads, and one of them was not recorded: why, in one
+	 * line (also the manifest's capture.growth_not_recorded); "" if
+	 * both were. */
+	char growth_warning[256];
 };
 
 struct capture_options {

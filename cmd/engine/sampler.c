@@ -1157,6 +1157,44 @@ static int start_cpu_engine(struct sampler *sp)
 	return 0;
 }
 
+/* --growth (or --leak-watch) asked for growth.pprof and threadcreate.pprof,
+ * which come from perf events: when one is not recorded, why, in the
+ * summary and the manifest, never only as a missing member. */
+static void describe_growth(struct sampler *sp, cJSON *cap)
+{
+	const struct capture_options *o = sp->s->opt;
+	char *why = sp->s->summary.growth_warning;
+	size_t size = sizeof(sp->s->summary.growth_warning);
+	why[0] = '\0';
+	if (!o->growth && !o->leak_watch)
+		return;
+	struct perf_sampler_stats st = {0};
+	if (sp->perf)
+		cpu_perf_stats(sp->perf, &st);
+	if (!o->frequency_hz)
+		snprintf(why, size, "growth.pprof and threadcreate.pprof not written: they come from perf "
+				    "events, which -F 0 turns off");
+	else if (!sp->perf && sp->perf_refused)
+		snprintf(why, size, "growth.pprof and threadcreate.pprof not written: perf events refused (%s)",
+			 strerror(-sp->perf_refused));
+	else if (!sp->perf)
+		snprintf(why, size, "growth.pprof and threadcreate.pprof not written: they come from perf "
+				    "events, and --cpu-engine ptrace does not open them");
+	else if (st.fault_refused && (st.fork_refused || sp->s->go))
+		snprintf(why, size, "growth.pprof and threadcreate.pprof not written: the kernel refused "
+				    "the page-fault event (%s) and the fork tracepoint (%s)",
+			 strerror(st.fault_refused), strerror(st.fork_refused));
+	else if (st.fault_refused)
+		snprintf(why, size, "growth.pprof not written: the kernel refused the page-fault event (%s)",
+			 strerror(st.fault_refused));
+	else if (st.fork_refused && !sp->s->go)
+		snprintf(why, size, "threadcreate.pprof not written: the sched_process_fork tracepoint was "
+				    "refused (%s%s)",
+			 strerror(st.fork_refused), st.fork_refused == ENOENT ? ": no tracefs" : "");
+	if (why[0])
+		cJSON_AddStringToObject(cap, "growth_not_recorded", why);
+}
+
 /* The manifest's account of the CPU profile and the summary line's. */
 static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
 {
@@ -1939,6 +1977,7 @@ int sampler_run(struct capture_session *s)
 		cJSON_AddNumberToObject(cap, "thread_samples", (double)sp.samples);
 		cJSON_AddNumberToObject(cap, "cpu_samples", (double)sp.cpu_samples);
 		describe_cpu(&sp, cap, sp.pause.seen);
+		describe_growth(&sp, cap);
 		py_session_sampling_json(s->py, cap);
 		cJSON_AddNumberToObject(cap, "failed_ticks", (double)sp.errors);
 		/* Threads that could not be stopped by the deadline (in D, or not

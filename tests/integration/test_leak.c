@@ -385,3 +385,42 @@ Test(leak, threadcreate_counts_new_threads_under_their_creator)
 	free(res);
 	rm_rf(dir);
 }
+
+/* --growth asks for what only perf events give: without them (the ptrace
+ * CPU engine, -F 0), the capture says in one line that growth.pprof and
+ * threadcreate.pprof were not written and why, at its end, in the
+ * manifest and in the report, instead of leaving two members missing. */
+Test(leak, growth_without_perf_events_says_so, .timeout = 90)
+{
+	const char *argv[] = {target_path("burner"), "1", NULL};
+	struct target t = target_start(argv, "ready");
+	char pid[16], dir[256], out[300];
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	make_tmpdir(dir, sizeof(dir));
+	struct tool_result *res = malloc(sizeof(*res));
+	cr_assert(res);
+	static const char *const why[] = {"--cpu-engine ptrace does not open them", "-F 0 turns off"};
+	for (int k = 0; k < 2; k++) {
+		snprintf(out, sizeof(out), "%s/b%d", dir, k);
+		const char *ptrace[] = {"-p", pid, "-d", "1s", "--growth", "--cpu-engine", "ptrace", "-o", out, NULL};
+		const char *nohz[] = {"-p", pid, "-d", "1s", "--growth", "-F", "0", "-o", out, NULL};
+		tool_run(res, k ? nohz : ptrace);
+		cr_assert_eq(res->exit_code, 0, "exit %d: %s", res->exit_code, res->err);
+		cr_expect(strstr(res->err, "warning: growth.pprof and threadcreate.pprof not written") &&
+				  strstr(res->err, why[k]),
+			  "no warning that names why:\n%s", res->err);
+		cr_expect(!path_exists(out, "growth.pprof"), "growth.pprof written anyway");
+		cJSON *m = manifest_need(out);
+		const char *said = cJSON_GetStringValue(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(m, "capture"), "growth_not_recorded"));
+		cr_expect(said && strstr(said, why[k]), "manifest: %s", said ? said : "(nothing)");
+		cJSON_Delete(m);
+		const char *report[] = {"report", out, NULL};
+		tool_run(res, report);
+		cr_expect(strstr(res->out, "growth.pprof and threadcreate.pprof not written"),
+			  "the report is silent:\n%s", res->out);
+	}
+	free(res);
+	target_kill(&t);
+	rm_rf(dir);
+}
