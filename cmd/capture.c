@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "bundle/bundle.h"
-#include "bundle/read/output_file.h"
+#include "bundle/views/output_file.h"
 #include "bundle/text.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/export.h"

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bundle/read/diff_model.h"
-#include "bundle/read/diff_text.h"
+#include "bundle/views/diff_model.h"
+#include "bundle/views/diff_text.h"
 #include "bundle/text.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/open_bundle.h"

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bundle/read/export_format.h"
-#include "bundle/read/flame_svg.h"
-#include "bundle/read/output_file.h"
+#include "bundle/views/export_format.h"
+#include "bundle/views/flame_svg.h"
+#include "bundle/views/output_file.h"
 #include "bundle/reader.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/open_bundle.h"

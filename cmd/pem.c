@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "bundle/bundle.h"
-#include "bundle/read/output_file.h"
-#include "bundle/read/pem_codec.h"
+#include "bundle/views/output_file.h"
+#include "bundle/views/pem_codec.h"
 #include "bundle/text.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/open_bundle.h"

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bundle/read/html.h"
-#include "bundle/read/output_file.h"
-#include "bundle/read/report_model.h"
-#include "bundle/read/report_text.h"
+#include "bundle/views/html.h"
+#include "bundle/views/output_file.h"
+#include "bundle/views/report_model.h"
+#include "bundle/views/report_text.h"
 #include "bundle/text.h"
 #include "cmd/cli/exit_codes.h"
 #include "cmd/cli/open_bundle.h"

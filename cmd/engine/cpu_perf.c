@@ -24,7 +24,7 @@
 #define MAPS_MISS_EVERY 64
 /* Deferred unwinding: a placeholder is this base with the sample's index in
  * the low 48 bits: above every user address and below every kernel one
- * (non-canonical), apart from py_out.c's frames (0x5059...). */
+ * (non-canonical), apart from py_session.c's frames (0x5059...). */
 #define PLACEHOLDER_BASE 0x4446000000000000ull
 #define PLACEHOLDER_MASK 0xffff000000000000ull
 /* The most samples deferring keeps, whatever their bytes: their

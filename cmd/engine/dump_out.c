@@ -16,8 +16,8 @@
 #include "bundle/redact.h"
 #include "bundle/text.h"
 #include "cmd/engine/profile_out.h"
-#include "cmd/engine/go_out.h"
-#include "cmd/engine/py_out.h"
+#include "cmd/engine/go_session.h"
+#include "cmd/engine/py_session.h"
 #include "cmd/engine/snapshot_out.h"
 #include "cmd/engine/waits.h"
 

@@ -4,8 +4,8 @@
 
 #include <stdlib.h>
 
-#include "cmd/engine/go_out.h"
-#include "cmd/engine/py_out.h"
+#include "cmd/engine/go_session.h"
+#include "cmd/engine/py_session.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

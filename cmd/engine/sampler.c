@@ -4,6 +4,7 @@
  * symbolized once per distinct PC when the capture ends (or, for a live
  * view, at each of its refreshes). */
 #include "cmd/engine/sampler.h"
+#include "cmd/engine/sampler_state.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -19,22 +20,24 @@
 #include "bundle/redact.h"
 #include "cmd/engine/binaries.h"
 #include "cmd/engine/cpu_perf.h"
-#include "cmd/engine/go_out.h"
+#include "cmd/engine/go_session.h"
+#include "cmd/engine/growth_out.h"
 #include "cmd/engine/hold.h"
-#include "cmd/engine/py_out.h"
+#include "cmd/engine/py_session.h"
 #include "cmd/engine/moments.h"
+#include "cmd/engine/pause_stats.h"
 #include "cmd/engine/profile_out.h"
+#include "cmd/engine/sampler_manifest.h"
+#include "cmd/engine/sampler_rate.h"
 #include "cmd/engine/snapshot_out.h"
 #include "cmd/engine/stackagg.h"
+#include "cmd/engine/tid_cpu.h"
 #include "cmd/engine/timeline_run.h"
 #include "cmd/engine/wall_window.h"
 #include "symbolize/unwind/unwind.h"
 #include "symbolize/worker/interp.h"
 #include "symbolize/arrays.h"
 
-/* Pause statistics over hours of sampling in bounded memory: exact max and
- * count, percentiles from a uniform reservoir of this many stops. */
-#define PAUSE_RESERVOIR 65536
 #define PROGRESS_EVERY_NS 250000000ull
 #define WARM_EVERY_NS 500000000ull
 #define LATE_POLL_NS 2000000ull
@@ -54,219 +57,9 @@
  * (about 800 KiB of its 2 MiB ring) wait for each drain. */
 #define TICKS_PER_WAKE_MAX 24
 
-struct pause_stats {
-	uint64_t *reservoir;
-	size_t n;
-	uint64_t seen;
-	uint64_t max_ns;
-	uint64_t total_ns; /* every hold added up: the time the target stood still */
-	uint64_t rng;
-	uint64_t window_max_ns; /* the longest since a live view's last refresh */
-};
-
-static void pause_add(struct pause_stats *p, uint64_t ns)
-{
-	p->seen++;
-	p->total_ns += ns;
-	if (ns > p->max_ns)
-		p->max_ns = ns;
-	if (ns > p->window_max_ns)
-		p->window_max_ns = ns;
-	if (p->n < PAUSE_RESERVOIR) {
-		p->reservoir[p->n++] = ns;
-		return;
-	}
-	/* xorshift: reservoir sampling needs uniform picks, not secrecy. */
-	p->rng ^= p->rng << 13;
-	p->rng ^= p->rng >> 7;
-	p->rng ^= p->rng << 17;
-	uint64_t j = p->rng % p->seen;
-	if (j < PAUSE_RESERVOIR)
-		p->reservoir[j] = ns;
-}
-
-static void pause_json(cJSON *o, struct pause_stats *p)
-{
-	capture_pause_stats_json(o, p->reservoir, p->n);
-	cJSON_ReplaceItemInObject(o, "stops", cJSON_CreateNumber((double)p->seen));
-	if (p->seen)
-		cJSON_ReplaceItemInObject(o, "max_us", cJSON_CreateNumber((double)p->max_ns / 1000.0));
-	cJSON_AddNumberToObject(o, "total_us", (double)p->total_ns / 1000.0);
-}
-
-/* Previous on-CPU time per thread, to tell running from runnable. */
-struct cpu_seen {
-	pid_t tid;
-	uint64_t cpu_ns;
-};
-
-struct cpu_table {
-	struct cpu_seen *slots;
-	size_t cap, used;
-};
-
-/* The slot of tid, or NULL when it has none (and insert is false, or
- * memory ran out). */
-static struct cpu_seen *cpu_find(struct cpu_table *t, pid_t tid, bool insert);
-
-static struct cpu_seen *cpu_lookup(struct cpu_table *t, pid_t tid)
-{
-	return cpu_find(t, tid, true);
-}
-
-/* Keeps only the threads of pc: a process that churns threads would
- * otherwise grow the table by every thread it ever had (bench/soak). */
-static void cpu_table_prune(struct cpu_table *t, const struct process_capture *pc)
-{
-	if (t->used <= 2 * pc->nthreads + 1024)
-		return;
-	struct cpu_table kept = {0};
-	for (size_t i = 0; i < pc->nthreads; i++) {
-		struct cpu_seen *old = cpu_find(t, pc->threads[i].tid, false);
-		struct cpu_seen *s = old ? cpu_find(&kept, old->tid, true) : NULL;
-		if (s)
-			s->cpu_ns = old->cpu_ns;
-	}
-	free(t->slots);
-	*t = kept;
-}
-
-static struct cpu_seen *cpu_find(struct cpu_table *t, pid_t tid, bool insert)
-{
-	if (!insert && !t->cap)
-		return NULL;
-	if (insert && t->used * 2 >= t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		struct cpu_seen *s = calloc(cap, sizeof(*s));
-		if (!s)
-			return NULL;
-		for (size_t i = 0; i < t->cap; i++) {
-			if (!t->slots[i].tid)
-				continue;
-			size_t h = (size_t)t->slots[i].tid * 2654435761u % cap;
-			while (s[h].tid)
-				h = (h + 1) % cap;
-			s[h] = t->slots[i];
-		}
-		free(t->slots);
-		t->slots = s;
-		t->cap = cap;
-	}
-	size_t h = (size_t)tid * 2654435761u % t->cap;
-	while (t->slots[h].tid && t->slots[h].tid != tid)
-		h = (h + 1) % t->cap;
-	if (!t->slots[h].tid) {
-		if (!insert)
-			return NULL;
-		t->slots[h].tid = tid;
-		t->slots[h].cpu_ns = UINT64_MAX; /* never seen */
-		t->used++;
-	}
-	return &t->slots[h];
-}
-
 /* --growth: one page-fault sample every this many faults of a thread (64
  * KiB of 4 KiB pages): a 1 MiB/s leak costs 16 samples a second. */
 #define GROWTH_FAULT_PERIOD 16
-
-struct sampler {
-	struct capture_session *s;
-	struct attach_options ao;
-	struct process_capture cur, last;
-	struct unwound_stack *stacks, *last_stacks;
-	size_t stacks_cap, last_stacks_cap;
-	struct stackagg *cpu, *wall;
-	struct stackagg *growth; /* page-fault samples (--growth); NULL: not asked */
-	struct stackagg *creates; /* fork samples (--growth): threads and processes made */
-	struct cpu_table cpu_seen;
-	/* Thread names as the labels spell them (redact.h), each redacted
-	 * once rather than at every sample. */
-	struct bundle_name_memo names;
-	/* Threads whose samples carry a tid label; past tid_label_cap new
-	 * threads go without one (counted), so that a process that churns
-	 * threads cannot grow the profiles by one entry per thread forever. */
-	struct cpu_table labelled;
-	size_t tid_label_cap;
-	uint64_t unlabelled_samples;
-	struct pause_stats pause;
-	/* Each stopped thread's own hold: with release_each, a thread is
-	 * detached as soon as it is copied, so this is what a busy thread
-	 * feels, while pause above runs to the last thread's release. */
-	struct pause_stats thread_pause;
-	struct timeline_run *timeline;
-	uint64_t period_ns;
-	uint64_t ticks, missed, samples, cpu_samples, errors, unchanged;
-	/* While nothing is stopped we yield to the target gently, and keep
-	 * pace when our ticks start late (a saturated box): the ticks late
-	 * and on time in a row, and how many times we had to keep pace. */
-	bool keeping_pace;
-	unsigned ticks_on_time;
-	uint64_t pace_raised;
-	/* Per-sample budget: the tick's own cost, smoothed. When it takes more
-	 * than half the period the rate halves (and recovers when cheap again),
-	 * so many threads cannot turn sampling into a standing stop. */
-	uint64_t requested_period_ns, tick_cost_ewma_ns;
-	uint64_t one_time_ns; /* this tick's one-off work (loading modules): not its cost */
-	uint64_t tick_hold_ns; /* this tick's hold (cur and last swap at its end) */
-	/* Pause budget (judge_pause): the current window's start, holds and
-	 * ticks, the last window's mean hold, and the shortest period it
-	 * allows; cost_period_ns is what our own cost allows. */
-	uint64_t prev_hold_ns, win_start_ns, win_hold_ns, win_ticks, win_mean_hold_ns;
-	uint64_t pause_floor_ns, cost_period_ns;
-	uint64_t late_samples; /* threads found late, summed over the ticks */
-	cJSON *adaptations;
-	/* Addresses already resolved in the worker during the capture, so the
-	 * end (which must be quick after Ctrl-C) only resolves what is new. */
-	struct addrset *warmed;
-	size_t last_threads;
-	bool have_last, target_exited, prepared_once;
-	bool exec_not_dumpable; /* ended: the target exec'd a non-dumpable program */
-	/* CPU samples from perf events (NULL: from the stops above, weighted
-	 * by schedstat); perf_refused: why not (-errno), 0 if used. */
-	struct cpu_perf *perf;
-	int perf_refused;
-	/* Wall-clock ticks without stops (the perf engine with switch-out
-	 * samples): each thread's latest perf moment, or its resting stack
-	 * read from /proc. Counts of where each wall sample came from. */
-	struct moments *moments;
-	pid_t *held_tids; /* scratch: threads whose held switch-out a tick needs */
-	size_t held_tids_cap;
-	bool wall_perf;
-	uint64_t wall_from_switch, wall_from_cpu, wall_from_proc, wall_reused;
-	/* Threads asleep since a /proc read whose stack did not unwind (code
-	 * with frame pointers): stopped once at the next tick for their
-	 * registers, where that is harmless (want_registers). want is this
-	 * tick's (sorted), want_next the next one's. */
-	pid_t *want, *want_next;
-	size_t nwant, nwant_next, want_cap;
-	uint64_t stops_for_registers, wall_from_stop;
-	/* Ticks between wakes (wall_window.h): the sampler wakes at every
-	 * ticks_per_wake-th tick and computes those in between from the
-	 * switch records; window NULL: it wakes at every tick. The next
-	 * tick's virtual ticks (virt_n from virt_first_ns), the last anchor's
-	 * time (the drain of the tick kept in last), and the counts. */
-	struct wall_window *window, *window_owned;
-	unsigned ticks_per_wake;
-	uint64_t virt_first_ns, virt_n, anchor_ns;
-	uint64_t wakes, virtual_ticks, wall_from_records;
-	/* Thread samples (a thread at a tick) that had no stack: late to
-	 * stop, or not seen by perf yet. Counted, never silently dropped. */
-	uint64_t samples_without_stack;
-	uint64_t samples_truncated; /* thread samples whose unwind stopped early */
-	/* The final snapshot (threads.txt): its threads, those without a
-	 * stack, and whether it is the last tick's (the target had exited). */
-	size_t final_threads, final_without_stack, final_truncated;
-	bool final_was_last_tick;
-	uint64_t cpu_ns_start, cpu_ns_last; /* the target's utime+stime, /proc */
-	uint64_t target_cpu_read_ns;        /* when cpu_ns_last was read */
-	/* The machine's CPU ticks and the hypervisor's part of them, at the
-	 * start (attach_machine_cpu_ticks); all 0 when unreadable. */
-	uint64_t machine_ticks_start, stolen_ticks_start;
-	int exit_signal_seen;
-	/* A live view (capture_options.live): when its window started, and
-	 * the stops and samples lost counted before it. */
-	uint64_t live_since_ns, live_stops_base, live_hold_base_ns, live_lost_base;
-};
 
 /* Room for n tids in both want arrays. 0 or -ENOMEM. */
 static int grow_want(struct sampler *sp, size_t n)
@@ -371,119 +164,6 @@ static void reuse_idle_stacks(struct sampler *sp)
 	}
 }
 
-#define BUDGET_SHARE_HIGH 2 /* cost > period / 2: halve the rate */
-#define BUDGET_SHARE_LOW 8  /* cost < period / 8: double it back */
-/* Pause budget: the target may stand still at most 1/PAUSE_SHARE_MAX of
- * the time (5%), judged over windows of PAUSE_WINDOW_NS (and at once when
- * a window's budget is spent before its end, or when it stands still
- * longer than it runs). Past it the period becomes the
- * requested one doubled until the window's mean hold is 1/PAUSE_SHARE_TARGET
- * of it (2%); each window that stays under the budget lets it come back
- * down as far as its mean hold stays under 1/PAUSE_SHARE_BACK (3%). */
-#define PAUSE_SHARE_MAX 20
-#define PAUSE_SHARE_TARGET 50
-#define PAUSE_SHARE_BACK 33
-#define PAUSE_WINDOW_NS 1000000000ull
-#define PAUSE_PERIOD_MAX_NS 10000000000ull
-/* The first ticks warm caches (unwind tables, page cache) and fault in our
- * buffers: our cost is not judged on them (judge_pause has its own, shorter
- * warm-up for holds). */
-#define WARMUP_TICKS 5
-#define MAX_ADAPTATIONS_RECORDED 64
-
-static uint64_t pause_floor_for(const struct sampler *sp, uint64_t mean_hold_ns, unsigned share)
-{
-	uint64_t want = mean_hold_ns * share, floor = sp->requested_period_ns;
-	while (floor < want && floor < PAUSE_PERIOD_MAX_NS)
-		floor *= 2;
-	return floor;
-}
-
-/* The target feels our holds, not our cost: with hundreds of threads (each
- * must be scheduled to reach its stop) one hold can take tens of
- * milliseconds, and at the requested rate it would stand still most of the
- * time (py-spy #872). Judged on the time held per window rather than per
- * tick: on a busy machine holds alternate between microseconds and the stop
- * deadline, and what the target feels is their sum. */
-static void judge_pause(struct sampler *sp, uint64_t hold_ns, uint64_t at_ns)
-{
-	uint64_t both = sp->prev_hold_ns < hold_ns ? sp->prev_hold_ns : hold_ns;
-	sp->prev_hold_ns = hold_ns;
-	if (sp->ticks >= 2 && both > sp->period_ns) {
-		/* Stopped longer than it runs: no time to lose. */
-		sp->win_mean_hold_ns = both;
-		uint64_t floor = pause_floor_for(sp, both, PAUSE_SHARE_TARGET);
-		if (floor > sp->pause_floor_ns)
-			sp->pause_floor_ns = floor;
-		sp->win_start_ns = at_ns;
-		sp->win_hold_ns = sp->win_ticks = 0;
-		return;
-	}
-	/* The first tick stops idle threads too (later ticks skip them): its
-	 * hold says little about the next ones. Every later hold counts,
-	 * warm-up or not: the target feels them all. */
-	if (sp->ticks <= 1) {
-		sp->win_start_ns = at_ns;
-		return;
-	}
-	sp->win_hold_ns += hold_ns;
-	sp->win_ticks++;
-	uint64_t elapsed = at_ns - sp->win_start_ns;
-	/* A window's whole budget already spent: act now, not at its end
-	 * (two holds of 100 ms in the first 30 ms, say). Otherwise one hold
-	 * alone is no measure of a share of time, unless the period is a
-	 * window or longer: then hold / period is the share (and waiting for a
-	 * second tick would keep a rate lowered in an emergency, 0.2 Hz say,
-	 * low for twice its period after the holds got short again). */
-	bool spent = sp->win_hold_ns > PAUSE_WINDOW_NS / PAUSE_SHARE_MAX;
-	if (!spent && sp->win_ticks < 2 && sp->period_ns < PAUSE_WINDOW_NS)
-		return;
-	if (!spent && elapsed < PAUSE_WINDOW_NS)
-		return;
-	if (elapsed < PAUSE_WINDOW_NS)
-		elapsed = PAUSE_WINDOW_NS;
-	bool over = sp->win_hold_ns > elapsed / PAUSE_SHARE_MAX;
-	sp->win_mean_hold_ns = sp->win_hold_ns / sp->win_ticks;
-	uint64_t floor = pause_floor_for(sp, sp->win_mean_hold_ns,
-					 over ? PAUSE_SHARE_TARGET : PAUSE_SHARE_BACK);
-	if (over ? floor > sp->pause_floor_ns : floor < sp->pause_floor_ns)
-		sp->pause_floor_ns = floor;
-	sp->win_start_ns = at_ns;
-	sp->win_hold_ns = 0;
-	sp->win_ticks = 0;
-}
-
-static void adapt_rate(struct sampler *sp, uint64_t cost_ns, uint64_t hold_ns, uint64_t at_ns)
-{
-	uint64_t p = sp->period_ns;
-	judge_pause(sp, hold_ns, at_ns);
-	/* Our own cost: when a tick takes more than half the period the rate
-	 * halves (and recovers when cheap again). */
-	uint64_t cp = sp->cost_period_ns ? sp->cost_period_ns : sp->requested_period_ns;
-	if (sp->ticks > WARMUP_TICKS) {
-		sp->tick_cost_ewma_ns = sp->tick_cost_ewma_ns
-						? (sp->tick_cost_ewma_ns * 4 + cost_ns) / 5
-						: cost_ns;
-		if (sp->tick_cost_ewma_ns > cp / BUDGET_SHARE_HIGH && cp < 1000000000ull)
-			cp *= 2;
-		else if (sp->tick_cost_ewma_ns < cp / BUDGET_SHARE_LOW && cp > sp->requested_period_ns)
-			cp = cp / 2 < sp->requested_period_ns ? sp->requested_period_ns : cp / 2;
-		sp->cost_period_ns = cp;
-	}
-	sp->period_ns = cp > sp->pause_floor_ns ? cp : sp->pause_floor_ns;
-	if (sp->period_ns == p)
-		return;
-	if (sp->adaptations && cJSON_GetArraySize(sp->adaptations) < MAX_ADAPTATIONS_RECORDED) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "at_s", (double)at_ns / 1e9);
-		cJSON_AddNumberToObject(o, "hz", 1e9 / (double)sp->period_ns);
-		cJSON_AddNumberToObject(o, "tick_cost_us", (double)sp->tick_cost_ewma_ns / 1000.0);
-		cJSON_AddNumberToObject(o, "hold_us", (double)sp->win_mean_hold_ns / 1000.0);
-		cJSON_AddItemToArray(sp->adaptations, o);
-	}
-}
-
-/* One stack tick. Returns 0, -ESRCH when the target is gone, or -errno. */
 /* How many distinct threads get a tid label: every thread the process has
  * at the first tick twice over, and at least MIN_TID_LABELS. Each labelled
  * thread costs about 1 KiB of profile entries that stay for the whole
@@ -497,9 +177,9 @@ static bool tid_labelled(struct sampler *sp, pid_t tid)
 		size_t twice = 2 * sp->cur.nthreads;
 		sp->tid_label_cap = twice > MIN_TID_LABELS ? twice : MIN_TID_LABELS;
 	}
-	if (cpu_find(&sp->labelled, tid, false))
+	if (tid_cpu_find(&sp->labelled, tid, false))
 		return true;
-	return sp->labelled.used < sp->tid_label_cap && cpu_find(&sp->labelled, tid, true);
+	return sp->labelled.used < sp->tid_label_cap && tid_cpu_find(&sp->labelled, tid, true);
 }
 
 /* On-CPU, when perf events are refused: each sample weighs the CPU time
@@ -513,7 +193,7 @@ static bool tid_labelled(struct sampler *sp, pid_t tid)
 static int ptrace_cpu_sample(struct sampler *sp, const struct thread_capture *tc,
 			     const struct unwound_stack *st, const char *labels)
 {
-	struct cpu_seen *seen = cpu_lookup(&sp->cpu_seen, tc->tid);
+	struct tid_cpu *seen = tid_cpu_lookup(&sp->cpu_seen, tc->tid);
 	uint64_t used = 0;
 	if (tc->cpu_ns == 0)
 		used = tc->state == 'R' ? sp->period_ns : 0;
@@ -541,7 +221,7 @@ static void seed_cpu_seen(struct sampler *sp)
 	if (attach_threads_cpu_ns(&sp->s->target, &v, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		struct cpu_seen *seen = cpu_lookup(&sp->cpu_seen, v[i].tid);
+		struct tid_cpu *seen = tid_cpu_lookup(&sp->cpu_seen, v[i].tid);
 		if (seen)
 			seen->cpu_ns = v[i].ns;
 	}
@@ -562,41 +242,6 @@ static bool cpu_labels(struct sampler *sp, pid_t tid, const char *raw_comm, char
 	if (snprintf(buf, size, "%sthread_comm=%s", tidl, comm) >= (int)size)
 		buf[size - 1] = '\0';
 	return labelled;
-}
-
-/* We start keeping pace (the first ticks load the target's debug info,
- * our own work), yield gently once PACE_SETTLE_TICKS in a row start within
- * their period, and keep pace again the moment a tick is missed (our
- * gentle share of a saturated CPU no longer keeps up), until
- * PACE_ON_TIME_TICKS in a row are on time again (about 2 s at 99 Hz, then
- * 4, 8, 16 and at most 32 s after each further time). A
- * tick merely late is still taken, and a box as busy as two burners on
- * two cores makes some late at any weight. */
-#define PACE_SETTLE_TICKS 20
-#define PACE_ON_TIME_TICKS 200
-static void keep_pace(struct sampler *sp, uint64_t lateness_ns)
-{
-	if (lateness_ns >= sp->period_ns) {
-		sp->ticks_on_time = 0;
-		if (sp->keeping_pace)
-			return;
-		sp->keeping_pace = true;
-		sp->pace_raised++;
-	} else {
-		/* Each time we had to keep pace again, twice as long before
-		 * trying gently once more (up to 16 times as long). */
-		unsigned need = PACE_SETTLE_TICKS;
-		if (sp->pace_raised) {
-			unsigned doublings = sp->pace_raised > 5 ? 4 : (unsigned)sp->pace_raised - 1;
-			need = PACE_ON_TIME_TICKS << doublings;
-		}
-		if (!sp->keeping_pace || ++sp->ticks_on_time < need)
-			return;
-		sp->keeping_pace = false;
-		sp->ticks_on_time = 0;
-	}
-	tool_priority_yield(0, sp->keeping_pace);
-	interp_yield_to_target(sp->s->interp, sp->keeping_pace);
 }
 
 /* The final capture's share of the ptrace engine's CPU profile: what each
@@ -888,17 +533,17 @@ static int sample_tick(struct sampler *sp)
 	sp->tick_hold_ns = sp->cur.hold_ns;
 	if (r < 0) {
 		if (sp->cur.hold_ns) /* it held the target before it failed */
-			pause_add(&sp->pause, sp->cur.hold_ns);
+			pause_stats_add(&sp->pause, sp->cur.hold_ns);
 		return r;
 	}
 	/* Without stops at the ticks, a tick holds someone only to read a
 	 * thread's registers in full (note_resting_stacks). */
 	if (!sp->wall_perf || sp->cur.hold_ns)
-		pause_add(&sp->pause, sp->cur.hold_ns);
+		pause_stats_add(&sp->pause, sp->cur.hold_ns);
 	for (size_t i = 0; i < sp->cur.nthreads; i++) {
 		const struct thread_capture *tc = &sp->cur.threads[i];
 		if (tc->outcome == THREAD_CAPTURED && !tc->not_stopped)
-			pause_add(&sp->thread_pause, tc->hold_ns);
+			pause_stats_add(&sp->thread_pause, tc->hold_ns);
 	}
 
 	/* Released: everything below costs the target nothing but shared CPU. */
@@ -957,7 +602,7 @@ static int sample_tick(struct sampler *sp)
 		}
 	}
 	sp->last_threads = sp->cur.nthreads;
-	cpu_table_prune(&sp->cpu_seen, &sp->cur);
+	tid_cpu_prune(&sp->cpu_seen, &sp->cur);
 
 	/* A capture taken while the process was exiting (exit_group takes its
 	 * threads away as we go) is no picture of it alive: keep the previous
@@ -1157,117 +802,6 @@ static int start_cpu_engine(struct sampler *sp)
 	return 0;
 }
 
-/* --growth (or --leak-watch) asked for growth.pprof and threadcreate.pprof,
- * which come from perf events: when one is not recorded, why, in the
- * summary and the manifest, never only as a missing member. */
-static void describe_growth(struct sampler *sp, cJSON *cap)
-{
-	const struct capture_options *o = sp->s->opt;
-	char *why = sp->s->summary.growth_warning;
-	size_t size = sizeof(sp->s->summary.growth_warning);
-	why[0] = '\0';
-	if (!o->growth && !o->leak_watch)
-		return;
-	struct perf_sampler_stats st = {0};
-	if (sp->perf)
-		cpu_perf_stats(sp->perf, &st);
-	if (!o->frequency_hz)
-		snprintf(why, size, "growth.pprof and threadcreate.pprof not written: they come from perf "
-				    "events, which -F 0 turns off");
-	else if (!sp->perf && sp->perf_refused)
-		snprintf(why, size, "growth.pprof and threadcreate.pprof not written: perf events refused (%s)",
-			 strerror(-sp->perf_refused));
-	else if (!sp->perf)
-		snprintf(why, size, "growth.pprof and threadcreate.pprof not written: they come from perf "
-				    "events, and --cpu-engine ptrace does not open them");
-	else if (st.fault_refused && (st.fork_refused || sp->s->go))
-		snprintf(why, size, "growth.pprof and threadcreate.pprof not written: the kernel refused "
-				    "the page-fault event (%s) and the fork tracepoint (%s)",
-			 strerror(st.fault_refused), strerror(st.fork_refused));
-	else if (st.fault_refused)
-		snprintf(why, size, "growth.pprof not written: the kernel refused the page-fault event (%s)",
-			 strerror(st.fault_refused));
-	else if (st.fork_refused && !sp->s->go)
-		snprintf(why, size, "threadcreate.pprof not written: the sched_process_fork tracepoint was "
-				    "refused (%s%s)",
-			 strerror(st.fork_refused), st.fork_refused == ENOENT ? ": no tracefs" : "");
-	if (why[0])
-		cJSON_AddStringToObject(cap, "growth_not_recorded", why);
-}
-
-/* The manifest's account of the CPU profile and the summary line's. */
-static void describe_cpu(struct sampler *sp, cJSON *cap, uint64_t stops)
-{
-	const struct capture_options *o = sp->s->opt;
-	struct capture_summary *sum = &sp->s->summary;
-	sum->sampled = true;
-	sum->cpu_engine = sp->perf ? "perf" : "ptrace";
-	sum->perf_refused = sp->perf_refused;
-	sum->hz = o->frequency_hz;
-	sum->target_cpu_s = (double)(sp->cpu_ns_last - sp->cpu_ns_start) / 1e9;
-	sum->cpu_samples = sp->cpu_samples;
-	sum->cpu_samples_expected = sum->target_cpu_s * sum->hz;
-	uint64_t all = 0, stolen = 0;
-	sum->steal_share = -1;
-	if (sp->machine_ticks_start && attach_machine_cpu_ticks(&all, &stolen) == 0 &&
-	    all > sp->machine_ticks_start && stolen >= sp->stolen_ticks_start)
-		sum->steal_share = (double)(stolen - sp->stolen_ticks_start) /
-				   (double)(all - sp->machine_ticks_start);
-	if (sp->perf) {
-		struct perf_sampler_stats st;
-		cpu_perf_stats(sp->perf, &st);
-		sum->lost = st.lost;
-		sum->throttled = st.throttled;
-		sum->threads_without_event = st.threads_without_event;
-		sum->per_cpu_events = st.per_cpu;
-		struct cpu_weighing wg;
-		if (cpu_perf_weighing(sp->perf, &wg)) {
-			sum->cpu_sampled_s = (double)wg.sampled_ns / 1e9;
-			sum->cpu_weighed_s = (double)wg.weighed_ns / 1e9;
-		}
-	}
-	sum->stops = stops;
-	sum->wall_engine = sp->wall_perf ? "perf" : "ptrace";
-	sum->thread_samples = sp->samples + sp->samples_without_stack;
-	sum->samples_without_stack = sp->samples_without_stack;
-	cJSON_AddStringToObject(cap, "cpu_engine", sum->cpu_engine);
-	if (sp->perf_refused)
-		cJSON_AddStringToObject(cap, "cpu_engine_fallback", strerror(-sp->perf_refused));
-	cJSON *cpu = cJSON_AddObjectToObject(cap, "cpu");
-	cJSON_AddNumberToObject(cpu, "target_cpu_s", sum->target_cpu_s);
-	cJSON_AddNumberToObject(cpu, "samples", (double)sum->cpu_samples);
-	cJSON_AddNumberToObject(cpu, "samples_expected", sum->cpu_samples_expected);
-	if (sum->steal_share >= 0)
-		cJSON_AddNumberToObject(cpu, "machine_steal_share", sum->steal_share);
-	if (sp->perf)
-		cpu_perf_describe(sp->perf, cJSON_AddObjectToObject(cpu, "perf"));
-	else
-		cJSON_AddStringToObject(cpu, "weighting", "schedstat_delta");
-
-	/* Where each wall-clock sample (a thread at a tick) came from. */
-	cJSON_AddStringToObject(cap, "wall_engine", sum->wall_engine);
-	cJSON *wall = cJSON_AddObjectToObject(cap, "wall");
-	cJSON_AddNumberToObject(wall, "thread_samples", (double)sum->thread_samples);
-	cJSON_AddNumberToObject(wall, "without_stack", (double)sp->samples_without_stack);
-	cJSON_AddNumberToObject(wall, "stacks_truncated", (double)sp->samples_truncated);
-	if (sp->wall_perf) {
-		cJSON_AddNumberToObject(wall, "from_switch_out_sample", (double)sp->wall_from_switch);
-		cJSON_AddNumberToObject(wall, "from_cpu_sample", (double)sp->wall_from_cpu);
-		cJSON_AddNumberToObject(wall, "read_from_proc", (double)sp->wall_from_proc);
-		cJSON_AddNumberToObject(wall, "not_run_since_last_tick", (double)sp->wall_reused);
-		/* Threads stopped once, asleep, for registers /proc does not
-		 * give (note_resting_stacks), and the samples their stacks gave. */
-		cJSON_AddNumberToObject(wall, "stops_for_registers", (double)sp->stops_for_registers);
-		cJSON_AddNumberToObject(wall, "from_stop_for_registers", (double)sp->wall_from_stop);
-		/* Ticks between wakes (wall_window.h), and the samples in them. */
-		cJSON *rec = cJSON_AddObjectToObject(wall, "between_wakes");
-		cJSON_AddNumberToObject(rec, "ticks_per_wake", sp->window ? sp->ticks_per_wake : 1);
-		cJSON_AddNumberToObject(rec, "wakes", (double)sp->wakes);
-		cJSON_AddNumberToObject(rec, "ticks", (double)sp->virtual_ticks);
-		cJSON_AddNumberToObject(rec, "thread_samples", (double)sp->wall_from_records);
-	}
-}
-
 static void progress(struct sampler *sp, uint64_t elapsed_ns, bool final)
 {
 	const struct capture_options *o = sp->s->opt;
@@ -1319,83 +853,6 @@ static void sleep_until(const struct sampler *sp, uint64_t deadline_ns, const si
 	ppoll(NULL, 0, &ts, open);
 }
 
-/* growth.pprof: each page-fault sample's stack, weighed in the faults it
- * stands for and the bytes of their pages. A fault names the code that
- * first touched a new page, which is where memory grows but not always
- * where it was allocated (a buffer malloc'd in one place and filled in
- * another is charged to the filler). */
-static int write_growth(struct sampler *sp, const struct symtab *st, const struct profile_spec *base)
-{
-	static const struct profile_value_type types[] = {{"objects", "count"}, {"space", "bytes"}};
-	struct profile_spec spec = *base;
-	spec.sample_types = types;
-	spec.ntypes = 2;
-	spec.period_type = (struct profile_value_type){"space", "bytes"};
-	spec.period = (int64_t)sysconf(_SC_PAGESIZE);
-	uint8_t *gz = NULL;
-	size_t len = 0;
-	int r = profile_out_encode(sp->growth, st, &spec, &gz, &len);
-	if (r == 0)
-		r = bundle_write_member(sp->s->bundle, "growth.pprof", gz, len);
-	free(gz);
-	return r;
-}
-
-/* Take the final snapshot (with wait channels) if the target still lives;
- * otherwise fall back to the last tick's capture, unwound while it lived.
- * Adds every address the profiles need to set, and symbolizes everything
- * in one batch. */
-struct creates_at_end {
-	struct stackagg *out;
-	int task_dirfd;
-};
-
-/* A fork sample's entry with child_alive=true|false added: whether the
- * child is a thread of the target that is still alive now. */
-static int mark_alive(void *ctx, const uint64_t *pcs, size_t npcs, const char *labels,
-		      const int64_t *values)
-{
-	struct creates_at_end *e = ctx;
-	const char *c = labels ? strstr(labels, "child_tid=") : NULL;
-	char name[24], out[256];
-	bool alive = false;
-	if (c) {
-		snprintf(name, sizeof(name), "%d", atoi(c + 10));
-		alive = faccessat(e->task_dirfd, name, F_OK, 0) == 0;
-	}
-	snprintf(out, sizeof(out), "%s%schild_alive=%s", labels ? labels : "", labels ? LABEL_SEP : "",
-		 alive ? "true" : "false");
-	return stackagg_add(e->out, pcs, npcs, out, values) < 0;
-}
-
-/* threadcreate.pprof for a native target: every thread or process the
- * target created during the capture, with the stack of the thread that
- * created it (the sched_process_fork tracepoint), labelled child_tid and
- * child_alive (a thread of the target still alive at the end: where the
- * threads it has now came from). */
-static int write_creates(struct sampler *sp, const struct symtab *st, const struct profile_spec *base)
-{
-	static const struct profile_value_type types[] = {{"threads", "count"}};
-	struct creates_at_end e = {.out = stackagg_new(1), .task_dirfd = sp->s->target.task_dirfd};
-	if (!e.out || stackagg_foreach(sp->creates, mark_alive, &e)) {
-		stackagg_free(e.out);
-		return -ENOMEM;
-	}
-	struct profile_spec spec = *base;
-	spec.sample_types = types;
-	spec.ntypes = 1;
-	spec.period_type = (struct profile_value_type){"threads", "count"};
-	spec.period = 1;
-	uint8_t *gz = NULL;
-	size_t len = 0;
-	int r = profile_out_encode(e.out, st, &spec, &gz, &len);
-	if (r == 0)
-		r = bundle_write_member(sp->s->bundle, "threadcreate.pprof", gz, len);
-	free(gz);
-	stackagg_free(e.out);
-	return r;
-}
-
 /* Name every address of set (the mappings of maps): the worker's
  * symbols, then the kernel's, a Go runtime's and a CPython's for what
  * those leave unnamed. *ret is a table even on failure. 0 or -ENOMEM. */
@@ -1427,7 +884,7 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 	int fr = sp->target_exited || sp->exec_not_dumpable ? -ESRCH
 							    : capture_consistent(s, &sp->ao, &sp->cur);
 	if (fr == 0 && grow_stacks(&sp->stacks, &sp->stacks_cap, sp->cur.nthreads) == 0) {
-		pause_add(&sp->pause, sp->cur.hold_ns);
+		pause_stats_add(&sp->pause, sp->cur.hold_ns);
 		sp->late_samples += sp->cur.nlate;
 		interp_unwind(s->interp, &sp->cur, sp->stacks);
 		py_session_merge(s->py, &sp->cur, sp->stacks);
@@ -1510,10 +967,10 @@ static int write_outputs(struct sampler *sp, uint64_t start_wall, uint64_t durat
 			free(gz);
 		}
 		if (r == 0 && sp->growth && sp->perf && *s->opt->stop_requests < 2)
-			r = write_growth(sp, st, &spec);
+			r = growth_profile_write(s->bundle, sp->growth, st, &spec);
 		/* A Go program's threadcreate.pprof is its runtime's own. */
 		if (r == 0 && sp->creates && sp->perf && !s->go && *s->opt->stop_requests < 2)
-			r = write_creates(sp, st, &spec);
+			r = creates_profile_write(s->bundle, sp->creates, s->target.task_dirfd, st, &spec);
 	}
 	capture_trace_phase("members written");
 	if (r == 0 && st)
@@ -1735,7 +1192,7 @@ int sampler_run(struct capture_session *s)
 			/* A wake late by a period: our share of a saturated CPU no
 			 * longer keeps up (and the rings fill while we wait). */
 			if (sp.wall_perf && wake_due)
-				keep_pace(&sp, now - next_wake(&sp, next_tick));
+				sampler_keep_pace(&sp, now - next_wake(&sp, next_tick));
 			if (sp.window) {
 				/* Every tick due since the last wake is this wake's:
 				 * the last read now, those before it computed from
@@ -1781,7 +1238,7 @@ int sampler_run(struct capture_session *s)
 			cost = cost > sp.one_time_ns ? cost - sp.one_time_ns : 0;
 			/* A wake's cost is shared by the ticks it made. */
 			cost /= sp.ticks - ticks_before;
-			adapt_rate(&sp, cost, sp.tick_hold_ns, tick_start - start);
+			sampler_adapt_rate(&sp, cost, sp.tick_hold_ns, tick_start - start);
 			/* A longer period applies from this tick on, not after
 			 * one more at the old rate. */
 			if (sp.period_ns > period_before)
@@ -1957,59 +1414,10 @@ int sampler_run(struct capture_session *s)
 		r = write_outputs(&sp, start_wall, duration);
 	if (r == 0 && sp.timeline)
 		r = timeline_run_finish(sp.timeline, s->manifest);
-	if (r < 0) {
+	if (r < 0)
 		r = capture_fail(s, CAPTURE_STAGE_WRITE, r);
-	} else {
-		cJSON *m = s->manifest;
-		cJSON_AddStringToObject(m, "mode", "sample");
-		cJSON *cap = cJSON_AddObjectToObject(m, "capture");
-		cJSON_AddNumberToObject(cap, "frequency_hz", o->frequency_hz);
-		cJSON_AddNumberToObject(cap, "duration_requested_s",
-					o->duration_ns ? (double)o->duration_ns / 1e9 : 0);
-		cJSON_AddNumberToObject(cap, "duration_s", (double)duration / 1e9);
-		cJSON_AddNumberToObject(cap, "interval_s", (double)o->interval_ns / 1e9);
-		cJSON_AddNumberToObject(cap, "ticks", (double)sp.ticks);
-		cJSON_AddNumberToObject(cap, "missed_ticks", (double)sp.missed);
-		if (sp.wall_perf)
-			cJSON_AddNumberToObject(cap, "times_kept_pace", (double)sp.pace_raised);
-		cJSON_AddNumberToObject(cap, "achieved_hz",
-					duration ? (double)sp.ticks / ((double)duration / 1e9) : 0);
-		cJSON_AddNumberToObject(cap, "thread_samples", (double)sp.samples);
-		cJSON_AddNumberToObject(cap, "cpu_samples", (double)sp.cpu_samples);
-		describe_cpu(&sp, cap, sp.pause.seen);
-		describe_growth(&sp, cap);
-		py_session_sampling_json(s->py, cap);
-		cJSON_AddNumberToObject(cap, "failed_ticks", (double)sp.errors);
-		/* Threads that could not be stopped by the deadline (in D, or not
-		 * scheduled), counted once per tick that found them so. */
-		cJSON_AddNumberToObject(cap, "late_thread_samples", (double)sp.late_samples);
-		cJSON_AddNumberToObject(cap, "idle_thread_samples_not_stopped", (double)sp.unchanged);
-		cJSON *fin = cJSON_AddObjectToObject(cap, "final_snapshot");
-		cJSON_AddNumberToObject(fin, "threads", (double)sp.final_threads);
-		cJSON_AddNumberToObject(fin, "without_stack", (double)sp.final_without_stack);
-		cJSON_AddNumberToObject(fin, "stacks_truncated", (double)sp.final_truncated);
-		cJSON_AddStringToObject(fin, "taken", sp.final_was_last_tick ? "last_tick" : "held");
-		/* Samples of threads beyond the first tid_labels_max seen: they
-		 * carry no tid label (thread_comm still). */
-		cJSON_AddNumberToObject(cap, "tid_labels_max", (double)sp.tid_label_cap);
-		cJSON_AddNumberToObject(cap, "samples_without_tid", (double)sp.unlabelled_samples);
-		cJSON_AddNumberToObject(cap, "final_hz", sp.period_ns ? 1e9 / (double)sp.period_ns : 0);
-		cJSON_AddItemToObject(cap, "rate_adaptations", sp.adaptations);
-		sp.adaptations = NULL;
-		cJSON_AddNumberToObject(cap, "threads_reaped", (double)attach_reaped_threads());
-		cJSON_AddBoolToObject(cap, "no_interrupt_blocked", sp.ao.no_interrupt_blocked);
-		cJSON_AddNumberToObject(cap, "stack_bytes_max", (double)o->attach.stack_bytes_max);
-		cJSON_AddNumberToObject(cap, "stop_timeout_ms", o->attach.stop_timeout_ms);
-		const char *ended = sp.exec_not_dumpable ? "exec_not_dumpable"
-				    : sp.target_exited ? "target_exited"
-				    : *s->opt->stop_requests ? "signal"
-				    : o->duration_ns ? "duration" : "signal";
-		cJSON_AddStringToObject(cap, "ended_by", ended);
-		cJSON_AddBoolToObject(m, "target_exited", sp.target_exited);
-		cJSON *pause = cJSON_AddObjectToObject(m, "pause");
-		pause_json(pause, &sp.pause);
-		pause_json(cJSON_AddObjectToObject(pause, "per_thread"), &sp.thread_pause);
-	}
+	else
+		sampler_describe(&sp, duration);
 	sampler_release(&sp);
 	return r;
 }

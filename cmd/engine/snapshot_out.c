@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/engine/go_out.h"
-#include "cmd/engine/py_out.h"
+#include "cmd/engine/go_session.h"
+#include "cmd/engine/py_session.h"
 #include "cmd/engine/profile_out.h"
 #include "cmd/engine/stackagg.h"
 #include "bundle/redact.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/engine/go_out.h"
+#include "cmd/engine/go_session.h"
 #include "cmd/engine/leak_evidence.h"
 #include "cmd/engine/snapshot_out.h"
 #include "timeline/leakwatch.h"

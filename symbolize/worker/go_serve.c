@@ -162,7 +162,7 @@ static void serve_held(struct go_served *g, struct cursor *c, struct byte_buf *o
 {
 	static struct go_thread_regs regs[MAX_HELD_THREADS];
 	/* The tracer's deadline: it releases the target when it passes,
-	 * answered or not (go_out.c), so what is not read by then is lost
+	 * answered or not (go_session.c), so what is not read by then is lost
 	 * anyway; stopping in time keeps what was. */
 	g->held_ms = take_u32(c);
 	uint32_t n = take_u32(c);

@@ -35,11 +35,11 @@
 #include <cjson/cJSON.h>
 
 #include "bundle/bundle.h"
-#include "bundle/read/diff_model.h"
-#include "bundle/read/export_format.h"
-#include "bundle/read/flame_svg.h"
-#include "bundle/read/report_model.h"
-#include "bundle/read/report_text.h"
+#include "bundle/views/diff_model.h"
+#include "bundle/views/export_format.h"
+#include "bundle/views/flame_svg.h"
+#include "bundle/views/report_model.h"
+#include "bundle/views/report_text.h"
 #include "bundle/reader.h"
 
 static const char fixed_head[] =

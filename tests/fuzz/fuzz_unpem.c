@@ -30,7 +30,7 @@
 #include "tests/fuzz/fuzz_common.h"
 
 #include "bundle/bundle.h"
-#include "bundle/read/pem_codec.h"
+#include "bundle/views/pem_codec.h"
 #include "bundle/reader.h"
 
 #define SEED_ID "b0000000-0000-4000-8000-000000000001"

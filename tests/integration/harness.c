@@ -934,8 +934,8 @@ pid_t perf_record_start(pid_t pid, int hz, const char *call_graph, const char *o
 {
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd),
-		 "exec perf record -q -e cpu-clock -F %d --call-graph %s -p %d -o %s >/dev/null 2>&1", hz,
-		 call_graph, (int)pid, out);
+		 "exec perf record -q -e cpu-clock %s %d --call-graph %s -p %d -o %s >/dev/null 2>&1",
+		 hz < 0 ? "-c" : "-F", hz < 0 ? 1000000000 / -hz : hz, call_graph, (int)pid, out);
 	pid_t perf = fork();
 	cr_assert(perf >= 0);
 	if (perf == 0) {

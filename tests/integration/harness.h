@@ -188,7 +188,8 @@ void sleep_ms(unsigned ms);
 /* Two processes that keep both cores busy (a loaded machine) until
  * loaders_stop; they die with the test. */
 /* perf record -e cpu-clock -F hz --call-graph call_graph ("fp", "dwarf")
- * of pid into out, started and waited for until its events are open; it
+ * of pid into out (hz < 0: -c 1e9/-hz, a fixed period as ours, where -F
+ * lets the kernel adjust it), started and waited for until its events are open; it
  * ends with the target or SIGINT. Its pid. */
 pid_t perf_record_start(pid_t pid, int hz, const char *call_graph, const char *out);
 

@@ -313,7 +313,7 @@ static void top_against_perf(bool loaded)
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(data, sizeof(data), "%s/perf.data", dir);
 	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	pid_t perf = perf_record_start(t.pid, 499, "fp", data);
+	pid_t perf = perf_record_start(t.pid, -499, "fp", data);
 	pid_t watcher = stop_watcher_start(t.pid);
 	struct tool_result r;
 	const char *args[] = {"top", "-p", pid, "-F", "499", "-n", "5", "--sort", "self-time", NULL};

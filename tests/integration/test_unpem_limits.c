@@ -27,7 +27,7 @@
 #include <nettle/sha2.h>
 #include <zlib.h>
 
-#include "bundle/read/pem_codec.h"
+#include "bundle/views/pem_codec.h"
 #include "bundle/reader.h"
 #include "cmd/cli/exit_codes.h"
 #include "craft.h"

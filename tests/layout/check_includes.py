@@ -28,14 +28,14 @@ MAY_INCLUDE = {
     'symbolize/worker': {'attach', 'symbolize', 'symbolize/unwind', 'symbolize/go',
                          'symbolize/python', 'bundle'},
     # Reading and rendering finished bundles.
-    'bundle/read': {'bundle', 'timeline'},
+    'bundle/views': {'bundle', 'timeline'},
     # The subcommands' shared helpers, and the capture engine.
-    'cmd/cli': {'attach', 'bundle', 'bundle/read', 'cmd/engine'},
+    'cmd/cli': {'attach', 'bundle', 'bundle/views', 'cmd/engine'},
     'cmd/engine': {'attach', 'symbolize', 'symbolize/go', 'symbolize/unwind',
                    'symbolize/worker', 'timeline', 'bundle'},
     # The subcommands: anything.
     'cmd': {'attach', 'symbolize', 'symbolize/go', 'symbolize/python', 'symbolize/unwind',
-            'symbolize/worker', 'timeline', 'bundle', 'bundle/read', 'cmd/cli', 'cmd/engine'},
+            'symbolize/worker', 'timeline', 'bundle', 'bundle/views', 'cmd/cli', 'cmd/engine'},
 }
 # Generated into the build tree, named as if they lived here.
 GENERATED = {'version.h': 'cmd', 'bundle/profile.pb-c.h': 'bundle'}

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bundle/read/flame_svg.h"
+#include "bundle/views/flame_svg.h"
 
 static char *write_svg(const struct bundle_profile *p, size_t *len)
 {

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "bundle/bundle.h"
-#include "bundle/read/output_file.h"
+#include "bundle/views/output_file.h"
 #include "bundle/reader.h"
 #include "tmpdir.h"
 

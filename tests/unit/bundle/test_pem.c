@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "bundle/bundle.h"
-#include "bundle/read/pem_codec.h"
+#include "bundle/views/pem_codec.h"
 #include "craft.h"
 #include "tmpdir.h"
 
