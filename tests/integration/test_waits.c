@@ -502,3 +502,31 @@ Test(waits, a_sleep_a_stop_restarted_is_named_and_resolved)
 	free(r);
 	target_kill(&t);
 }
+
+/* Never silent: a mutex whose owner field names a thread that exited
+ * holding it (gdb's __owner says the same tid) is said to be so, the tid
+ * named, in the text and in --json; no owner is made up. */
+Test(waits, a_lock_whose_owner_exited_says_owner_unknown_and_why)
+{
+	struct truth tr;
+	struct target t = start_waits("orphan", &tr);
+	long quitter = truth_of(&tr, "quitter"), orphaned = truth_of(&tr, "orphaned");
+	if (have_gdb())
+		cr_expect_eq(gdb_value(t.pid, "lost_lock.__data.__owner"), quitter,
+			     "gdb's owner of lost_lock is not the thread that exited");
+	cJSON *d = dump_json(t.pid);
+	const cJSON *w = waits_for(d, orphaned);
+	cr_expect(!cJSON_GetObjectItem(w, "owner_tid"), "an owner was named for a lock its owner left");
+	const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(w, "owner_unknown"));
+	char want[160];
+	snprintf(want, sizeof(want), "names thread %ld, not a thread of this process", quitter);
+	cr_expect(why && strstr(why, want), "owner_unknown: %s", why ? why : "(none)");
+	cJSON_Delete(d);
+	struct tool_result *r = malloc(sizeof(*r));
+	cr_assert(r);
+	dump_text(t.pid, r);
+	cr_expect(strstr(r->out, "owner unknown: the mutex names thread") && strstr(r->out, "lost_lock"),
+		  "the text does not say the owner is unknown and why:\n%s", r->out);
+	free(r);
+	target_kill(&t);
+}

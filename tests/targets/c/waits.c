@@ -13,6 +13,9 @@
  *             robust mutex each held by "own-KIND" and waited on by
  *             "wait-KIND"; "cond" in pthread_cond_wait on cv; "sem" in
  *             sem_wait on sem (value 0); main in pthread_join of "cond"
+ *   orphan    "quitter" takes lost_lock and exits holding it; "orphaned"
+ *             then waits for lost_lock, whose owner field names a thread
+ *             that is gone
  */
 #include <pthread.h>
 #include <semaphore.h>
@@ -25,6 +28,7 @@
 
 pthread_mutex_t lock_a = PTHREAD_MUTEX_INITIALIZER, lock_b = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t lost_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_rwlock_t rw_w = PTHREAD_RWLOCK_INITIALIZER, rw_r = PTHREAD_RWLOCK_INITIALIZER;
 pthread_mutex_t m_recursive, m_errorcheck, m_pi, m_robust;
 pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -192,6 +196,22 @@ static void *semwait(void *arg)
 	return arg;
 }
 
+static void *quitter(void *arg)
+{
+	name("quitter");
+	truth("quitter", tid());
+	pthread_mutex_lock(&lost_lock);
+	return arg; /* exits holding it */
+}
+
+static void *orphaned(void *arg)
+{
+	name("orphaned");
+	truth("orphaned", tid());
+	pthread_mutex_lock(&lost_lock);
+	return arg;
+}
+
 static void init_kind(pthread_mutex_t *m, int type, int protocol, int robust)
 {
 	pthread_mutexattr_t a;
@@ -241,6 +261,11 @@ int main(int argc, char **argv)
 		}
 		pthread_create(&t[n++], NULL, cond, NULL);
 		pthread_create(&t[n++], NULL, semwait, NULL);
+	} else if (strcmp(mode, "orphan") == 0) {
+		pthread_t q;
+		pthread_create(&q, NULL, quitter, NULL);
+		pthread_join(q, NULL);
+		pthread_create(&t[n++], NULL, orphaned, NULL);
 	} else {
 		fprintf(stderr, "unknown mode %s\n", mode);
 		return 2;
